@@ -1,0 +1,36 @@
+# The two Quick start commands: `make demo` and `make test`. Both create the
+# environment from nothing when it is missing.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint setup clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# CPU torch first: a plain torch requirement would pull gigabytes of CUDA packages.
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/vault --vault vault reindex
+	$(BIN)/vault --vault vault search "how do I connect Claude Code"
+	@echo
+	@echo "Connect Claude Code to this vault:"
+	@echo "  claude mcp add markvault -- $(CURDIR)/$(BIN)/vault --vault $(CURDIR)/vault mcp"
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest -q
+
+clean:
+	rm -rf $(VENV) index

@@ -1,0 +1,36 @@
+"""markvault: file-first memory for people and AI coding agents.
+
+The vault (Markdown files) is the truth; the DuckDB index beside it is derived
+and disposable. ``Vault`` is the one entry point both the CLI and the MCP
+server use.
+"""
+
+from .config import Settings
+from .errors import (
+    ConfigError,
+    ConflictError,
+    IndexBusyError,
+    MarkvaultError,
+    NotFoundError,
+    RefusedError,
+    UsageError,
+)
+from .index import Filters
+from .model import Hit, ReindexReport, SearchResult
+from .vault import Vault
+
+__all__ = [
+    "ConfigError",
+    "ConflictError",
+    "Filters",
+    "Hit",
+    "IndexBusyError",
+    "MarkvaultError",
+    "NotFoundError",
+    "RefusedError",
+    "ReindexReport",
+    "SearchResult",
+    "Settings",
+    "UsageError",
+    "Vault",
+]

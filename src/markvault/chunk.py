@@ -1,0 +1,175 @@
+"""ParsedNote -> chunks sized for the embedding model, split along headings.
+
+all-MiniLM-L6-v2 reads at most 256 word pieces; text past that is invisible to
+its vector. Chunks therefore hold at most ``ChunkParams.max_pieces`` pieces by a
+cheap, conservative estimate (no tokenizer import on the keyword path). A chunk
+never crosses a heading and never splits a code fence: an oversized fence stays
+whole (keyword search still sees all of it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import regex
+
+from .config import ChunkParams
+from .model import Block, Chunk, ParsedNote
+from .text import TOKENIZER_VERSION
+
+CHUNKER_VERSION = "1"
+
+_PIECE = regex.compile(r"[\p{L}\p{N}\p{M}]+|[^\s\p{L}\p{N}\p{M}]")
+_SENTENCE_END = regex.compile(r"(?<=[.!?。！？；;])\s+|(?<=[。！？])")
+
+
+def estimate_pieces(text: str) -> int:
+    """Upper-bound estimate of BERT word pieces in ``text``."""
+    total = 0
+    for match in _PIECE.finditer(text):
+        word = match.group()
+        n = len(word)
+        if n == 1:
+            total += 1
+        elif word.isascii():
+            total += 1 if n <= 6 else 1 + (n - 3) // 4
+        else:
+            # CJK: one piece per character; other scripts are split finely by an
+            # English vocabulary.
+            total += n if not word.isalpha() or n <= 2 else (n + 1) // 2 + 1
+    return total
+
+
+def embed_input(context: str, text: str) -> str:
+    """What the embedding model reads: the heading context, then the chunk."""
+    return f"{context}\n{text}" if context else text
+
+
+def fingerprint(params: ChunkParams, model: str) -> str:
+    """Identifies everything that decides chunk text and vectors."""
+    data = {
+        "chunker": CHUNKER_VERSION,
+        "tokenizer": TOKENIZER_VERSION,
+        "max_pieces": params.max_pieces,
+        "min_pieces": params.min_pieces,
+        "model": model,
+    }
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def chunk_note(note: ParsedNote, lines: list[str], params: ChunkParams) -> list[Chunk]:
+    """Chunks of ``note``; ``lines`` are the file's lines (index 0 is line 1)."""
+    builder = _Builder(note, lines, params)
+    stack: list[Block] = []
+    for block in note.blocks:
+        if block.kind == "heading":
+            if not builder.only_headings():
+                builder.flush()
+            stack = [b for b in stack if b.level < block.level] + [block]
+            builder.path = tuple(b.heading for b in stack)
+            builder.add(block.start, block.end)
+            continue
+        size = estimate_pieces(builder.text(block.start, block.end))
+        if builder.full(size):
+            builder.flush()
+        if size <= params.max_pieces or block.kind == "code":
+            builder.add(block.start, block.end, size)
+            if size > params.max_pieces:
+                builder.flush()
+        else:
+            builder.add_oversized(block)
+    builder.flush()
+    if not builder.chunks:
+        builder.add_piece(note.body_line, note.body_line, note.title)
+        builder.flush()
+    return builder.chunks
+
+
+class _Builder:
+    def __init__(self, note: ParsedNote, lines: list[str], params: ChunkParams) -> None:
+        self.note = note
+        self.lines = lines
+        self.params = params
+        self.path: tuple[str, ...] = ()
+        self.chunks: list[Chunk] = []
+        self._parts: list[tuple[int, int, str]] = []
+        self._headings_only = True
+        self.pieces = 0
+
+    def text(self, start: int, end: int) -> str:
+        return "\n".join(self.lines[start - 1 : end]).rstrip()
+
+    def full(self, size: int) -> bool:
+        """Would ``size`` more pieces overflow a chunk that has more than headings?"""
+        return self.pieces + size > self.params.max_pieces and not self._headings_only
+
+    def only_headings(self) -> bool:
+        return self._headings_only
+
+    def add(self, start: int, end: int, size: int | None = None) -> None:
+        text = self.text(start, end)
+        if size is not None:
+            self._headings_only = False
+        self.add_piece(start, end, text, size)
+
+    def add_piece(self, start: int, end: int, text: str, size: int | None = None) -> None:
+        self._parts.append((start, end, text))
+        self.pieces += estimate_pieces(text) if size is None else size
+
+    def add_oversized(self, block: Block) -> None:
+        """Split a long text block by lines, then long lines by sentences, then words."""
+        for line_no in range(block.start, block.end + 1):
+            line = self.lines[line_no - 1] if line_no <= len(self.lines) else ""
+            for piece in self._split_line(line):
+                size = estimate_pieces(piece)
+                if self.full(size):
+                    self.flush()
+                self._headings_only = False
+                self.add_piece(line_no, line_no, piece, size)
+
+    def _split_line(self, line: str) -> list[str]:
+        if estimate_pieces(line) <= self.params.max_pieces:
+            return [line]
+        out: list[str] = []
+        for sentence in _SENTENCE_END.split(line):
+            if estimate_pieces(sentence) <= self.params.max_pieces:
+                out.append(sentence)
+                continue
+            words: list[str] = []
+            for word in regex.split(r"(?<=\s)", sentence):
+                words.append(word)
+                if estimate_pieces("".join(words)) >= self.params.max_pieces - 8:
+                    out.append("".join(words))
+                    words = []
+            if words:
+                out.append("".join(words))
+        return [s for s in out if s.strip()]
+
+    def flush(self) -> None:
+        if not self._parts:
+            return
+        start = self._parts[0][0]
+        end = self._parts[-1][1]
+        text = "\n".join(p[2] for p in self._parts if p[2]).strip("\n")
+        path = list(self.path)
+        if self.note.frontmatter_title and (not path or path[0] != self.note.title):
+            path.insert(0, self.note.title)
+        context = " > ".join(path)
+        embed_text = embed_input(context, text)
+        digest = hashlib.blake2b(embed_text.encode("utf-8"), digest_size=16).hexdigest()
+        self.chunks.append(
+            Chunk(
+                seq=len(self.chunks),
+                heading_path=self.path,
+                start_line=start,
+                end_line=end,
+                text=text,
+                context=context,
+                embed_text=embed_text,
+                hash=digest,
+            )
+        )
+        self._parts = []
+        self._headings_only = True
+        self.pieces = 0

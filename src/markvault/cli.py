@@ -1,0 +1,488 @@
+"""The `vault` command line: thin commands over ``Vault``; no SQL, no file I/O."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import click
+
+from .errors import MarkvaultError, UsageError
+from .index import Filters
+from .model import SearchResult
+from .vault import Vault
+
+F = TypeVar("F", bound=Callable[..., Any])
+RANK_LABELS = {"keyword": "kw", "vector": "vec"}
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(click.style("Error: ", fg="red", bold=True) + message, err=True)
+    sys.exit(code)
+
+
+def handle_errors(fn: F) -> F:
+    """Expected failures become a message and an exit code, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except MarkvaultError as exc:
+            _fail(str(exc), exc.exit_code)
+        except KeyboardInterrupt:
+            _fail("interrupted; the vault is unchanged and the index stays usable.", 130)
+
+    return wrapper  # type: ignore[return-value]
+
+
+class TerminalProgress:
+    """A progress bar on a terminal; a few plain lines otherwise."""
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
+        self._bar: Any = None
+        self._label = ""
+        self._total = 0
+        self._done = 0
+        self._next_report = 0
+
+    def start(self, label: str, total: int) -> None:
+        self._label, self._total, self._done = label, total, 0
+        if self.quiet or total == 0:
+            return
+        if self.tty:
+            self._bar = click.progressbar(
+                length=total, label=label, file=sys.stderr, width=30, show_pos=True
+            )
+            self._bar.__enter__()
+        elif total >= 200:  # short runs need no progress lines in logs
+            click.echo(f"{label}: 0/{total}", err=True)
+            self._next_report = max(1, total // 10)
+        else:
+            self._next_report = total + 1
+
+    def advance(self, n: int) -> None:
+        self._done += n
+        if self._bar is not None:
+            self._bar.update(n)
+        elif not self.quiet and self._total and self._done >= self._next_report:
+            click.echo(f"{self._label}: {self._done}/{self._total}", err=True)
+            self._next_report += max(1, self._total // 10)
+
+    def finish(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option(
+    "--vault",
+    "vault_dir",
+    metavar="DIR",
+    envvar="MARKVAULT_VAULT",
+    help="The vault folder (env MARKVAULT_VAULT; default ./vault).",
+)
+@click.option(
+    "--index",
+    "index_dir",
+    metavar="DIR",
+    envvar="MARKVAULT_INDEX",
+    help="Where the index lives (default: index/ beside the vault).",
+)
+@click.option(
+    "--model",
+    metavar="NAME",
+    envvar="MARKVAULT_MODEL",
+    help="Embedding model: all-MiniLM-L6-v2 (default) or a local folder.",
+)
+@click.version_option(package_name="markvault")
+@click.pass_context
+def main(
+    ctx: click.Context, vault_dir: str | None, index_dir: str | None, model: str | None
+) -> None:
+    """markvault: search and keep a Markdown vault, for people and coding agents.
+
+    \b
+    Examples:
+      vault reindex                       build or refresh the index of ./vault
+      vault search "hybrid search"        keyword + meaning, best notes first
+      vault --vault ~/notes status        another vault
+    """
+    ctx.obj = {"vault": vault_dir, "index": index_dir, "model": model}
+
+
+def open_vault(ctx: click.Context) -> Vault:
+    obj = ctx.find_root().obj
+    vault = Vault.open(obj["vault"], obj["index"], obj["model"])
+    ctx.call_on_close(vault.close)
+    return vault
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=None, default=str))
+
+
+# ---- reindex --------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--full", is_flag=True, help="Rebuild from nothing (re-embeds everything).")
+@click.option("--no-vectors", is_flag=True, help="Keyword index only: fast, no model load.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@click.pass_context
+@handle_errors
+def reindex(ctx: click.Context, full: bool, no_vectors: bool, as_json: bool, quiet: bool) -> None:
+    """Bring the index in step with the vault's files.
+
+    Incremental by content hash: unchanged files are not read, unchanged text is
+    not re-embedded, renamed files keep their vectors. A bad file is reported and
+    skipped. Exit code 0, or 1 when some files were skipped.
+
+    \b
+    Examples:
+      vault reindex
+      vault reindex --no-vectors --json
+      vault reindex --full
+    """
+    vault = open_vault(ctx)
+    report = vault.reindex(
+        full=full, vectors=not no_vectors, progress=TerminalProgress(quiet=quiet or as_json)
+    )
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        for notice in report.notices:
+            click.echo(notice, err=True)
+        for item in report.errors:
+            click.echo(click.style("skipped ", fg="red") + item["message"], err=True)
+        for item in report.warnings:
+            click.echo(
+                click.style("warning ", fg="yellow") + f"{item['path']}: {item['message']}"
+                if not item["message"].startswith(item["path"])
+                else click.style("warning ", fg="yellow") + item["message"],
+                err=True,
+            )
+        click.echo(
+            f"{report.notes} notes, {report.chunks} chunks · {report.added} added, "
+            f"{report.updated} updated, {report.renamed} renamed, {report.removed} removed, "
+            f"{report.unchanged} unchanged · "
+            + (
+                f"{report.embedded} embedded, {report.reused} reused · "
+                if report.vectors
+                else "no vectors · "
+            )
+            + f"{len(report.errors)} errors · {report.seconds:.2f} s"
+        )
+    if report.errors:
+        sys.exit(1)
+
+
+# ---- search ---------------------------------------------------------------------------
+
+
+def _filters(
+    kind: tuple[str, ...],
+    type_: tuple[str, ...],
+    tag: tuple[str, ...],
+    topic: tuple[str, ...],
+    project: tuple[str, ...],
+    path: str | None,
+    since: str | None,
+    until: str | None,
+    meta: tuple[str, ...],
+) -> Filters:
+    pairs: dict[str, str] = {}
+    for item in meta:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(
+                f"Bad --meta {item!r}.", "Use --meta KEY=VALUE, e.g. --meta reviewed=true."
+            )
+        pairs[key.strip()] = value.strip()
+    return Filters(
+        list(kind), list(type_), list(tag), list(topic), list(project), path, since, until, pairs
+    )
+
+
+def _print_result(result: SearchResult, fmt: str) -> None:
+    if fmt == "json":
+        emit_json(result.to_json())
+        return
+    for w in result.warnings:
+        click.echo(click.style("note: ", fg="yellow") + w, err=True)
+    for hit in result.hits:
+        heading = " > ".join(hit.heading_path) or hit.title
+        more = f"  (+{hit.more_chunks} more)" if hit.more_chunks else ""
+        ranks = " ".join(f"{RANK_LABELS[k]}#{v}" for k, v in hit.ranks.items())
+        click.echo(
+            click.style(f"#{hit.chunk_id}", fg="cyan")
+            + f' | {hit.path} | "{heading}" | {hit.score:.4f}'
+            + click.style(f"  [{ranks}]{more}", dim=True)
+        )
+        click.echo("    " + _styled_snippet(hit.snippet))
+        if fmt == "full" and hit.text is not None:
+            click.echo(
+                click.style(f"    lines {hit.lines[0]}-{hit.lines[1]} · {hit.uri}", dim=True)
+            )
+            for line in hit.text.splitlines():
+                click.echo("    │ " + line)
+            click.echo()
+    shown = f"{len(result.hits)} of {result.total} notes" if result.hits else "no matches"
+    click.echo(
+        click.style(
+            f"{shown} · {result.mode} · {result.timings_ms.get('total', 0):.0f} ms", dim=True
+        ),
+        err=True,
+    )
+
+
+def _styled_snippet(text: str) -> str:
+    if not sys.stdout.isatty():
+        return text
+    parts = text.split("**")
+    return "".join(click.style(p, bold=True) if i % 2 else p for i, p in enumerate(parts))
+
+
+def _batch_queries(source: str) -> Iterator[tuple[str | None, str]]:
+    stream = sys.stdin if source == "-" else open(source, encoding="utf-8")  # noqa: SIM115
+    with stream:
+        for n, raw in enumerate(stream, start=1):
+            line = raw.strip()
+            if not line:
+                continue
+            if line.startswith("{"):
+                try:
+                    obj = json.loads(line)
+                    yield (None if obj.get("id") is None else str(obj["id"])), str(obj["query"])
+                except (json.JSONDecodeError, KeyError, AttributeError) as exc:
+                    raise UsageError(
+                        f'Line {n} of the batch is not {{"id", "query"}} JSON: {exc}.'
+                    ) from exc
+            else:
+                yield None, line
+
+
+@main.command()
+@click.argument("query", required=False)
+@click.option(
+    "--mode",
+    type=click.Choice(["keyword", "vector", "hybrid"]),
+    default="hybrid",
+    show_default=True,
+    help="Keyword (BM25), vector (meaning) or both fused.",
+)
+@click.option("--kind", multiple=True, help="note, session, knowledge or document (repeatable).")
+@click.option("--type", "type_", multiple=True, help="decision, bugfix, feature, ... (repeatable).")
+@click.option("--tag", multiple=True, help="Required tag; 'a' also matches 'a/b' (repeatable).")
+@click.option("--topic", multiple=True, help="Knowledge topic (repeatable).")
+@click.option("--project", multiple=True, help="Project (repeatable).")
+@click.option(
+    "--path", "path_glob", metavar="GLOB", help="Vault-relative path glob, e.g. 'notes/*'."
+)
+@click.option("--since", metavar="DATE", help="Updated/created on or after (ISO date).")
+@click.option("--until", metavar="DATE", help="Updated/created on or before (ISO date).")
+@click.option(
+    "--meta", multiple=True, metavar="KEY=VALUE", help="Any frontmatter key (repeatable)."
+)
+@click.option("--limit", default=10, show_default=True, type=int, help="Notes to return.")
+@click.option("--offset", default=0, show_default=True, type=int, help="Notes to skip (paging).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["index", "full", "json"]),
+    default="index",
+    show_default=True,
+    help="One line per hit, full chunk text, or JSON.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.option("--batch", metavar="FILE", help="Queries from FILE (or - for stdin); JSON lines out.")
+@click.pass_context
+@handle_errors
+def search(
+    ctx: click.Context,
+    query: str | None,
+    mode: str,
+    kind: tuple[str, ...],
+    type_: tuple[str, ...],
+    tag: tuple[str, ...],
+    topic: tuple[str, ...],
+    project: tuple[str, ...],
+    path_glob: str | None,
+    since: str | None,
+    until: str | None,
+    meta: tuple[str, ...],
+    limit: int,
+    offset: int,
+    fmt: str,
+    as_json: bool,
+    batch: str | None,
+) -> None:
+    """Search the vault; the best chunk of each note, best notes first.
+
+    \b
+    Keyword syntax:  word  "exact phrase"  prefix*  a AND b  a OR b  NOT a  -a  ( )
+    Plain words are ranked by BM25 and any of them may match.
+    Exit code 0 with results, 1 with none.
+
+    \b
+    Examples:
+      vault search "how are notes chunked"
+      vault search --mode keyword '"reciprocal rank" -vector'
+      vault search duckdb --kind knowledge --tag search --since 2026-01-01
+      vault search 机器学习 --format json
+      printf 'bm25\\nhnsw\\n' | vault search --batch - --mode keyword
+    """
+    filters = _filters(kind, type_, tag, topic, project, path_glob, since, until, meta)
+    fmt = "json" if as_json else fmt
+    vault = open_vault(ctx)
+    progress = TerminalProgress(quiet=fmt == "json")
+    if batch:
+        if query:
+            raise UsageError("Give a query or --batch, not both.")
+        for item in vault.search_batch(
+            _batch_queries(batch),
+            mode=mode,
+            filters=filters,
+            limit=limit,
+            offset=offset,
+            full_text=fmt == "full",
+        ):
+            emit_json(item)
+        return
+    if not query:
+        raise UsageError("No query given.", 'Example: vault search "hybrid search"')
+    result = vault.search(
+        query,
+        mode=mode,
+        filters=filters,
+        limit=limit,
+        offset=offset,
+        full_text=fmt == "full",
+        progress=progress,
+    )
+    _print_result(result, fmt)
+    if not result.hits:
+        sys.exit(1)
+
+
+# ---- get, status, new -----------------------------------------------------------------
+
+
+def _line_range(value: str | None) -> tuple[int, int] | None:
+    if not value:
+        return None
+    start, sep, end = value.partition(":")
+    try:
+        a = int(start) if start else 1
+        b = int(end) if end else 10**9
+    except ValueError:
+        raise UsageError(
+            f"Bad --lines {value!r}.", "Use --lines A:B, e.g. --lines 10:40."
+        ) from None
+    if not sep:
+        b = a
+    return a, b
+
+
+@main.command()
+@click.argument("ref")
+@click.option("--lines", metavar="A:B", help="Only lines A to B of the note (1-based).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON with metadata, links and hash.")
+@click.pass_context
+@handle_errors
+def get(ctx: click.Context, ref: str, lines: str | None, as_json: bool) -> None:
+    """Show a note by id, path or URI, or one chunk by #ID.
+
+    \b
+    Examples:
+      vault get notes/Welcome.md
+      vault get mv-welcome --lines 1:20
+      vault get '#42'
+      vault get vault://note/mv-welcome --json
+    """
+    item = open_vault(ctx).get(ref, _line_range(lines))
+    if as_json:
+        emit_json(item)
+        return
+    where = f"{item['path']}:{item['lines'][0]}-{item['lines'][1]}"
+    label = f"#{item['chunk_id']} " if "chunk_id" in item else ""
+    click.echo(
+        click.style(f"{label}{item['title']}", bold=True)
+        + click.style(f"  {where} · {item['kind']} · hash {item['hash']}", dim=True),
+        err=True,
+    )
+    click.echo(item["text"])
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Counts, model, vectors, index size and what changed since the last sync.
+
+    \b
+    Examples:
+      vault status
+      vault status --json | jq .pending
+    """
+    info = open_vault(ctx).status()
+    if as_json:
+        emit_json(info)
+        return
+    vec = info["vectors"]
+    pending = info["pending"]
+    lines = [
+        f"vault    {info['vault']}",
+        f"index    {info['index']} ({info['index_bytes'] / 1048576:.1f} MiB), "
+        f"last sync {info['last_sync']}",
+        f"notes    {info['notes']} · chunks {info['chunks']} · links {info['links']} "
+        f"({info['unresolved_links']} unresolved) · skipped files {info['skipped_files']}",
+        "kinds    " + ", ".join(f"{k} {v}" for k, v in info["by_kind"].items()),
+        "types    " + ", ".join(f"{k} {v}" for k, v in info["by_type"].items()),
+        f"model    {info['model']} (dim {info['dimension']}) · "
+        f"vectors {vec['embedded']}/{vec['total']}"
+        + (" ready" if vec["ready"] else " — run `vault reindex`"),
+        f"pending  {pending['new']} new, {pending['changed']} changed, "
+        f"{pending['deleted']} deleted"
+        + (" — run `vault reindex`" if any(pending.values()) else ""),
+    ]
+    click.echo("\n".join(lines))
+    for p in info["problems"][:20]:
+        click.echo(click.style("problem  ", fg="yellow") + f"{p['path']}: {p['problem']}")
+
+
+@main.command()
+@click.argument("kind", type=click.Choice(["note", "session", "knowledge", "document"]))
+@click.argument("title")
+@click.option("--topic", help="Topic (required for knowledge): knowledge/<topic>/.")
+@click.option("--tags", default="", help="Comma-separated tags, e.g. search,duckdb.")
+@click.option("--project", help="Project the note belongs to.")
+@click.pass_context
+@handle_errors
+def new(
+    ctx: click.Context, kind: str, title: str, topic: str | None, tags: str, project: str | None
+) -> None:
+    """Create a note from templates/KIND.md in the kind's folder; print its path.
+
+    Never overwrites: an existing file of that name is an error (exit 5).
+
+    \b
+    Examples:
+      vault new note "Why we chose DuckDB" --tags duckdb,decision
+      vault new knowledge "BM25 saturates term frequency" --topic search
+      vault new session "Refactor the indexer" --project markvault
+    """
+    path = open_vault(ctx).new_note(kind, title, topic=topic, tags=tags.split(","), project=project)
+    click.echo(str(path))
+
+
+if __name__ == "__main__":
+    main()

