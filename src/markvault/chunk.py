@@ -21,11 +21,17 @@ from .text import TOKENIZER_VERSION
 CHUNKER_VERSION = "1"
 
 _PIECE = regex.compile(r"[\p{L}\p{N}\p{M}]+|[^\s\p{L}\p{N}\p{M}]")
+_LATIN_WORD = regex.compile(r"[\p{Latin}\p{M}\p{N}]+")
 _SENTENCE_END = regex.compile(r"(?<=[.!?。！？；;])\s+|(?<=[。！？])")
 
 
 def estimate_pieces(text: str) -> int:
-    """Upper-bound estimate of BERT word pieces in ``text``."""
+    """Estimate of BERT word pieces in ``text`` (checked against the real tokenizer in tests).
+
+    English words of up to six letters are one piece, longer ones about one per four
+    letters; accented Latin words split in a few pieces; CJK is one piece per
+    character and other scripts (Cyrillic, Greek, ...) close to one per letter.
+    """
     total = 0
     for match in _PIECE.finditer(text):
         word = match.group()
@@ -34,10 +40,10 @@ def estimate_pieces(text: str) -> int:
             total += 1
         elif word.isascii():
             total += 1 if n <= 6 else 1 + (n - 3) // 4
+        elif _LATIN_WORD.fullmatch(word):
+            total += (n + 1) // 2 + 1
         else:
-            # CJK: one piece per character; other scripts are split finely by an
-            # English vocabulary.
-            total += n if not word.isalpha() or n <= 2 else (n + 1) // 2 + 1
+            total += n
     return total
 
 
@@ -52,7 +58,6 @@ def fingerprint(params: ChunkParams, model: str) -> str:
         "chunker": CHUNKER_VERSION,
         "tokenizer": TOKENIZER_VERSION,
         "max_pieces": params.max_pieces,
-        "min_pieces": params.min_pieces,
         "model": model,
     }
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
@@ -67,15 +72,15 @@ def chunk_note(note: ParsedNote, lines: list[str], params: ChunkParams) -> list[
             if not builder.only_headings():
                 builder.flush()
             stack = [b for b in stack if b.level < block.level] + [block]
-            builder.path = tuple(b.heading for b in stack)
+            builder.set_path(tuple(b.heading for b in stack))
             builder.add(block.start, block.end)
             continue
         size = estimate_pieces(builder.text(block.start, block.end))
         if builder.full(size):
             builder.flush()
-        if size <= params.max_pieces or block.kind == "code":
+        if size <= builder.budget() or block.kind == "code":
             builder.add(block.start, block.end, size)
-            if size > params.max_pieces:
+            if size > builder.budget():
                 builder.flush()
         else:
             builder.add_oversized(block)
@@ -96,13 +101,22 @@ class _Builder:
         self._parts: list[tuple[int, int, str]] = []
         self._headings_only = True
         self.pieces = 0
+        self._context_cost = estimate_pieces(note.title)
 
     def text(self, start: int, end: int) -> str:
         return "\n".join(self.lines[start - 1 : end]).rstrip()
 
+    def set_path(self, path: tuple[str, ...]) -> None:
+        self.path = path
+        # The heading context is read by the model too, so it counts against the budget.
+        self._context_cost = estimate_pieces(" > ".join((self.note.title, *path)))
+
+    def budget(self) -> int:
+        return self.params.max_pieces - self._context_cost
+
     def full(self, size: int) -> bool:
         """Would ``size`` more pieces overflow a chunk that has more than headings?"""
-        return self.pieces + size > self.params.max_pieces and not self._headings_only
+        return self.pieces + size > self.budget() and not self._headings_only
 
     def only_headings(self) -> bool:
         return self._headings_only
@@ -129,17 +143,18 @@ class _Builder:
                 self.add_piece(line_no, line_no, piece, size)
 
     def _split_line(self, line: str) -> list[str]:
-        if estimate_pieces(line) <= self.params.max_pieces:
+        limit = self.budget()
+        if estimate_pieces(line) <= limit:
             return [line]
         out: list[str] = []
         for sentence in _SENTENCE_END.split(line):
-            if estimate_pieces(sentence) <= self.params.max_pieces:
+            if estimate_pieces(sentence) <= limit:
                 out.append(sentence)
                 continue
             words: list[str] = []
             for word in regex.split(r"(?<=\s)", sentence):
                 words.append(word)
-                if estimate_pieces("".join(words)) >= self.params.max_pieces - 8:
+                if estimate_pieces("".join(words)) >= limit - 8:
                     out.append("".join(words))
                     words = []
             if words:

@@ -29,8 +29,6 @@ class ChunkParams:
     # Estimated word pieces per chunk. all-MiniLM-L6-v2 reads 256; the estimate is
     # conservative and the heading context is prepended, so aim below that.
     max_pieces: int = 200
-    # Sections shorter than this are merged with the next sibling text when possible.
-    min_pieces: int = 24
 
 
 @dataclass(frozen=True)
@@ -103,7 +101,7 @@ class Settings:
             except TypeError as exc:
                 raise ConfigError(
                     f"Bad [chunk] table in {vault_dir / CONFIG_FILE}: {exc}.",
-                    "Allowed keys: max_pieces, min_pieces.",
+                    "Allowed key: max_pieces.",
                 ) from exc
         return settings
 

@@ -113,12 +113,13 @@ class Filters:
             parts.append("n.date <= ?")
             params.append(self.until + ("T99" if len(self.until) == 10 else ""))
         for key, value in self.meta.items():
+            # The value equals a scalar, or is one item of a list.
             parts.append(
                 "(json_extract_string(n.metadata, ?) = ? OR "
-                "list_contains(CAST(json_extract(n.metadata, ?) AS VARCHAR[]), ?))"
+                "list_contains(json_extract_string(n.metadata, ?), ?))"
             )
             path = "$." + json.dumps(key)
-            params += [path, value, path, value]
+            params += [path, value, path + "[*]", value]
         return " AND ".join(parts), params
 
 

@@ -294,9 +294,12 @@ def _tags_and_links(tokens: list[Token], body_line: int, path: str) -> tuple[lis
                     tag = _clean_tag(m.group(1))
                     if tag:
                         tags.append(tag)
+            line = first
             for child in tok.children or ():
-                if child.type == "link_open":
-                    link = _markdown_link(str(child.attrs.get("href", "")), path, first)
+                if child.type in ("softbreak", "hardbreak"):
+                    line += 1
+                elif child.type == "link_open":
+                    link = _markdown_link(str(child.attrs.get("href", "")), path, line)
                     if link:
                         links.append(link)
     return tags, links

@@ -154,24 +154,24 @@ def _collect(
 
 
 def _sql(g: Group, params: list[Any]) -> str:
-    must: list[str] = []
-    should: list[str] = []
+    """SQL for a group; appends its parameters to ``params`` in the order they appear."""
+    parts: dict[Occur, list[tuple[str, list[Any]]]] = {"must": [], "should": [], "not": []}
     for occur, node in g.clauses:
+        node_params: list[Any] = []
         if isinstance(node, Group):
-            expr = _sql(node, params)
-        elif node.prefix:
-            expr = f"contains({TOKENS}, ?)"
-            params.append(" " + node.prefix)
+            expr = _sql(node, node_params)
         else:
             expr = f"contains({TOKENS}, ?)"
-            params.append(" " + " ".join(node.tokens) + " ")
-        if occur == "must":
-            must.append(expr)
-        elif occur == "not":
-            must.append(f"NOT {expr}")
-        else:
-            should.append(expr)
-    positive = [m for m in must if not m.startswith("NOT ")]
-    if should and not positive:
-        must.append("(" + " OR ".join(should) + ")")
-    return "(" + " AND ".join(must or ["TRUE"]) + ")"
+            pattern = node.prefix if node.prefix else " ".join(node.tokens) + " "
+            node_params.append(" " + pattern)
+        parts[occur].append((expr, node_params))
+    terms = [(e, p) for e, p in parts["must"]]
+    terms += [(f"NOT {e}", p) for e, p in parts["not"]]
+    if parts["should"] and not parts["must"]:
+        terms.append(
+            ("(" + " OR ".join(e for e, _ in parts["should"]) + ")",
+             [x for _, p in parts["should"] for x in p])
+        )  # fmt: skip
+    for _, p in terms:
+        params.extend(p)
+    return "(" + " AND ".join(e for e, _ in terms) + ")" if terms else "TRUE"

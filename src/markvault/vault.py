@@ -94,7 +94,8 @@ class Vault:
                 self.notices.append(f"The index must be rebuilt ({exc}); rebuilding.")
             else:
                 self.notices.append("No index yet: building it from the vault.")
-            self.reindex(vectors=vectors, progress=progress)
+            report = self.reindex(vectors=vectors, progress=progress)
+            self.notices = report.notices  # shown with the answer that needed the build
             assert self._index is not None
             return self._index
 

@@ -1,0 +1,72 @@
+"""Shared fixtures: temporary vaults on disk, real DuckDB files, the real model."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from markvault import Vault
+
+REPO = Path(__file__).resolve().parents[1]
+BUNDLED_VAULT = REPO / "vault"
+
+WriteNotes = Callable[[dict[str, str | bytes]], Path]
+OpenVault = Callable[..., Vault]
+
+
+@pytest.fixture
+def vault_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "vault"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def write(vault_dir: Path) -> WriteNotes:
+    """Write {relative path: text or bytes} into the vault; returns the vault folder."""
+
+    def _write(files: dict[str, str | bytes]) -> Path:
+        for rel, content in files.items():
+            target = vault_dir / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                target.write_bytes(content)
+            else:
+                target.write_text(content, encoding="utf-8", newline="")
+        return vault_dir
+
+    return _write
+
+
+@pytest.fixture
+def open_vault(vault_dir: Path) -> Iterator[Callable[..., Vault]]:
+    opened: list[Vault] = []
+
+    def _open(**kwargs: object) -> Vault:
+        v = Vault.open(vault_dir, vault_dir.parent / "index", **kwargs)  # type: ignore[arg-type]
+        opened.append(v)
+        return v
+
+    yield _open
+    for v in opened:
+        v.close()
+
+
+def checksums(root: Path) -> dict[str, str]:
+    """sha256 of every file under ``root`` (the vault must never change under us)."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture
+def bundled_copy(tmp_path: Path) -> Path:
+    target = tmp_path / "vault"
+    shutil.copytree(BUNDLED_VAULT, target)
+    return target

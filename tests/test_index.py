@@ -1,0 +1,151 @@
+"""The index: incremental reindex, rebuilds, and never touching the vault."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import duckdb
+
+from markvault import Vault
+from markvault.index import BM25_B, BM25_K1, Filters
+from markvault.text import tokenize
+
+from .conftest import OpenVault, WriteNotes, checksums
+
+
+def test_reindex_counts_and_noop(write: WriteNotes, open_vault: OpenVault) -> None:
+    write({"a.md": "# A\n\nalpha", "sub/b.md": "---\nid: b\n---\nbeta", "c.txt": "not a note"})
+    v = open_vault()
+    report = v.reindex(vectors=False)
+    assert (report.notes, report.added, report.errors) == (2, 2, [])
+    again = v.reindex(vectors=False)
+    assert (again.added, again.updated, again.removed, again.unchanged) == (0, 0, 0, 2)
+
+
+def test_edit_add_delete_are_picked_up(write: WriteNotes, open_vault: OpenVault) -> None:
+    vault = write({"a.md": "apple", "b.md": "banana"})
+    v = open_vault()
+    v.reindex(vectors=False)
+    (vault / "a.md").write_text("cherry", encoding="utf-8")
+    os.utime(vault / "a.md", ns=(1, 1))  # a different mtime even on coarse clocks
+    (vault / "b.md").unlink()
+    write({"c.md": "date"})
+    report = v.reindex(vectors=False)
+    assert (report.updated, report.removed, report.added) == (1, 1, 1)
+    found = {h.path for h in v.search("cherry OR date OR banana OR apple", mode="keyword").hits}
+    assert found == {"a.md", "c.md"}
+
+
+def test_touch_without_change_does_not_reparse(write: WriteNotes, open_vault: OpenVault) -> None:
+    vault = write({"a.md": "apple"})
+    v = open_vault()
+    v.reindex(vectors=False)
+    os.utime(vault / "a.md", ns=(5, 5))
+    report = v.reindex(vectors=False)
+    assert (report.updated, report.unchanged) == (0, 1)
+
+
+def test_rename_keeps_chunk_ids(write: WriteNotes, open_vault: OpenVault) -> None:
+    vault = write({"old.md": "# Title\n\nsome unchanged text"})
+    v = open_vault()
+    v.reindex(vectors=False)
+    before = v.search("unchanged", mode="keyword").hits[0].chunk_id
+    (vault / "old.md").rename(vault / "new.md")
+    report = v.reindex(vectors=False)
+    assert (report.renamed, report.removed, report.added) == (1, 0, 0)
+    hit = v.search("unchanged", mode="keyword").hits[0]
+    assert (hit.path, hit.chunk_id) == ("new.md", before)
+
+
+def test_indexer_never_writes_the_vault(bundled_copy: Path, tmp_path: Path) -> None:
+    before = checksums(bundled_copy)
+    with Vault.open(bundled_copy, tmp_path / "index") as v:
+        v.reindex(vectors=False)
+        v.search("markvault", mode="keyword")
+        v.status()
+        v.get("notes/Welcome.md")
+    assert checksums(bundled_copy) == before
+
+
+def test_corrupt_index_is_rebuilt_with_a_notice(write: WriteNotes, open_vault: OpenVault) -> None:
+    write({"a.md": "apple"})
+    v = open_vault()
+    v.reindex(vectors=False)
+    v.close()
+    db = v.settings.db_path
+    db.write_bytes(b"this is not a duckdb file at all" * 100)
+    v2 = open_vault()
+    result = v2.search("apple", mode="keyword")
+    assert [h.path for h in result.hits] == ["a.md"]
+    assert any("rebuil" in w.lower() for w in result.warnings)
+
+
+def test_truncated_index_is_rebuilt(write: WriteNotes, open_vault: OpenVault) -> None:
+    write({"a.md": "apple"})
+    v = open_vault()
+    v.reindex(vectors=False)
+    v.close()
+    db = v.settings.db_path
+    db.write_bytes(db.read_bytes()[:5000])
+    report = open_vault().reindex(vectors=False)
+    assert report.notes == 1
+    assert report.notices
+
+
+def test_schema_or_fingerprint_change_rebuilds(write: WriteNotes, open_vault: OpenVault) -> None:
+    write({"a.md": "apple"})
+    v = open_vault()
+    v.reindex(vectors=False)
+    v.close()
+    con = duckdb.connect(str(v.settings.db_path))
+    con.execute("UPDATE meta SET value = 'old' WHERE key = 'chunk_fingerprint'")
+    con.close()
+    report = open_vault().reindex(vectors=False)
+    assert report.added == 1
+    assert any("chunking" in n for n in report.notices)
+
+
+def test_deleting_the_index_loses_nothing(write: WriteNotes, open_vault: OpenVault) -> None:
+    write({"a.md": "apple"})
+    v = open_vault()
+    v.reindex(vectors=False)
+    v.close()
+    v.settings.db_path.unlink()
+    assert [h.path for h in open_vault().search("apple", mode="keyword").hits] == ["a.md"]
+
+
+def test_bm25_matches_a_reference_implementation(bundled_copy: Path, tmp_path: Path) -> None:
+    """BM25 over the fts postings equals Lucene's BM25 computed here from the tokens."""
+    with Vault.open(bundled_copy, tmp_path / "index") as v:
+        v.reindex(vectors=False)
+        index = v._open_index(write=True)
+        docs = dict(index.con.execute("SELECT id, fts_text FROM chunks").fetchall())
+        tokens = {cid: text.split() for cid, text in docs.items()}
+        n = len(tokens)
+        avgdl = sum(len(t) for t in tokens.values()) / n
+        for query in ["search index", "vault note link", "duckdb fts", "机器学习", "поиск"]:
+            terms = list(dict.fromkeys(tokenize(query)))
+            expected: dict[int, float] = {}
+            for term in terms:
+                df = sum(1 for t in tokens.values() if term in t)
+                idf = math.log((n - df + 0.5) / (df + 0.5) + 1)
+                for cid, t in tokens.items():
+                    tf = t.count(term)
+                    if tf:
+                        norm = tf + BM25_K1 * (1 - BM25_B + BM25_B * len(t) / avgdl)
+                        expected[cid] = expected.get(cid, 0) + idf * tf * (BM25_K1 + 1) / norm
+            ours = dict(index.bm25(terms, Filters(), 1000))
+            assert ours.keys() == expected.keys(), query
+            for cid, score in expected.items():
+                assert abs(ours[cid] - score) < 1e-9, query
+
+
+def test_index_lives_outside_the_vault(vault_dir: Path) -> None:
+    import pytest
+
+    from markvault.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="inside the vault"):
+        Vault.open(vault_dir, vault_dir / "index")

@@ -1,0 +1,39 @@
+"""The tokenizer shared by notes and queries."""
+
+from __future__ import annotations
+
+from markvault.text import normalize, prefix_token, tokenize
+
+
+def test_cjk_runs_become_bigrams() -> None:
+    assert tokenize("机器学习") == ["机器", "器学", "学习"]
+    assert tokenize("東京タワー") == ["東京", "京タ", "タワ", "ワー"]
+    assert tokenize("한국어") == ["한국", "국어"]
+    assert tokenize("猫") == ["猫"]
+
+
+def test_mixed_scripts_split_at_script_boundaries() -> None:
+    assert tokenize("Python教程") == ["python", "教程"]
+
+
+def test_accents_fold_for_latin_and_greek_but_not_cyrillic_letters() -> None:
+    assert tokenize("Café naïve Ελληνικά") == tokenize("cafe naive ελληνικα")
+    assert normalize("Café") == normalize("Cafe\u0301") == "cafe"  # NFC and NFD alike
+    # й is a letter of its own; ё is written as е by most Russian writers.
+    assert tokenize("первый") == tokenize("первого")
+    assert normalize("Йод") == "йод"
+    assert normalize("ёлка") == "елка"
+
+
+def test_stemming_english_and_russian() -> None:
+    assert tokenize("running runs") == ["run", "run"]
+    assert tokenize("поиска поиску") == ["поиск", "поиск"]
+
+
+def test_words_split_on_punctuation_and_underscores() -> None:
+    assert tokenize("snake_case, kebab-case; a.b") == ["snake", "case", "kebab", "case", "a", "b"]
+
+
+def test_prefix_token_is_normalized_not_stemmed() -> None:
+    assert prefix_token("Runn") == "runn"
+    assert prefix_token("two words") == ""
