@@ -10,9 +10,11 @@ from typing import Any, TypeVar
 
 import click
 
+from .edit import Edit
 from .errors import MarkvaultError, UsageError
 from .index import Filters
 from .model import SearchResult
+from .parse import parse_yaml_value
 from .vault import Vault
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -457,6 +459,127 @@ def status(ctx: click.Context, as_json: bool) -> None:
     click.echo("\n".join(lines))
     for p in info["problems"][:20]:
         click.echo(click.style("problem  ", fg="yellow") + f"{p['path']}: {p['problem']}")
+
+
+def _edit_from_options(
+    append: str | None,
+    prepend: str | None,
+    section: str | None,
+    before: str | None,
+    after: str | None,
+    find: str | None,
+    text: str | None,
+    count: int,
+    set_pair: str | None,
+    unset: str | None,
+) -> Edit:
+    chosen = [
+        o for o in (append, prepend, section, before, after, find, set_pair, unset) if o is not None
+    ]
+    if len(chosen) != 1:
+        raise UsageError(
+            "Give exactly one change.",
+            "One of --append, --prepend, --replace-section, --insert-before, --insert-after, "
+            "--replace, --set or --unset.",
+        )
+
+    def body() -> str:
+        if text is None:
+            raise UsageError("This change needs --text TEXT (or --text - to read stdin).")
+        return sys.stdin.read() if text == "-" else text
+
+    if append is not None:
+        return Edit("append", sys.stdin.read() if append == "-" else append)
+    if prepend is not None:
+        return Edit("prepend", sys.stdin.read() if prepend == "-" else prepend)
+    if section is not None:
+        return Edit("replace_section", body(), heading=section)
+    if before is not None:
+        return Edit("insert_before", body(), heading=before)
+    if after is not None:
+        return Edit("insert_after", body(), heading=after)
+    if find is not None:
+        return Edit("replace_text", body(), find=find, count=count)
+    if set_pair is not None:
+        key, sep, raw = set_pair.partition("=")
+        if not sep:
+            raise UsageError(
+                f"Bad --set {set_pair!r}.", "Use --set KEY=VALUE, e.g. --set 'tags=[a, b]'."
+            )
+        return Edit("set_key", key=key.strip(), value=parse_yaml_value(raw))
+    return Edit("remove_key", key=unset)
+
+
+@main.command()
+@click.argument("ref")
+@click.option(
+    "--hash", "expected", required=True, help="The note's current hash (from get/search)."
+)
+@click.option("--append", metavar="TEXT", help="Add TEXT at the end (- reads stdin).")
+@click.option(
+    "--prepend", metavar="TEXT", help="Add TEXT at the start of the body (- reads stdin)."
+)
+@click.option(
+    "--replace-section",
+    "section",
+    metavar="HEADING",
+    help="Replace the section's content with --text.",
+)
+@click.option(
+    "--insert-before", "before", metavar="HEADING", help="Insert --text before the heading."
+)
+@click.option(
+    "--insert-after", "after", metavar="HEADING", help="Insert --text at the end of the section."
+)
+@click.option(
+    "--replace", "find", metavar="OLD", help="Replace OLD with --text; must occur --count times."
+)
+@click.option("--text", metavar="TEXT", help="New content for the options above (- reads stdin).")
+@click.option("--count", default=1, show_default=True, help="Occurrences --replace must find.")
+@click.option(
+    "--set", "set_pair", metavar="KEY=VALUE", help="Set a frontmatter key (VALUE is YAML)."
+)
+@click.option("--unset", metavar="KEY", help="Remove a frontmatter key.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
+@handle_errors
+def edit(
+    ctx: click.Context,
+    ref: str,
+    expected: str,
+    append: str | None,
+    prepend: str | None,
+    section: str | None,
+    before: str | None,
+    after: str | None,
+    find: str | None,
+    text: str | None,
+    count: int,
+    set_pair: str | None,
+    unset: str | None,
+    as_json: bool,
+) -> None:
+    """Change one note, touching only the bytes concerned; print its new hash.
+
+    The change is refused (exit 5) when the note's hash is not --hash: someone
+    edited it since you read it. Line endings, BOM, comments and key order survive.
+
+    \b
+    Examples:
+      vault edit notes/Ideas.md --hash 3f2a... --append "- another idea"
+      vault edit mv-welcome --hash 3f2a... --set 'tags=[start, guide]'
+      vault edit mv-welcome --hash 3f2a... --replace-section "Open items" --text "- none"
+      vault edit notes/x.md --hash 3f2a... --replace "teh" --text "the" --count 2
+    """
+    change = _edit_from_options(
+        append, prepend, section, before, after, find, text, count, set_pair, unset
+    )
+    result = open_vault(ctx).edit_note(ref, [change], expected)
+    if as_json:
+        emit_json(result)
+    else:
+        state = "changed" if result["changed"] else "unchanged (the edit changed nothing)"
+        click.echo(f"{result['path']} {state} · hash {result['hash']}")
 
 
 @main.command()

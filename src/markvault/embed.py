@@ -60,6 +60,10 @@ class Embedder:
         return self._model
 
     @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    @property
     def dim(self) -> int:
         model = self._load()
         get = (

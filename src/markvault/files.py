@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 
 import pathspec
 
-from .errors import ConflictError, RefusedError
+from .errors import ConflictError, NotFoundError, RefusedError
 
 IGNORE_FILE = ".markvaultignore"
 TEMP_PREFIX = ".mv-tmp-"
@@ -166,6 +166,7 @@ class VaultFiles:
             RefusedError: the path is unsafe.
         """
         full = self.safe_path(rel)
+        self.refuse_during_git_operation()
         full.parent.mkdir(parents=True, exist_ok=True)
         tmp = full.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
         try:
@@ -185,6 +186,66 @@ class VaultFiles:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
         return full
+
+    def replace(self, rel: str, text: str, expected_hash: str) -> str:
+        """Atomically replace an existing note, if it still has ``expected_hash``.
+
+        Returns the new content hash.
+
+        Raises:
+            ConflictError: the file changed since it was read (its hash differs).
+            RefusedError: unsafe path, a git merge or rebase in progress, or the write failed.
+            NotFoundError: the note does not exist.
+        """
+        full = self.safe_path(rel)
+        self.refuse_during_git_operation()
+        if not full.is_file():
+            raise NotFoundError(f"{rel} does not exist.", "Create it instead, or check the path.")
+        current = content_hash(full.read_bytes())
+        if current != expected_hash:
+            raise ConflictError(
+                f"{rel} changed since it was read (hash {current}, not {expected_hash}).",
+                "Read it again and redo the change on the current text.",
+            )
+        data = text.encode("utf-8")
+        tmp = full.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
+        try:
+            with open(tmp, "xb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, stat_mod.S_IMODE(full.stat().st_mode))
+            # Checked again right before the swap to keep the window for a lost edit small.
+            if content_hash(full.read_bytes()) != expected_hash:
+                raise ConflictError(
+                    f"{rel} changed while it was being written; nothing written.",
+                    "Read it again and retry.",
+                )
+            os.replace(tmp, full)
+            _fsync_dir(full.parent)
+        except OSError as exc:
+            raise RefusedError(
+                f"Could not write {rel}: {exc.strerror or exc}. The note is unchanged.",
+                "Free disk space or fix permissions, then retry.",
+            ) from exc
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        return content_hash(data)
+
+    def refuse_during_git_operation(self) -> None:
+        """Raises RefusedError while a merge or rebase is in progress in the vault's repo."""
+        for folder in (self.root, *self.root.parents):
+            git = folder / ".git"
+            if git.is_dir():
+                for marker in ("MERGE_HEAD", "rebase-merge", "rebase-apply", "CHERRY_PICK_HEAD"):
+                    if (git / marker).exists():
+                        raise RefusedError(
+                            f"A git {marker.split('_')[0].split('-')[0].lower()} is in progress "
+                            f"in {folder}; markvault does not write during it.",
+                            "Finish or abort it (git merge --abort / git rebase --continue).",
+                        )
+                return
 
     def remove_stale_temp_files(self) -> int:
         """Delete temp files left by a crash mid-write (they are never notes)."""

@@ -575,7 +575,7 @@ class Index:
             "SELECT c.id, e.vec FROM chunks c JOIN embeddings e ON e.hash = c.hash "
             "AND e.model = ? ORDER BY c.id",
             [model],
-        ).fetch_arrow_table()
+        ).to_arrow_table()
         ids = table.column("id").to_numpy().astype(np.int64)
         vec = table.column("vec").combine_chunks()
         dim = vec.type.list_size if len(vec) else 1

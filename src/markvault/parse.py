@@ -172,6 +172,14 @@ def load_frontmatter(fm_text: str) -> tuple[dict[str, Any], str | None]:
     return {str(k): to_json_value(v) for k, v in data.items()}, None
 
 
+def parse_yaml_value(raw: str) -> Any:
+    """A single YAML value as a note would read it (``no`` stays text); text if invalid."""
+    try:
+        return to_json_value(yaml.load(raw, Loader=NoteYamlLoader))
+    except yaml.YAMLError:
+        return raw
+
+
 def _expanded_size(root: yaml.Node) -> int:
     """Node count with aliases expanded, computed without expanding them."""
     memo: dict[int, int] = {}

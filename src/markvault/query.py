@@ -169,9 +169,11 @@ def _sql(g: Group, params: list[Any]) -> str:
     terms += [(f"NOT {e}", p) for e, p in parts["not"]]
     if parts["should"] and not parts["must"]:
         terms.append(
-            ("(" + " OR ".join(e for e, _ in parts["should"]) + ")",
-             [x for _, p in parts["should"] for x in p])
-        )  # fmt: skip
+            (
+                "(" + " OR ".join(e for e, _ in parts["should"]) + ")",
+                [x for _, p in parts["should"] for x in p],
+            )
+        )
     for _, p in terms:
         params.extend(p)
     return "(" + " AND ".join(e for e, _ in terms) + ")" if terms else "TRUE"

@@ -11,12 +11,13 @@ import contextlib
 import datetime as dt
 import re
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from .chunk import fingerprint
 from .config import ChunkParams, Settings
+from .edit import Edit, apply_edit, check_writable
 from .embed import Embedder
 from .errors import ConfigError, MarkvaultError, NotFoundError, UsageError
 from .files import VaultFiles, content_hash, safe_file_name
@@ -40,11 +41,12 @@ def chunk_fingerprint(params: ChunkParams) -> str:
 
 
 class Vault:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+        """``embedder`` lets several vaults share one loaded model (its name must match)."""
         self.settings = settings
         self.files = VaultFiles(settings.vault_dir, settings.index_dir)
         self._index: Index | None = None
-        self._embedder: Embedder | None = None
+        self._embedder = embedder if embedder and embedder.name == settings.model else None
         self.notices: list[str] = []
 
     @classmethod
@@ -53,8 +55,9 @@ class Vault:
         vault: str | Path | None = None,
         index: str | Path | None = None,
         model: str | None = None,
+        embedder: Embedder | None = None,
     ) -> Vault:
-        return cls(Settings.load(vault=vault, index=index, model=model))
+        return cls(Settings.load(vault=vault, index=index, model=model), embedder)
 
     def close(self) -> None:
         if self._index is not None:
@@ -325,7 +328,47 @@ class Vault:
             folder += "/" + safe_file_name(values["topic"])[:-3]
         elif kind == "session" and values["project"]:
             folder += "/" + safe_file_name(values["project"])[:-3]
-        return self.files.create(f"{folder}/{safe_file_name(title)}", text)
+        path = self.files.create(f"{folder}/{safe_file_name(title)}", text)
+        if self.settings.db_path.exists():
+            self.refresh()
+        return path
+
+    def edit_note(self, ref: str, edits: Sequence[Edit], expected_hash: str) -> dict[str, Any]:
+        """Apply ``edits`` to a note whose current content hash is ``expected_hash``.
+
+        Only the bytes concerned change; the index is updated before returning.
+
+        Raises:
+            NotFoundError: no such note.
+            ConflictError: the hash is not current, or a replace_text count differs.
+            RefusedError: conflict markers, unsafe path, unreadable file, git operation.
+            UsageError: a malformed edit.
+        """
+        if not expected_hash:
+            raise UsageError(
+                "Changing a note needs its current hash.",
+                "Read it first (vault get REF --json) and pass the hash it returns.",
+            )
+        note = self.get(ref)
+        if "chunk_id" in note:
+            raise UsageError("Edit a note, not a chunk.", f"Use its path: {note['path']}.")
+        rel = note["path"]
+        file = self._index.find_notes("path", rel)[0]["file"] if self._index else rel
+        _, text = self.files.read(file, self.settings.max_note_bytes)
+        check_writable(text, rel)
+        new_text = text
+        for edit in edits:
+            new_text = apply_edit(new_text, edit, rel)
+        if new_text == text:
+            return {"path": rel, "hash": note["hash"], "changed": False, "uri": note["uri"]}
+        new_hash = self.files.replace(file, new_text, expected_hash)
+        self.refresh()
+        return {"path": rel, "hash": new_hash, "changed": True, "uri": note["uri"]}
+
+    def refresh(self) -> ReindexReport:
+        """Bring the index up to date after a write: keyword at once, vectors when the
+        model is already loaded (a long-running server), else at the next reindex."""
+        return self.reindex(vectors=self._embedder is not None and self._embedder.loaded)
 
     def _template(self, kind: str) -> str:
         for folder in self.template_dirs():

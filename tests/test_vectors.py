@@ -1,0 +1,113 @@
+"""Vector and hybrid search with the real packaged model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from markvault import Vault
+from markvault.embed import Embedder
+
+from .conftest import WriteNotes
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    e = Embedder("all-MiniLM-L6-v2")
+    assert e.dim == 384
+    return e
+
+
+@pytest.fixture
+def vault_with(embedder: Embedder, vault_dir: Path) -> Iterator[Vault]:
+    v = Vault.open(vault_dir, vault_dir.parent / "index", embedder=embedder)
+    yield v
+    v.close()
+
+
+NOTES = {
+    "cars.md": "# Vehicle upkeep\n\nWhen an automobile will not turn over, check the battery "
+    "terminals and the starter motor before calling a mechanic.",
+    "errors.md": "# Error catalogue\n\nERR_7731 means the upstream gateway closed the socket; "
+    "retry with backoff.",
+    "baking.md": "# Bread\n\nKnead the dough for ten minutes, then let it rise until doubled.",
+    "garden.md": "# Tomatoes\n\nWater tomato plants deeply twice a week and stake them early.",
+    "network.md": "# Timeouts\n\nA request that hangs usually means a firewall drops packets.",
+    "music.md": "# Guitar\n\nTune the low E string first, then tune the others relative to it.",
+}
+QUERIES = {  # query -> the one relevant note
+    "my car won't start in the morning": "cars.md",
+    "ERR_7731": "errors.md",
+    "how long should dough be kneaded": "baking.md",
+    "connection hangs forever": "network.md",
+}
+
+
+def mrr(v: Vault, mode: str) -> float:
+    total = 0.0
+    for query, relevant in QUERIES.items():
+        found = [h.path for h in v.search(query, mode=mode, limit=10).hits]
+        total += 1 / (found.index(relevant) + 1) if relevant in found else 0
+    return total / len(QUERIES)
+
+
+def test_vector_search_finds_meaning_without_shared_words(
+    write: WriteNotes, vault_with: Vault
+) -> None:
+    write(NOTES)
+    report = vault_with.reindex()
+    assert report.embedded == report.chunks == len(NOTES)
+    hit = vault_with.search("my car won't start in the morning", mode="vector").hits[0]
+    assert hit.path == "cars.md"
+    assert set(hit.ranks) == {"vector"}
+
+
+def test_hybrid_beats_the_weaker_single_mode(write: WriteNotes, vault_with: Vault) -> None:
+    write(NOTES)
+    vault_with.reindex()
+    keyword, vector, hybrid = (mrr(vault_with, m) for m in ("keyword", "vector", "hybrid"))
+    assert hybrid >= max(keyword, vector) - 1e-9
+    assert hybrid > min(keyword, vector)
+    hit = vault_with.search("ERR_7731 socket").hits[0]
+    assert hit.path == "errors.md" and set(hit.ranks) == {"keyword", "vector"}
+
+
+def test_rename_and_unchanged_text_are_never_re_embedded(
+    write: WriteNotes, vault_with: Vault
+) -> None:
+    vault = write({"a.md": "# A\n\n## One\n\nalpha text\n\n## Two\n\nbeta text", "b.md": "gamma"})
+    first = vault_with.reindex()
+    assert first.embedded == 3
+    (vault / "a.md").rename(vault / "moved.md")
+    (vault / "b.md").write_text("gamma changed", encoding="utf-8")
+    report = vault_with.reindex()
+    assert (report.renamed, report.updated, report.embedded) == (1, 1, 1)
+    index = vault_with._open_index(write=False)
+    assert index.embedding_counts("all-MiniLM-L6-v2") == (3, 3)
+    assert vault_with.search("alpha", mode="vector").hits[0].path == "moved.md"
+
+
+def test_multilingual_notes_are_found_by_hybrid_search(
+    write: WriteNotes, vault_with: Vault
+) -> None:
+    write(
+        {
+            "zh.md": "# 机器学习\n\n机器学习是人工智能的一个分支。",
+            "ja.md": "# 東京\n\n今日の東京は晴れです。",
+            "ru.md": "# Поиск\n\nПоиск по заметкам работает быстро.",
+            "de.md": "# Straße\n\nDie Straße ist für Fußgänger gesperrt.",
+            **NOTES,
+        }
+    )
+    vault_with.reindex()
+    for query, path in [
+        ("机器学习", "zh.md"),
+        ("東京", "ja.md"),
+        ("поиск заметок", "ru.md"),
+        ("Fußgänger", "de.md"),
+    ]:
+        assert vault_with.search(query).hits[0].path == path, query
