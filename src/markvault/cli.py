@@ -607,5 +607,23 @@ def new(
     click.echo(str(path))
 
 
+@main.command()
+@click.pass_context
+@handle_errors
+def mcp(ctx: click.Context) -> None:
+    """Serve the vault to Claude Code and other MCP clients over stdio.
+
+    Tools: search, get, status, create_note, edit_note; resource vault://note/{id}.
+
+    \b
+    Examples:
+      claude mcp add markvault -- vault --vault /path/to/vault mcp
+      vault --vault ~/notes mcp
+    """
+    from .mcp_server import serve_stdio  # the SDK is imported only for this command
+
+    serve_stdio(open_vault(ctx))
+
+
 if __name__ == "__main__":
     main()

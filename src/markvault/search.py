@@ -56,7 +56,7 @@ class Searcher:
         if not 1 <= limit <= MAX_LIMIT or offset < 0:
             raise UsageError(
                 f"limit must be 1..{MAX_LIMIT} and offset 0 or more.",
-                "Page through results with --offset.",
+                "Page through results with offset.",
             )
         filters = filters or Filters()
         timings: dict[str, float] = {}

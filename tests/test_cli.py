@@ -1,0 +1,192 @@
+"""The `vault` command line: output forms, exit codes, help, batch mode."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from markvault.cli import main
+
+from .conftest import WriteNotes
+
+COMMANDS = sorted(main.commands)
+
+
+def run(vault: Path, *args: str, input: str | None = None) -> Result:
+    runner = CliRunner()
+    index = str(vault.parent / "index")
+    return runner.invoke(main, ["--vault", str(vault), "--index", index, *args], input=input)
+
+
+@pytest.fixture
+def small(write: WriteNotes) -> Path:
+    vault = write(
+        {
+            "notes/alpha.md": "---\nid: a1\ntags: [x]\n---\n# Alpha\n\n## Part\n\nquokka here",
+            "notes/beta.md": "# Beta\n\nwombat and quokka",
+            "knowledge/zoo/gamma.md": "# Gamma\n\n袋鼠 kangaroo",
+        }
+    )
+    assert run(vault, "reindex", "--no-vectors").exit_code == 0
+    return vault
+
+
+def test_every_command_has_help_with_examples() -> None:
+    runner = CliRunner()
+    assert "Examples" in runner.invoke(main, ["--help"]).output
+    for name in COMMANDS:
+        result = runner.invoke(main, [name, "--help"])
+        assert result.exit_code == 0, name
+        assert "Examples:" in result.output, name
+
+
+def test_every_command_is_in_the_readme() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    for name in COMMANDS:
+        assert f"vault {name}" in readme, name
+
+
+def test_search_json_shape(small: Path) -> None:
+    result = run(small, "search", "quokka", "--mode", "keyword", "--json")
+    assert result.exit_code == 0
+    data = json.loads(result.output)
+    assert set(data) >= {"query", "mode", "hits", "timings_ms"}
+    assert data["mode"] == "keyword"
+    hit = data["hits"][0]
+    assert set(hit) >= {
+        "id",
+        "path",
+        "title",
+        "kind",
+        "chunk_id",
+        "heading_path",
+        "lines",
+        "score",
+        "ranks",
+        "snippet",
+        "hash",
+        "uri",
+    }
+    assert {h["path"] for h in data["hits"]} == {"notes/alpha.md", "notes/beta.md"}
+
+
+def test_search_index_format(small: Path) -> None:
+    result = run(small, "search", "quokka", "--mode", "keyword", "--path", "notes/alpha*")
+    first, snippet = result.stdout.splitlines()[:2]
+    assert first.startswith("#") and '| notes/alpha.md | "Alpha > Part" |' in first
+    assert "**quokka**" in snippet
+
+
+def test_exit_codes_and_messages(small: Path) -> None:
+    assert run(small, "search", "nothingmatches", "--mode", "keyword").exit_code == 1
+    bad = run(small, "search", '"open', "--mode", "keyword")
+    assert bad.exit_code == 2 and "Unclosed quote" in bad.output
+    missing = run(small, "get", "no/such.md")
+    assert missing.exit_code == 3 and "No note" in missing.output
+    assert run(small, "new", "note", "Alpha2").exit_code == 0
+    dup = run(small, "new", "note", "Alpha2")
+    assert dup.exit_code == 5 and "already exists" in dup.output
+    for result in (bad, missing, dup):
+        assert "Traceback" not in result.output
+
+
+def test_get_note_chunk_and_lines(small: Path) -> None:
+    note = json.loads(run(small, "get", "a1", "--json").output)
+    assert note["path"] == "notes/alpha.md" and note["hash"]
+    chunk_id = note["chunks"][0]["chunk_id"]
+    chunk = json.loads(run(small, "get", f"#{chunk_id}", "--json").output)
+    assert chunk["path"] == "notes/alpha.md"
+    assert run(small, "get", "notes/alpha.md", "--lines", "5:5").stdout.strip() == "# Alpha"
+    assert json.loads(run(small, "get", note["uri"], "--json").output)["id"] == "a1"
+
+
+def test_edit_roundtrip(small: Path) -> None:
+    h = json.loads(run(small, "get", "notes/beta.md", "--json").output)["hash"]
+    done = run(small, "edit", "notes/beta.md", "--hash", h, "--append", "platypus", "--json")
+    assert done.exit_code == 0 and json.loads(done.output)["changed"]
+    stale = run(small, "edit", "notes/beta.md", "--hash", h, "--append", "again")
+    assert stale.exit_code == 5
+    assert json.loads(run(small, "search", "platypus", "--mode", "keyword", "--json").output)[
+        "hits"
+    ]
+
+
+def test_batch_mode(small: Path) -> None:
+    lines = 'quokka\n{"id": "q2", "query": "袋鼠"}\n{"id": "bad", "query": "\\"x"}\n'
+    result = run(small, "search", "--batch", "-", "--mode", "keyword", input=lines)
+    out = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(out) == 3
+    assert out[0]["hits"] and "id" not in out[0]
+    assert out[1]["id"] == "q2" and out[1]["hits"][0]["path"] == "knowledge/zoo/gamma.md"
+    assert out[2]["id"] == "bad" and "Unclosed quote" in out[2]["error"]
+
+
+def test_status(small: Path) -> None:
+    info = json.loads(run(small, "status", "--json").output)
+    assert info["notes"] == 3 and info["by_kind"] == {"note": 2, "knowledge": 1}
+    assert info["pending"] == {"new": 0, "changed": 0, "deleted": 0}
+    (small / "notes" / "new.md").write_text("x", encoding="utf-8")
+    assert json.loads(run(small, "status", "--json").output)["pending"]["new"] == 1
+    assert "pending" in run(small, "status").output
+
+
+def test_new_note_from_template(small: Path) -> None:
+    result = run(small, "new", "knowledge", "Kangaroos hop", "--topic", "zoo", "--tags", "a,b")
+    path = Path(result.output.strip())
+    assert path == small / "knowledge" / "zoo" / "Kangaroos hop.md"
+    text = path.read_text(encoding="utf-8")
+    assert "{{" not in text and 'title: "Kangaroos hop"' in text and "tags: [a, b]" in text
+    assert run(small, "new", "knowledge", "No topic").exit_code == 2
+
+
+def test_reindex_reports_skipped_files(small: Path) -> None:
+    (small / "bad.md").write_bytes(b"\xff\xfe\x00binary")
+    result = run(small, "reindex", "--no-vectors", "--json")
+    assert result.exit_code == 1
+    assert json.loads(result.output)["errors"][0]["path"] == "bad.md"
+
+
+def test_vault_from_environment(small: Path) -> None:
+    env = {"MARKVAULT_VAULT": str(small), "MARKVAULT_INDEX": str(small.parent / "index")}
+    result = CliRunner().invoke(main, ["search", "wombat", "--mode", "keyword"], env=env)
+    assert result.exit_code == 0 and "notes/beta.md" in result.output
+
+
+def test_missing_vault_is_a_clear_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["--vault", str(tmp_path / "nope"), "status"])
+    assert result.exit_code == 2 and "No vault folder" in result.output
+
+
+def test_keyword_search_process_never_imports_torch(small: Path) -> None:
+    """The console script's keyword path stays light: no torch, no sentence-transformers."""
+    code = (
+        "import sys; from markvault.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)\n"
+    )
+    args = [
+        "--vault",
+        str(small),
+        "--index",
+        str(small.parent / "index"),
+        "search",
+        "quokka",
+        "--mode",
+        "keyword",
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        timeout=60,
+        check=False,
+    )
+    assert "notes/alpha.md" in proc.stdout
+    assert "NO-TORCH" in proc.stderr
