@@ -134,6 +134,8 @@ def test_status(small: Path) -> None:
     (small / "notes" / "new.md").write_text("x", encoding="utf-8")
     assert json.loads(run(small, "status", "--json").output)["pending"]["new"] == 1
     assert "pending" in run(small, "status").output
+    stale = json.loads(run(small, "search", "quokka", "--mode", "keyword", "--json").stdout)
+    assert any("index is behind the files (1 new" in w for w in stale["warnings"])
 
 
 def test_new_note_from_template(small: Path) -> None:

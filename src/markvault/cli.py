@@ -35,6 +35,9 @@ def handle_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except MarkvaultError as exc:
             _fail(str(exc), exc.exit_code)
+        except OSError as exc:
+            where = f" ({exc.filename})" if exc.filename else ""
+            _fail(f"{exc.strerror or exc}{where}. Check the path and its permissions.", 1)
         except KeyboardInterrupt:
             _fail("interrupted; the vault is unchanged and the index stays usable.", 130)
 
@@ -369,6 +372,12 @@ def search(
         full_text=fmt == "full",
         progress=progress,
     )
+    pending = vault.pending()
+    if any(pending.values()):
+        result.warnings.append(
+            f"the index is behind the files ({pending['new']} new, {pending['changed']} "
+            f"changed, {pending['deleted']} deleted): run `vault reindex`"
+        )
     _print_result(result, fmt)
     if not result.hits:
         sys.exit(1)

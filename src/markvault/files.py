@@ -112,7 +112,12 @@ class VaultFiles:
             RefusedError: the file is too large, binary or not UTF-8.
         """
         full = self.root / file
-        size = full.stat().st_size
+        try:
+            size = full.stat().st_size
+        except FileNotFoundError:
+            raise NotFoundError(
+                f"{file} no longer exists.", "Run `vault reindex` to drop it from the index."
+            ) from None
         if size > max_bytes:
             raise RefusedError(
                 f"{file} is {size / 1048576:.1f} MiB, over the {max_bytes // 1048576} MiB "

@@ -253,17 +253,6 @@ class Vault:
 
     def status(self) -> dict[str, Any]:
         index = self._reader(vectors=False)
-        on_disk, _ = self.files.scan()
-        known = index.file_states()
-        changed = sum(
-            1
-            for p, st in on_disk.items()
-            if p in known
-            and (known[p][0], known[p][1], known[p][2]) != (st.file, st.mtime_ns, st.size)
-        )
-        skipped = index.skipped_states()
-        new = sum(1 for p in on_disk if p not in known and p not in skipped)
-        deleted = sum(1 for p in known if p not in on_disk)
         meta = index.meta()
         done, total = index.embedding_counts(self.settings.model)
         db = self.settings.db_path
@@ -278,9 +267,26 @@ class Vault:
             "vectors": {"embedded": done, "total": total, "ready": total > 0 and done == total},
             "fingerprint": fingerprint(self.settings.chunk, self.settings.model),
             "last_sync": meta.get("last_sync"),
-            "pending": {"new": new, "changed": changed, "deleted": deleted},
+            "pending": self.pending(),
             "problems": index.problems(),
             "notices": self.notices,
+        }
+
+    def pending(self) -> dict[str, int]:
+        """Files new, changed or deleted since the last sync: a stat scan, nothing read."""
+        index = self._reader(vectors=False)
+        on_disk, _ = self.files.scan()
+        known = index.file_states()
+        skipped = index.skipped_states()
+        changed = sum(
+            1
+            for path, st in on_disk.items()
+            if path in known and known[path][:3] != (st.file, st.mtime_ns, st.size)
+        )
+        return {
+            "new": sum(1 for p in on_disk if p not in known and p not in skipped),
+            "changed": changed,
+            "deleted": sum(1 for p in known if p not in on_disk),
         }
 
     # ---- writing -------------------------------------------------------------------
