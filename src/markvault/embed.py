@@ -43,7 +43,7 @@ class Embedder:
         self.name = name
         self._model: Any = None
 
-    def _load(self) -> Any:
+    def load(self) -> Any:
         if self._model is None:
             path = model_path(self.name)
             # Nothing may reach a hub at run time, and library progress bars are noise.
@@ -65,7 +65,7 @@ class Embedder:
 
     @property
     def dim(self) -> int:
-        model = self._load()
+        model = self.load()
         get = (
             getattr(model, "get_embedding_dimension", None)
             or model.get_sentence_embedding_dimension
@@ -80,7 +80,7 @@ class Embedder:
         group: int = 512,
     ) -> np.ndarray:
         """Unit vectors for ``texts``, in order; ``on_batch(n)`` after each group."""
-        model = self._load()
+        model = self.load()
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         # Groups of a few hundred keep progress moving while sentence-transformers
         # still sorts by length inside each call to pad little.
