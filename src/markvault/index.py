@@ -310,24 +310,24 @@ class Index:
         so that ``#id`` citations survive edits elsewhere in a note.
         """
         paths = [r.note.path for r in records]
-        gone = list({*paths, *removed, *(s[0] for s in skipped)})
+        gone = sorted({*paths, *removed, *(s[0] for s in skipped)})
         with self._transaction():
             old: dict[str, list[int]] = {}
-            if gone:
-                for cid, chash in self.con.execute(
-                    "SELECT id, hash FROM chunks WHERE path IN (SELECT unnest(?)) ORDER BY id",
-                    [gone],
-                ).fetchall():
-                    old.setdefault(chash, []).append(cid)
-                for table, column in (
-                    ("notes", "path"),
-                    ("chunks", "path"),
-                    ("links", "source"),
-                    ("skipped", "path"),
-                ):
-                    self.con.execute(
-                        f"DELETE FROM {table} WHERE {column} IN (SELECT unnest(?))", [gone]
-                    )
+            # Paths go in as a registered Arrow table: binding a long Python list as a
+            # parameter costs DuckDB an import attempt per element.
+            self.con.register("gone", pa.table({"path": pa.array(gone, pa.string())}))
+            for cid, chash in self.con.execute(
+                "SELECT id, hash FROM chunks WHERE path IN (SELECT path FROM gone) ORDER BY id"
+            ).fetchall():
+                old.setdefault(chash, []).append(cid)
+            for table, column in (
+                ("notes", "path"),
+                ("chunks", "path"),
+                ("links", "source"),
+                ("skipped", "path"),
+            ):
+                self.con.execute(f"DELETE FROM {table} WHERE {column} IN (SELECT path FROM gone)")
+            self.con.unregister("gone")
             if records:
                 self._insert(records, old)
             if skipped:

@@ -54,7 +54,9 @@ NoteYamlLoader.add_implicit_resolver(
     _INT, re.compile(r"^(?:[-+]?(?:0|[1-9][0-9_]*)|0x[0-9a-fA-F]+)$"), list("-+0123456789")
 )
 
-_md = MarkdownIt("commonmark", {"html": True}).enable("table")
+# Block structure only: inline parsing would cost a third of indexing time, and tags and
+# links are read from each block's inline source with the patterns below.
+_md = MarkdownIt("commonmark", {"html": True}).enable("table").disable("inline")
 
 _FENCE_OPEN = re.compile(r"^---[ \t]*$")
 _FENCE_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$")
@@ -64,6 +66,10 @@ _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n|]*?)(?:\\?\|([^\[\]\n]*))?\]\]")
 # _ - / in any script, and is not only digits.
 _TAG = re.compile(r"(?:(?<=\s)|^)#([^\s!-,.:-@\[-^`{-~]+)", re.MULTILINE)
 _TAG_CHARS = re.compile(r"[\w\-/]+")
+_MD_LINK = re.compile(
+    r"(?<!!)\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\(\s*(?:<([^>\n]*)>|([^\s()<>]+))"
+    r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)"
+)
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^//")
 
 KIND_FOLDERS = {
@@ -302,14 +308,11 @@ def _tags_and_links(tokens: list[Token], body_line: int, path: str) -> tuple[lis
                     tag = _clean_tag(m.group(1))
                     if tag:
                         tags.append(tag)
-            line = first
-            for child in tok.children or ():
-                if child.type in ("softbreak", "hardbreak"):
-                    line += 1
-                elif child.type == "link_open":
-                    link = _markdown_link(str(child.attrs.get("href", "")), path, line)
-                    if link:
-                        links.append(link)
+            for m in _MD_LINK.finditer(content):
+                line = first + content.count("\n", 0, m.start())
+                link = _markdown_link(m.group(1) or m.group(2) or "", path, line)
+                if link:
+                    links.append(link)
     return tags, links
 
 

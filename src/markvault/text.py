@@ -17,16 +17,17 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterator
-from functools import lru_cache
 
 import regex
 import Stemmer
 
 TOKENIZER_VERSION = "1"
 
+_CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}ー"
+# One pass finds CJK runs and words of every other script (marks stay with their letter).
+_SEGMENT = regex.compile(rf"([{_CJK}]+)|[\p{{L}}\p{{N}}\p{{M}}--[{_CJK}]]+", regex.V1)
 _WORD = regex.compile(r"[\p{L}\p{N}\p{M}]+")
-_CJK_RUN = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}ー]+")
-_LATIN = regex.compile(r"[a-z]+")
+_CJK_RUN = regex.compile(rf"[{_CJK}]+")
 _CYRILLIC = regex.compile(r"[\p{Cyrillic}]+")
 # Accents are dropped except on Cyrillic letters, where the mark makes another letter
 # (й is not и); ё is folded to е separately, as Russian writers usually do.
@@ -34,6 +35,7 @@ _ACCENTS = regex.compile(r"(?<!\p{Cyrillic})[\u0300-\u036f]")
 
 _english = Stemmer.Stemmer("english")
 _russian = Stemmer.Stemmer("russian")
+_stems: dict[str, str] = {}
 
 
 def normalize(text: str) -> str:
@@ -45,37 +47,31 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFC", stripped).replace("ё", "е")
 
 
-@lru_cache(maxsize=200_000)
 def _stem(word: str) -> str:
-    if _LATIN.fullmatch(word):
-        return str(_english.stemWord(word))
-    if _CYRILLIC.fullmatch(word):
-        return str(_russian.stemWord(word))
-    return word
-
-
-def _word_tokens(word: str) -> Iterator[str]:
-    """Tokens of one normalized word: stemmed, or CJK bigrams."""
-    pos = 0
-    for run in _CJK_RUN.finditer(word):
-        if run.start() > pos:
-            yield _stem(word[pos : run.start()])
-        cjk = run.group()
-        if len(cjk) == 1:
-            yield cjk
+    stem = _stems.get(word)
+    if stem is None:
+        if word.isascii():
+            stem = str(_english.stemWord(word)) if word.isalpha() else word
+        elif _CYRILLIC.fullmatch(word):
+            stem = str(_russian.stemWord(word))
         else:
-            for i in range(len(cjk) - 1):
-                yield cjk[i : i + 2]
-        pos = run.end()
-    if pos < len(word):
-        yield _stem(word[pos:])
+            stem = word
+        if len(_stems) < 500_000:
+            _stems[word] = stem
+    return stem
 
 
 def tokenize(text: str) -> list[str]:
     """All search tokens of ``text``, in order (duplicates kept: they are term frequency)."""
     out: list[str] = []
-    for match in _WORD.finditer(normalize(text)):
-        out.extend(_word_tokens(match.group()))
+    for match in _SEGMENT.finditer(normalize(text)):
+        cjk = match.group(1)
+        if cjk is None:
+            out.append(_stem(match.group()))
+        elif len(cjk) == 1:
+            out.append(cjk)
+        else:
+            out.extend(cjk[i : i + 2] for i in range(len(cjk) - 1))
     return out
 
 
