@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 import regex
 
 from .config import ChunkParams
-from .model import Block, Chunk, ParsedNote
+from .model import Block, Chunk, ParsedNote, embed_input
 from .text import TOKENIZER_VERSION
 
 CHUNKER_VERSION = "1"
 
-_WORDS_AND_MARKS = regex.compile(r"[\p{L}\p{N}\p{M}]+|[^\s\p{L}\p{N}\p{M}]")
-_LONG_ASCII = regex.compile(r"\b[A-Za-z0-9]{7,}")
-_VERY_LONG_ASCII = regex.compile(r"\b[A-Za-z0-9]{11,}")
-_NON_ASCII_LETTER = regex.compile(r"[^\x00-\x7f\s\p{P}]")
+# The standard library's engine: several times faster than `regex` for these classes.
+_WORDS_AND_MARKS = re.compile(r"\w+|[^\w\s]")
+_LONG_ASCII = re.compile(r"\b[A-Za-z0-9]{7,}")
+_VERY_LONG_ASCII = re.compile(r"\b[A-Za-z0-9]{11,}")
+_NON_ASCII_LETTER = re.compile(r"[^\x00-\x7f\s\u2000-\u206f\u3000-\u303f\uff00-\uff0f]")
 _SENTENCE_END = regex.compile(r"(?<=[.!?。！？；;])\s+|(?<=[。！？])")
 
 
@@ -43,11 +45,6 @@ def estimate_pieces(text: str) -> int:
     if not text.isascii():
         pieces += len(_NON_ASCII_LETTER.findall(text))
     return pieces
-
-
-def embed_input(context: str, text: str) -> str:
-    """What the embedding model reads: the heading context, then the chunk."""
-    return f"{context}\n{text}" if context else text
 
 
 def fingerprint(params: ChunkParams, model: str) -> str:
@@ -179,7 +176,6 @@ class _Builder:
                 end_line=end,
                 text=text,
                 context=context,
-                embed_text=embed_text,
                 hash=digest,
             )
         )

@@ -72,8 +72,16 @@ class Chunk:
     end_line: int  # 1-based, inclusive
     text: str
     context: str  # "Title > Heading > Subheading": what the chunk is about
-    embed_text: str  # what the embedding model reads: context + text
     hash: str  # of embed_text: the embedding cache key
+
+    @property
+    def embed_text(self) -> str:
+        return embed_input(self.context, self.text)
+
+
+def embed_input(context: str, text: str) -> str:
+    """What the embedding model reads: the heading context, then the chunk."""
+    return f"{context}\n{text}" if context else text
 
 
 @dataclass

@@ -8,15 +8,19 @@ notes and renamed files reuse their vectors.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from .chunk import chunk_note
 from .config import Settings
 from .embed import Embedder
-from .errors import RefusedError
+from .errors import MarkvaultError, RefusedError
 from .files import FileStat, VaultFiles, content_hash
 from .index import Index, NoteRecord
 from .links import LinkResolver
@@ -66,6 +70,73 @@ def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> 
     return NoteRecord(note, chunks, tokens, stat.file, content_hash(data), stat.mtime_ns, stat.size)
 
 
+# Below this many files to read, worker processes cost more than they save.
+PARALLEL_MIN_FILES = 200
+
+
+def read_file(
+    files: VaultFiles, settings: Settings, st: FileStat, known_hash: str | None
+) -> tuple[str, object]:
+    """Read and build one note: ("record", NoteRecord), ("touched", None) when the bytes
+    are unchanged, ("skipped", reason) or ("retry", message)."""
+    try:
+        data, text = files.read(st.file, settings.max_note_bytes)
+    except RefusedError as exc:
+        return "skipped", str(exc)
+    except (OSError, MarkvaultError) as exc:
+        return "retry", f"{st.file}: cannot read ({exc}); will retry"
+    if known_hash is not None and known_hash == content_hash(data):
+        return "touched", None
+    record = build_record(st, data, text, settings)
+    # The body and block structure were only needed for chunking: keep pickles small.
+    slim = replace(record.note, body="", blocks=(), sections=(), code_lines=frozenset())
+    return "record", replace(record, note=slim)
+
+
+def _read_batch(
+    args: tuple[Settings, list[tuple[FileStat, str | None]]],
+) -> list[tuple[str, object]]:
+    settings, batch = args
+    files = VaultFiles(settings.vault_dir, settings.index_dir)
+    return [read_file(files, settings, st, known) for st, known in batch]
+
+
+def read_files(
+    files: VaultFiles,
+    settings: Settings,
+    todo: list[tuple[FileStat, str | None]],
+    progress: Progress,
+) -> Iterator[tuple[FileStat, tuple[str, object]]]:
+    """read_file over ``todo``, in worker processes when there are many (parsing
+    Markdown is CPU-bound Python)."""
+    workers = min(os.cpu_count() or 1, 8)
+    if len(todo) < PARALLEL_MIN_FILES or workers < 2:
+        for st, known in todo:
+            yield st, read_file(files, settings, st, known)
+            progress.advance(1)
+        return
+    size = 64
+    batches = [todo[i : i + size] for i in range(0, len(todo), size)]
+    done = 0
+    try:
+        # forkserver: workers start from a clean process, not a fork of one holding DuckDB.
+        context = multiprocessing.get_context("forkserver")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            for batch, results in zip(
+                batches, pool.map(_read_batch, [(settings, b) for b in batches]), strict=True
+            ):
+                for (st, _), result in zip(batch, results, strict=True):
+                    yield st, result
+                progress.advance(len(batch))
+                done += 1
+    except (BrokenProcessPool, OSError):
+        # Workers cannot start everywhere (e.g. a __main__ read from stdin): go on here.
+        for batch in batches[done:]:
+            for st, known in batch:
+                yield st, read_file(files, settings, st, known)
+            progress.advance(len(batch))
+
+
 class Syncer:
     def __init__(self, settings: Settings, index: Index, files: VaultFiles) -> None:
         self.settings = settings
@@ -90,20 +161,17 @@ class Syncer:
 
         changes = Changes([], [], [], [], unchanged, known, warnings)
         progress.start("Reading notes", len(to_read))
-        for st in to_read:
-            try:
-                data, text = self.files.read(st.file, self.settings.max_note_bytes)
-            except RefusedError as exc:
-                changes.skipped.append((st.path, str(exc), st.mtime_ns, st.size))
-            except OSError as exc:
-                warnings.append(f"{st.file}: cannot read ({exc.strerror}); will retry")
+        todo = [(st, known[st.path][3] if st.path in known else None) for st in to_read]
+        for st, (outcome, value) in read_files(self.files, self.settings, todo, progress):
+            if outcome == "record":
+                assert isinstance(value, NoteRecord)
+                changes.records.append(value)
+            elif outcome == "touched":
+                changes.touched.append((st.path, st.file, st.mtime_ns, st.size))
+            elif outcome == "skipped":
+                changes.skipped.append((st.path, str(value), st.mtime_ns, st.size))
             else:
-                old = known.get(st.path)
-                if old and old[3] == content_hash(data):
-                    changes.touched.append((st.path, st.file, st.mtime_ns, st.size))
-                else:
-                    changes.records.append(build_record(st, data, text, self.settings))
-            progress.advance(1)
+                warnings.append(str(value))
         progress.finish()
         changes.removed = sorted((set(known) | set(skipped_before)) - set(on_disk))
         return changes
