@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from markvault import Vault
 from markvault.index import BM25_B, BM25_K1, Filters
@@ -149,3 +150,65 @@ def test_index_lives_outside_the_vault(vault_dir: Path) -> None:
 
     with pytest.raises(ConfigError, match="inside the vault"):
         Vault.open(vault_dir, vault_dir / "index")
+
+
+def test_ignored_files_and_folders(write: WriteNotes, open_vault: OpenVault) -> None:
+    write(
+        {
+            "keep.md": "kept",
+            "UPPER.MD": "kept too",
+            ".obsidian/workspace.md": "x",
+            ".trash/old.md": "x",
+            ".git/notes.md": "x",
+            ".hidden/secret.md": "x",
+            "drafts/private-1.md": "x",
+            "drafts/public.md": "kept",
+            "notes/.swp.md": "x",
+            "notes/readme.txt": "x",
+            ".markvaultignore": "# private drafts\ndrafts/private-*\nscratch/\n",
+            "scratch/a.md": "x",
+        }
+    )
+    v = open_vault()
+    v.reindex(vectors=False)
+    assert set(v._open_index(write=False).file_states()) == {
+        "keep.md",
+        "UPPER.MD",
+        "drafts/public.md",
+    }
+
+
+def test_nfd_and_nfc_names_are_one_note(write: WriteNotes, open_vault: OpenVault) -> None:
+    import unicodedata
+
+    nfd = unicodedata.normalize("NFD", "Café.md")
+    write({nfd: "coffee"})
+    v = open_vault()
+    v.reindex(vectors=False)
+    hit = v.search("coffee", mode="keyword").hits[0]
+    assert hit.path == unicodedata.normalize("NFC", "Café.md")
+    assert v.get("Café.md")["text"] == "coffee"  # found by its NFC name, read from the NFD file
+
+
+def test_case_only_rename_keeps_one_entry(write: WriteNotes, open_vault: OpenVault) -> None:
+    vault = write({"Note.md": "words"})
+    v = open_vault()
+    v.reindex(vectors=False)
+    (vault / "Note.md").rename(vault / "note.md")
+    report = v.reindex(vectors=False)
+    assert report.notes == 1 and report.renamed == 1
+    assert [h.path for h in v.search("words", mode="keyword").hits] == ["note.md"]
+
+
+def test_vault_config_file(write: WriteNotes, vault_dir: Path) -> None:
+    from markvault import Settings
+
+    write({".markvault.toml": 'index_dir = "../elsewhere"\n[chunk]\nmax_pieces = 120\n'})
+    settings = Settings.load(vault=vault_dir, env={})
+    assert settings.index_dir == (vault_dir.parent / "elsewhere").resolve()
+    assert settings.chunk.max_pieces == 120
+    write({".markvault.toml": "[chunk]\nbogus = 1\n"})
+    from markvault import ConfigError
+
+    with pytest.raises(ConfigError, match="max_pieces"):
+        Settings.load(vault=vault_dir, env={})
