@@ -34,7 +34,7 @@ from .config import Settings
 from .errors import IndexBusyError, MarkvaultError
 from .model import Chunk, ParsedNote
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 FTS_SCHEMA = "fts_main_chunks"
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -183,6 +183,7 @@ class Index:
         self.writable = writable
         self.notices: list[str] = []
         self._matrix: tuple[str, np.ndarray, np.ndarray] | None = None
+        self._counts: tuple[str, int, int] | None = None  # cached embedding_counts
 
     # ---- opening -----------------------------------------------------------------
 
@@ -346,6 +347,7 @@ class Index:
                 self._set_meta(fts_dirty="1")
             self._set_meta(last_sync=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         self._matrix = None
+        self._counts = None
 
     def _insert(self, records: Sequence[NoteRecord], old: dict[str, list[int]]) -> None:
         n_chunks = sum(len(r.chunks) for r in records)
@@ -448,7 +450,19 @@ class Index:
             "PRAGMA create_fts_index('chunks', 'id', 'fts_text', stemmer='none', "
             "stopwords='none', ignore='\\s+', strip_accents=0, lower=0, overwrite=1)"
         )
-        self._set_meta(fts_dirty="0")
+        # fts keeps one row per token occurrence in document order; a query would scan
+        # them all. This copy has one row per (term, chunk) with the chunk's length,
+        # sorted by term, so a query reads only the row groups of its terms.
+        with self._transaction():
+            self.con.execute(
+                f"""CREATE OR REPLACE TABLE postings AS
+                SELECT t.termid, d.name AS chunk_id, count(*)::INTEGER AS tf,
+                       any_value(d.len)::INTEGER AS dl
+                FROM {FTS_SCHEMA}.terms t JOIN {FTS_SCHEMA}.docs d USING (docid)
+                GROUP BY t.termid, d.name ORDER BY t.termid, d.name"""
+            )
+            self._set_meta(fts_dirty="0")
+        self._counts = None
 
     def keyword_index_dirty(self) -> bool:
         return self.meta().get("fts_dirty") == "1"
@@ -504,6 +518,7 @@ class Index:
                 f"CREATE TABLE embeddings (hash VARCHAR, model VARCHAR, vec FLOAT[{dim}])"
             )
             self._set_meta(embedding_dim=str(dim), model=model)
+        self._counts = None
 
     def missing_embeddings(self, model: str) -> list[tuple[str, str]]:
         """(hash, embed text) of chunk contents that have no vector for ``model``."""
@@ -536,6 +551,7 @@ class Index:
         with self._transaction():
             self._insert_table("embeddings", table)
         self._matrix = None
+        self._counts = None
 
     def prune_embeddings(self) -> int:
         """Drop vectors no chunk uses any more, when they are a fifth of the table or more."""
@@ -550,11 +566,17 @@ class Index:
                 self.con.execute(
                     "DELETE FROM embeddings WHERE hash NOT IN (SELECT hash FROM chunks)"
                 )
+            self._counts = None
             return int(unused)
         return 0
 
     def embedding_counts(self, model: str) -> tuple[int, int]:
         """(chunk contents with a vector for ``model``, all distinct chunk contents)."""
+        if self._counts is None or self._counts[0] != model:
+            self._counts = (model, *self._count_embeddings(model))
+        return self._counts[1], self._counts[2]
+
+    def _count_embeddings(self, model: str) -> tuple[int, int]:
         total = self.con.execute("SELECT count(DISTINCT hash) FROM chunks").fetchone()
         if not self._has_table("embeddings"):
             return 0, int(total[0]) if total else 0
@@ -597,35 +619,41 @@ class Index:
 
         ``condition`` is an extra SQL predicate over the chunk ``c`` (boolean query parts).
         """
-        if not terms or not self._has_table("dict", FTS_SCHEMA):
+        if not terms or not self._has_table("postings"):
             return []
-        where, params = filters.sql()
-        sql = f"""
-        WITH q AS (SELECT termid, df FROM {FTS_SCHEMA}.dict WHERE term IN (SELECT unnest(?))),
-        st AS (SELECT num_docs AS n, avgdl FROM {FTS_SCHEMA}.stats),
-        p AS (
-            SELECT t.docid, t.termid, count(*) AS tf
-            FROM {FTS_SCHEMA}.terms t SEMI JOIN q ON t.termid = q.termid GROUP BY ALL
-        ),
-        s AS (
-            SELECT p.docid, sum(
+        found = self.con.execute(
+            f"SELECT termid, df FROM {FTS_SCHEMA}.dict WHERE term IN (SELECT unnest(?))",
+            [list(dict.fromkeys(terms))],
+        ).fetchall()
+        if not found:
+            return []
+        # Term ids go into the SQL as literals (they are integers from our own table) so
+        # that DuckDB prunes the term-sorted postings by their row groups' min/max.
+        ids = ", ".join(str(int(t)) for t, _ in found)
+        values = ", ".join(f"({int(t)}, {int(df)})" for t, df in found)
+        scored = f"""
+            SELECT p.chunk_id, sum(
                 ln((st.n - q.df + 0.5) / (q.df + 0.5) + 1)
                 * p.tf * ({BM25_K1} + 1)
-                / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * d.len / st.avgdl))
+                / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * p.dl / st.avgdl))
             ) AS score
-            FROM p JOIN q USING (termid) JOIN {FTS_SCHEMA}.docs d ON d.docid = p.docid, st
-            GROUP BY p.docid
-        )
-        SELECT c.id, s.score FROM s
-        JOIN {FTS_SCHEMA}.docs d ON d.docid = s.docid
-        JOIN chunks c ON c.id = d.name
-        JOIN notes n ON n.path = c.path
-        WHERE {where} {("AND " + condition) if condition else ""}
-        ORDER BY s.score DESC, c.id LIMIT ?
+            FROM postings p JOIN (VALUES {values}) q(termid, df) USING (termid),
+                 (SELECT num_docs AS n, avgdl FROM {FTS_SCHEMA}.stats) st
+            WHERE p.termid IN ({ids})
+            GROUP BY p.chunk_id
         """
-        rows = self.con.execute(
-            sql, [list(dict.fromkeys(terms)), *params, *condition_params, limit]
-        ).fetchall()
+        if filters.is_empty() and not condition:
+            sql = f"SELECT chunk_id, score FROM ({scored}) ORDER BY score DESC, chunk_id LIMIT ?"
+            rows = self.con.execute(sql, [limit]).fetchall()
+        else:
+            where, params = filters.sql()
+            sql = f"""
+                SELECT s.chunk_id, s.score FROM ({scored}) s
+                JOIN chunks c ON c.id = s.chunk_id JOIN notes n ON n.path = c.path
+                WHERE {where} {("AND " + condition) if condition else ""}
+                ORDER BY s.score DESC, s.chunk_id LIMIT ?
+            """
+            rows = self.con.execute(sql, [*params, *condition_params, limit]).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def terms_with_prefix(self, prefix: str, limit: int = 64) -> list[str]:
@@ -655,13 +683,16 @@ class Index:
         """Everything a hit shows, for the given chunk ids."""
         if not ids:
             return {}
-        cur = self.con.execute(
-            "SELECT c.id, c.path, c.seq, c.heading_path, c.start_line, c.end_line, c.text, "
-            "c.fts_text, n.id AS note_id, n.title, n.kind, n.type, n.hash, n.file, n.tags "
-            "FROM chunks c JOIN notes n ON n.path = c.path WHERE c.id IN (SELECT unnest(?))",
-            [list(ids)],
-        )
-        return {row["id"]: row for row in _dicts(cur)}
+        self.con.register("wanted", pa.table({"id": pa.array(list(ids), pa.int64())}))
+        try:
+            cur = self.con.execute(
+                "SELECT c.id, c.path, c.seq, c.heading_path, c.start_line, c.end_line, c.text, "
+                "n.id AS note_id, n.title, n.kind, n.type, n.hash, n.file, n.tags "
+                "FROM chunks c SEMI JOIN wanted w ON w.id = c.id JOIN notes n ON n.path = c.path"
+            )
+            return {row["id"]: row for row in _dicts(cur)}
+        finally:
+            self.con.unregister("wanted")
 
     def chunk_count_by_path(self, paths: Sequence[str]) -> dict[str, int]:
         rows = self.con.execute(
