@@ -34,7 +34,7 @@ from .config import Settings
 from .errors import IndexBusyError, MarkvaultError
 from .model import Chunk, ParsedNote
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 FTS_SCHEMA = "fts_main_chunks"
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -143,6 +143,10 @@ CREATE TABLE links (
 );
 CREATE TABLE skipped (path VARCHAR, reason VARCHAR, mtime_ns BIGINT, size BIGINT);
 CREATE SEQUENCE chunk_ids START 1;
+-- Point lookups of hits and of a note's chunks; a scan would read every chunk's text.
+CREATE INDEX chunks_id ON chunks (id);
+CREATE INDEX chunks_path ON chunks (path);
+CREATE INDEX notes_path ON notes (path);
 """
 
 _NOTE_COLUMNS = [
@@ -184,6 +188,7 @@ class Index:
         self.notices: list[str] = []
         self._matrix: tuple[str, np.ndarray, np.ndarray] | None = None
         self._counts: tuple[str, int, int] | None = None  # cached embedding_counts
+        self._tables: dict[str, bool] = {}  # cached _has_table answers
 
     # ---- opening -----------------------------------------------------------------
 
@@ -683,16 +688,16 @@ class Index:
         """Everything a hit shows, for the given chunk ids."""
         if not ids:
             return {}
-        self.con.register("wanted", pa.table({"id": pa.array(list(ids), pa.int64())}))
-        try:
-            cur = self.con.execute(
-                "SELECT c.id, c.path, c.seq, c.heading_path, c.start_line, c.end_line, c.text, "
-                "n.id AS note_id, n.title, n.kind, n.type, n.hash, n.file, n.tags "
-                "FROM chunks c SEMI JOIN wanted w ON w.id = c.id JOIN notes n ON n.path = c.path"
-            )
-            return {row["id"]: row for row in _dicts(cur)}
-        finally:
-            self.con.unregister("wanted")
+        # Integer literals (not a bound list) let DuckDB answer from the id index.
+        wanted = ", ".join(str(int(i)) for i in ids)
+        # Materialized first: otherwise the join with notes defeats the index lookup.
+        cur = self.con.execute(
+            f"WITH c AS MATERIALIZED (SELECT * FROM chunks WHERE id IN ({wanted})) "
+            "SELECT c.id, c.path, c.seq, c.heading_path, c.start_line, c.end_line, c.text, "
+            "n.id AS note_id, n.title, n.kind, n.type, n.hash, n.file, n.tags "
+            "FROM c JOIN notes n ON n.path = c.path"
+        )
+        return {row["id"]: row for row in _dicts(cur)}
 
     def chunk_count_by_path(self, paths: Sequence[str]) -> dict[str, int]:
         rows = self.con.execute(
@@ -779,6 +784,13 @@ class Index:
     # ---- helpers -----------------------------------------------------------------
 
     def _has_table(self, name: str, schema: str = "main") -> bool:
+        # Asked on every query; tables only appear or vanish in our own writes.
+        key = f"{schema}.{name}"
+        if key not in self._tables:
+            self._tables[key] = self._query_has_table(name, schema)
+        return self._tables[key]
+
+    def _query_has_table(self, name: str, schema: str) -> bool:
         row = self.con.execute(
             "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? "
             "AND table_name = ?",
@@ -796,6 +808,8 @@ class Index:
         except BaseException:
             self.con.execute("ROLLBACK")
             raise
+        finally:
+            self._tables.clear()
         self.con.execute("COMMIT")
 
 
