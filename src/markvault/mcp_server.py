@@ -17,7 +17,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
-from .edit import OPS, Edit
+from .edit import Edit, Op
 from .errors import MarkvaultError
 from .index import Filters
 from .model import SearchResult
@@ -184,16 +184,7 @@ def build_server(vault: Vault) -> MCPServer:
     def edit_note(
         ref: str,
         hash: str,
-        op: Literal[
-            "append",
-            "prepend",
-            "replace_section",
-            "insert_before",
-            "insert_after",
-            "replace_text",
-            "set_key",
-            "remove_key",
-        ],
+        op: Op,
         text: str = "",
         heading: str | None = None,
         find: str | None = None,
@@ -209,8 +200,6 @@ def build_server(vault: Vault) -> MCPServer:
         frontmatter (`key`, `value`). A stale hash is refused: get the note again.
         Example: op="replace_section", heading="Open items", text="- none".
         """
-        if op not in OPS:
-            raise ToolError(f"op must be one of {', '.join(OPS)}")
         change = Edit(op, text=text, heading=heading, find=find, count=count, key=key, value=value)
         return service.call(lambda v: v.edit_note(ref, [change], hash))
 
