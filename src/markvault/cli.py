@@ -458,7 +458,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
         f"({info['unresolved_links']} unresolved) · skipped files {info['skipped_files']}",
         "kinds    " + ", ".join(f"{k} {v}" for k, v in info["by_kind"].items()),
         "types    " + ", ".join(f"{k} {v}" for k, v in info["by_type"].items()),
-        f"model    {info['model']} (dim {info['dimension']}) · "
+        f"model    {info['model']} (dim {info['dimension'] or '?'}) · "
         f"vectors {vec['embedded']}/{vec['total']}"
         + (" ready" if vec["ready"] else " — run `vault reindex`"),
         f"pending  {pending['new']} new, {pending['changed']} changed, "
