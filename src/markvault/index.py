@@ -684,6 +684,14 @@ class Index:
         ).fetchall()
         return np.array([r[0] for r in rows], dtype=np.int64)
 
+    def chunk_paths(self, ids: Sequence[int]) -> dict[int, str]:
+        """The note path of each chunk id (ids that no longer exist are left out)."""
+        if not ids:
+            return {}
+        wanted = ", ".join(str(int(i)) for i in ids)
+        rows = self.con.execute(f"SELECT id, path FROM chunks WHERE id IN ({wanted})").fetchall()
+        return {int(r[0]): r[1] for r in rows}
+
     def chunk_details(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         """Everything a hit shows, for the given chunk ids."""
         if not ids:

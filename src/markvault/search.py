@@ -158,21 +158,21 @@ class Searcher:
         limit: int,
         full_text: bool,
     ) -> tuple[list[Hit], int]:
-        details = self.index.chunk_details([f[0] for f in fused])
-        best: dict[str, int] = {}
+        # Collapse to notes on (id, path) alone; full details only for the page shown.
+        paths = self.index.chunk_paths([f[0] for f in fused])
         extra: dict[str, int] = {}
         order: list[tuple[int, float, dict[str, int], dict[str, float]]] = []
         for item in fused:
-            row = details.get(item[0])
-            if row is None:
+            path = paths.get(item[0])
+            if path is None:
                 continue
-            if row["path"] in best:
-                extra[row["path"]] += 1
+            if path in extra:
+                extra[path] += 1
                 continue
-            best[row["path"]] = item[0]
-            extra[row["path"]] = 0
+            extra[path] = 0
             order.append(item)
         page = order[offset : offset + limit]
+        details = self.index.chunk_details([item[0] for item in page])
         query_tokens = set(plan.terms) if plan else set(tokenize(query))
         hits: list[Hit] = []
         for cid, score, ranks, scores in page:
