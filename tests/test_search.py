@@ -82,6 +82,12 @@ def test_query_syntax(write: WriteNotes, open_vault: OpenVault) -> None:
     assert set(paths(v, "recip*")) == {"1.md", "5.md"}
     assert set(paths(v, "pie AND (red OR crust)")) == {"1.md", "3.md"}
     assert set(paths(v, "apple pie")) == {"1.md", "2.md", "3.md", "4.md"}
+    assert set(paths(v, 'apple -"apple pie"')) == {"2.md"}
+    assert set(paths(v, '"pie crust" OR juice')) == {"2.md", "3.md"}
+    assert set(paths(v, '(apple OR chart) -"apple juice"')) == {"1.md", "3.md", "4.md"}
+    assert set(paths(v, '"pie apple"')) == set()  # the words, but not in that order
+    assert set(paths(v, "recip* AND red")) == {"1.md"}
+    assert set(paths(v, "pie -(red OR crust)")) == {"4.md"}
     assert paths(v, "apple pie")[0] in {"1.md", "3.md"}
 
 

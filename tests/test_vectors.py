@@ -111,3 +111,26 @@ def test_multilingual_notes_are_found_by_hybrid_search(
         ("Fußgänger", "de.md"),
     ]:
         assert vault_with.search(query).hits[0].path == path, query
+
+
+def test_a_rebuild_keeps_the_vectors_of_unchanged_text(
+    write: WriteNotes, vault_with: Vault
+) -> None:
+    import duckdb
+
+    write({"a.md": "# A\n\nalpha text", "b.md": "# B\n\nbeta text"})
+    assert vault_with.reindex().embedded == 2
+    vault_with.close()
+    con = duckdb.connect(str(vault_with.settings.db_path))
+    con.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
+    con.close()
+    report = vault_with.reindex()
+    assert report.embedded == 0 and report.reused == 2
+    assert any("Kept 2 vectors" in n for n in report.notices)
+
+
+def test_a_search_never_embeds_the_whole_vault(write: WriteNotes, vault_with: Vault) -> None:
+    write({"a.md": "alpha"})
+    result = vault_with.search("alpha")  # no index yet: built keyword-only
+    assert [h.path for h in result.hits] == ["a.md"]
+    assert any("no vectors" in w for w in result.warnings)

@@ -98,4 +98,13 @@ class Embedder:
         return out
 
     def encode_query(self, text: str) -> np.ndarray:
-        return self.encode([text])[0]
+        """One query's vector, computed on one thread: for a single short text more
+        threads gain nothing and their spinning takes the CPU from the index's work."""
+        import torch
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return self.encode([text])[0]
+        finally:
+            torch.set_num_threads(threads)

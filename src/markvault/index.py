@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -225,10 +225,18 @@ class Index:
             with contextlib.suppress(Exception):
                 con.close()
             notices.append(f"Rebuilding the index from the vault: {_first_line(exc)}")
+            old = path.with_name(path.name + ".old")
+            _remove_db(old)
+            if path.exists():
+                path.replace(old)
             _remove_db(path)
             con = _connect(path, settings, read_only=False)
             index = cls(con, settings, True)
             index._create(chunk_fingerprint)
+            kept = index._adopt_embeddings(old)
+            if kept:
+                notices.append(f"Kept {kept} vectors of unchanged text from the old index.")
+            _remove_db(old)
         index.notices.extend(notices)
         return index
 
@@ -252,6 +260,38 @@ class Index:
         self._set_meta(schema_version=SCHEMA_VERSION, chunk_fingerprint=chunk_fingerprint)
         self.con.execute("COMMIT")
         self.rebuild_keyword_index()
+
+    def _adopt_embeddings(self, old: Path) -> int:
+        """Copy vectors from a replaced index file, if it can still be read.
+
+        Vectors are keyed by the hash of the text the model read, so they stay valid
+        across schema and chunking changes; re-embedding a vault takes hours.
+        """
+        if not old.exists():
+            return 0
+        try:
+            quoted = str(old).replace("'", "''")
+            self.con.execute(f"ATTACH '{quoted}' AS old_index (READ_ONLY)")
+        except duckdb.Error:
+            return 0
+        try:
+            meta = dict(self.con.execute("SELECT key, value FROM old_index.meta").fetchall())
+            dim, model = meta.get("embedding_dim"), meta.get("model")
+            if not dim or not model:
+                return 0
+            with self._transaction():
+                self.con.execute(
+                    f"CREATE TABLE embeddings AS SELECT hash, model, vec::FLOAT[{int(dim)}] "
+                    "AS vec FROM old_index.embeddings"
+                )
+                self._set_meta(embedding_dim=dim, model=model)
+            row = self.con.execute("SELECT count(*) FROM embeddings").fetchone()
+            return int(row[0]) if row else 0
+        except duckdb.Error:
+            return 0
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                self.con.execute("DETACH old_index")
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -612,30 +652,36 @@ class Index:
 
     # ---- queries -----------------------------------------------------------------
 
+    def term_ids(self, terms: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """term -> (term id, document frequency) for the terms the index knows."""
+        if not terms or not self._has_table("postings"):
+            return {}
+        rows = self.con.execute(
+            f"SELECT term, termid, df FROM {FTS_SCHEMA}.dict WHERE term IN (SELECT unnest(?))",
+            [list(dict.fromkeys(terms))],
+        ).fetchall()
+        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+
     def bm25(
         self,
         terms: Sequence[str],
         filters: Filters,
         limit: int,
         condition: str = "",
-        condition_params: Sequence[Any] = (),
+        verify: Callable[[str], bool] | None = None,
     ) -> list[tuple[int, float]]:
         """(chunk id, BM25 score) best first, for chunks containing any of ``terms``.
 
-        ``condition`` is an extra SQL predicate over the chunk ``c`` (boolean query parts).
+        ``condition`` is SQL over ``chunk_id`` (see ``query.presence_sql``); ``verify``,
+        if given, is checked on each candidate's tokens, best first, until ``limit`` pass.
         """
-        if not terms or not self._has_table("postings"):
-            return []
-        found = self.con.execute(
-            f"SELECT termid, df FROM {FTS_SCHEMA}.dict WHERE term IN (SELECT unnest(?))",
-            [list(dict.fromkeys(terms))],
-        ).fetchall()
+        found = self.term_ids(terms)
         if not found:
             return []
         # Term ids go into the SQL as literals (they are integers from our own table) so
         # that DuckDB prunes the term-sorted postings by their row groups' min/max.
-        ids = ", ".join(str(int(t)) for t, _ in found)
-        values = ", ".join(f"({int(t)}, {int(df)})" for t, df in found)
+        ids = ", ".join(str(t) for t, _ in found.values())
+        values = ", ".join(f"({t}, {df})" for t, df in found.values())
         scored = f"""
             SELECT p.chunk_id, sum(
                 ln((st.n - q.df + 0.5) / (q.df + 0.5) + 1)
@@ -647,19 +693,42 @@ class Index:
             WHERE p.termid IN ({ids})
             GROUP BY p.chunk_id
         """
-        if filters.is_empty() and not condition:
+        if condition:
+            scored = f"SELECT * FROM ({scored}) WHERE {condition}"
+        # With a check still to come, over-fetch: most candidates usually pass.
+        fetch = limit if verify is None else max(limit * 20, 1000)
+        if filters.is_empty():
             sql = f"SELECT chunk_id, score FROM ({scored}) ORDER BY score DESC, chunk_id LIMIT ?"
-            rows = self.con.execute(sql, [limit]).fetchall()
+            rows = self.con.execute(sql, [fetch]).fetchall()
         else:
             where, params = filters.sql()
             sql = f"""
                 SELECT s.chunk_id, s.score FROM ({scored}) s
                 JOIN chunks c ON c.id = s.chunk_id JOIN notes n ON n.path = c.path
-                WHERE {where} {("AND " + condition) if condition else ""}
-                ORDER BY s.score DESC, s.chunk_id LIMIT ?
+                WHERE {where} ORDER BY s.score DESC, s.chunk_id LIMIT ?
             """
-            rows = self.con.execute(sql, [*params, *condition_params, limit]).fetchall()
-        return [(int(r[0]), float(r[1])) for r in rows]
+            rows = self.con.execute(sql, [*params, fetch]).fetchall()
+        ranked = [(int(r[0]), float(r[1])) for r in rows]
+        if verify is None:
+            return ranked
+        kept: list[tuple[int, float]] = []
+        for start in range(0, len(ranked), 200):
+            batch = ranked[start : start + 200]
+            tokens = self.chunk_tokens([cid for cid, _ in batch])
+            kept += [(cid, sc) for cid, sc in batch if verify(tokens.get(cid, ""))]
+            if len(kept) >= limit:
+                break
+        return kept[:limit]
+
+    def chunk_tokens(self, ids: Sequence[int]) -> dict[int, str]:
+        """The search tokens of each chunk id."""
+        if not ids:
+            return {}
+        wanted = ", ".join(str(int(i)) for i in ids)
+        rows = self.con.execute(
+            f"SELECT id, fts_text FROM chunks WHERE id IN ({wanted})"
+        ).fetchall()
+        return {int(r[0]): r[1] for r in rows}
 
     def terms_with_prefix(self, prefix: str, limit: int = 64) -> list[str]:
         if not prefix or not self._has_table("dict", FTS_SCHEMA):
@@ -671,16 +740,11 @@ class Index:
         ).fetchall()
         return [r[0] for r in rows]
 
-    def chunk_ids_matching(
-        self, filters: Filters, condition: str = "", condition_params: Sequence[Any] = ()
-    ) -> np.ndarray:
-        """Ids of chunks of notes passing ``filters`` (and an optional chunk condition)."""
+    def chunk_ids_matching(self, filters: Filters) -> np.ndarray:
+        """Ids of the chunks of notes that pass ``filters``."""
         where, params = filters.sql()
-        if condition:
-            where += " AND " + condition
         rows = self.con.execute(
-            f"SELECT c.id FROM chunks c JOIN notes n ON n.path = c.path WHERE {where}",
-            [*params, *condition_params],
+            f"SELECT c.id FROM chunks c JOIN notes n ON n.path = c.path WHERE {where}", params
         ).fetchall()
         return np.array([r[0] for r in rows], dtype=np.int64)
 
@@ -838,7 +902,11 @@ def _connect(path: Path, settings: Settings, read_only: bool) -> duckdb.DuckDBPy
     delay = 0.05
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only, config=config)
+            con = duckdb.connect(str(path), read_only=read_only, config=config)
+            # DuckDB draws a progress bar on stdout for long statements: that would
+            # corrupt the MCP server's JSON-RPC stream and scripts' JSON.
+            con.execute("SET enable_progress_bar = false")
+            return con
         except duckdb.Error as exc:
             if not _is_lock_error(exc) or time.monotonic() > deadline:
                 raise

@@ -8,24 +8,23 @@
     NOT a, -a     excluded
     ( ... )       grouping
 
-A query compiles to the tokens BM25 ranks by, and, when it has phrases,
-required or excluded parts, a SQL condition on a chunk's token string.
+A query compiles to the tokens BM25 ranks by and, when it has required or excluded
+parts, a tree the index evaluates: term presence on its term-sorted postings
+(``presence_sql``), phrases checked on the few top candidates' tokens (``matches``).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from .errors import UsageError
 from .text import prefix_token, tokenize
 
 Occur = Literal["should", "must", "not"]
 
-_LEX = re.compile(r'"[^"]*"?|\(|\)|[^\s()"]+')
-# A chunk's tokens padded with spaces, so that ' word ' matches whole tokens only.
-TOKENS = "(' ' || c.fts_text || ' ')"
+_LEX = re.compile(r'-?"[^"]*"?|-?\(|\)|[^\s()"]+')
 
 
 @dataclass
@@ -43,8 +42,8 @@ class Group:
 class Plan:
     terms: list[str]  # tokens to rank by (prefixes not yet expanded)
     prefixes: list[str]
-    condition: str  # SQL over the chunk's padded token string; "" when none is needed
-    params: list[Any]
+    root: Group
+    constrained: bool  # phrases, required or excluded parts: ranking alone is not enough
     text: str  # the query with operators removed, for the embedding model
 
 
@@ -91,7 +90,7 @@ def parse(query: str) -> Plan:
             occur: Occur = pending or "should"
             pending = None
             if tok.startswith("-") and len(tok) > 1:
-                occur, tok = "not", tok[1:]
+                occur, tok = "not", tok[1:]  # -word, -"a phrase", -(a group)
             if tok == "(":
                 sub = group(depth + 1)
                 if sub.clauses:
@@ -117,13 +116,11 @@ def parse(query: str) -> Plan:
             "The query has no word to look for.",
             "Add a word that is not excluded: NOT and -word only remove results.",
         )
-    params: list[Any] = []
     plain = all(
         o == "should" and isinstance(n, Leaf) and len(n.tokens) <= 1 and not n.prefix
         for o, n in root.clauses
     )
-    condition = "" if plain else _sql(root, params)
-    return Plan(terms, prefixes, condition, params, " ".join(words))
+    return Plan(terms, prefixes, root, not plain, " ".join(words))
 
 
 def _leaf(tok: str) -> Leaf | None:
@@ -153,27 +150,88 @@ def _collect(
                 words.append(" ".join(node.tokens))
 
 
-def _sql(g: Group, params: list[Any]) -> str:
-    """SQL for a group; appends its parameters to ``params`` in the order they appear."""
-    parts: dict[Occur, list[tuple[str, list[Any]]]] = {"must": [], "should": [], "not": []}
+def presence_sql(
+    g: Group, termids: dict[str, int], prefix_ids: dict[str, list[int]]
+) -> tuple[str, bool]:
+    """(SQL over ``chunk_id`` using the postings, whether it is exact).
+
+    Single words and prefixes are exact. A phrase becomes "all its words present", a
+    necessary condition; under NOT it cannot be used and becomes TRUE. When the result
+    is not exact, candidates must also pass ``matches``.
+    """
+    must: list[str] = []
+    should: list[str] = []
+    exact = True
     for occur, node in g.clauses:
-        node_params: list[Any] = []
         if isinstance(node, Group):
-            expr = _sql(node, node_params)
+            expr, node_exact = presence_sql(node, termids, prefix_ids)
         else:
-            expr = f"contains({TOKENS}, ?)"
-            pattern = node.prefix if node.prefix else " ".join(node.tokens) + " "
-            node_params.append(" " + pattern)
-        parts[occur].append((expr, node_params))
-    terms = [(e, p) for e, p in parts["must"]]
-    terms += [(f"NOT {e}", p) for e, p in parts["not"]]
-    if parts["should"] and not parts["must"]:
-        terms.append(
-            (
-                "(" + " OR ".join(e for e, _ in parts["should"]) + ")",
-                [x for _, p in parts["should"] for x in p],
-            )
+            expr, node_exact = _leaf_sql(node, termids, prefix_ids)
+        if occur == "not":
+            if node_exact:
+                must.append(f"NOT ({expr})")
+            else:
+                exact = False  # checked exactly by matches()
+            continue
+        exact = exact and node_exact
+        (must if occur == "must" else should).append(expr)
+    if should and not must:
+        must.append("(" + " OR ".join(should) + ")")
+    return ("(" + " AND ".join(must) + ")" if must else "TRUE"), exact
+
+
+def _leaf_sql(
+    leaf: Leaf, termids: dict[str, int], prefix_ids: dict[str, list[int]]
+) -> tuple[str, bool]:
+    if leaf.prefix is not None:
+        ids = prefix_ids.get(leaf.prefix, [])
+        return (_has_any(ids) if ids else "FALSE"), True
+    if any(t not in termids for t in leaf.tokens):
+        return "FALSE", True
+    parts = [_has_any([termids[t]]) for t in dict.fromkeys(leaf.tokens)]
+    return "(" + " AND ".join(parts) + ")", len(leaf.tokens) == 1
+
+
+def _has_any(ids: list[int]) -> str:
+    # Literal term ids let DuckDB prune the term-sorted postings by row group.
+    listed = ", ".join(str(int(i)) for i in ids)
+    return f"chunk_id IN (SELECT chunk_id FROM postings WHERE termid IN ({listed}))"
+
+
+def leaf_tokens(g: Group) -> list[str]:
+    """Every token of every word and phrase in the query, excluded ones included."""
+    out: list[str] = []
+    for _, node in g.clauses:
+        out += leaf_tokens(node) if isinstance(node, Group) else node.tokens
+    return out
+
+
+def matches(g: Group, tokens: str) -> bool:
+    """Does a chunk whose space-separated tokens are ``tokens`` satisfy the query?"""
+    padded = f" {tokens} "
+    return _matches(g, padded)
+
+
+def _matches(g: Group, padded: str) -> bool:
+    any_should = False
+    has_should = False
+    has_must = False
+    for occur, node in g.clauses:
+        hit = (
+            _matches(node, padded)
+            if isinstance(node, Group)
+            else (f" {node.prefix}" in padded)
+            if node.prefix is not None
+            else (f" {' '.join(node.tokens)} " in padded)
         )
-    for _, p in terms:
-        params.extend(p)
-    return "(" + " AND ".join(e for e, _ in terms) + ")" if terms else "TRUE"
+        if occur == "not":
+            if hit:
+                return False
+        elif occur == "must":
+            has_must = True
+            if not hit:
+                return False
+        else:
+            has_should = True
+            any_should = any_should or hit
+    return has_must or not has_should or any_should

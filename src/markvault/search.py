@@ -6,6 +6,7 @@ so neither BM25's nor cosine's score scale decides; each hit reports both ranks.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -81,13 +82,7 @@ class Searcher:
 
         lists: dict[str, list[tuple[int, float]]] = {}
         if mode in ("keyword", "hybrid") and plan is not None:
-            terms = list(plan.terms)
-            for prefix in plan.prefixes:
-                expanded = self.index.terms_with_prefix(prefix)
-                if not expanded:
-                    warnings.append(f"no word starts with {prefix!r}")
-                terms.extend(expanded)
-            lists["keyword"] = self.index.bm25(terms, filters, wanted, plan.condition, plan.params)
+            lists["keyword"] = self._keyword(plan, filters, wanted, warnings)
             lap("keyword")
         if mode in ("vector", "hybrid"):
             done, total = self.index.embedding_counts(self.model)
@@ -115,6 +110,25 @@ class Searcher:
         timings["total"] = (time.perf_counter() - began) * 1000
         return SearchResult(query, mode, hits, timings, total_notes, warnings)
 
+    def _keyword(
+        self, plan: query_lang.Plan, filters: Filters, wanted: int, warnings: list[str]
+    ) -> list[tuple[int, float]]:
+        terms = list(plan.terms)
+        prefix_terms: dict[str, list[str]] = {}
+        for prefix in plan.prefixes:
+            prefix_terms[prefix] = self.index.terms_with_prefix(prefix)
+            if not prefix_terms[prefix]:
+                warnings.append(f"no word starts with {prefix!r}")
+            terms.extend(prefix_terms[prefix])
+        if not plan.constrained:
+            return self.index.bm25(terms, filters, wanted)
+        known = self.index.term_ids(terms + query_lang.leaf_tokens(plan.root))
+        ids = {t: v[0] for t, v in known.items()}
+        prefix_ids = {p: [ids[t] for t in ts if t in ids] for p, ts in prefix_terms.items()}
+        condition, exact = query_lang.presence_sql(plan.root, ids, prefix_ids)
+        verify = None if exact else functools.partial(query_lang.matches, plan.root)
+        return self.index.bm25(terms, filters, wanted, condition, verify)
+
     def _vector(
         self,
         text: str,
@@ -136,18 +150,20 @@ class Searcher:
         mask = None
         if not filters.is_empty():
             mask = np.isin(ids, self.index.chunk_ids_matching(filters))
-        if plan is not None and plan.condition:
-            # Required and excluded words bind the vector side too.
-            allowed = self.index.chunk_ids_matching(filters, plan.condition, plan.params)
-            mask = np.isin(ids, allowed) if mask is None else mask & np.isin(ids, allowed)
         if mask is not None:
             scores = np.where(mask, scores, -np.inf)
-        k = min(wanted, len(ids))
+        constrained = plan is not None and plan.constrained
+        # Required and excluded words bind the vector side too: take more, check them.
+        k = min(wanted * 4 if constrained else wanted, len(ids))
         if k == 0:
             return []
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
+        ranked = [(int(ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
+        if plan is not None and constrained:
+            tokens = self.index.chunk_tokens([cid for cid, _ in ranked])
+            ranked = [r for r in ranked if query_lang.matches(plan.root, tokens.get(r[0], ""))]
+        return ranked[:wanted]
 
     def _hits(
         self,

@@ -88,8 +88,12 @@ class Vault:
         self._index.notices.clear()
         return self._index
 
-    def _reader(self, vectors: bool, progress: Progress | None = None) -> Index:
-        """An index to query; built first when there is none or it is unusable."""
+    def _reader(self, progress: Progress | None = None) -> Index:
+        """An index to query; built first when there is none or it is unusable.
+
+        Such a build is keyword-only: embedding a vault can take hours and belongs to
+        `vault reindex`, not to the first search.
+        """
         try:
             return self._open_index(write=False)
         except IndexUnusable as exc:
@@ -97,7 +101,7 @@ class Vault:
                 self.notices.append(f"The index must be rebuilt ({exc}); rebuilding.")
             else:
                 self.notices.append("No index yet: building it from the vault.")
-            report = self.reindex(vectors=vectors, progress=progress)
+            report = self.reindex(vectors=False, progress=progress)
             self.notices = report.notices  # shown with the answer that needed the build
             assert self._index is not None
             return self._index
@@ -133,7 +137,7 @@ class Vault:
         full_text: bool = False,
         progress: Progress | None = None,
     ) -> SearchResult:
-        index = self._reader(vectors=mode != "keyword", progress=progress)
+        index = self._reader(progress)
         result = Searcher(index, self.settings.model, self.embedder).search(
             query, mode=mode, filters=filters, limit=limit, offset=offset, full_text=full_text
         )
@@ -161,7 +165,7 @@ class Vault:
             NotFoundError: nothing matches ``ref``.
             UsageError: ``lines`` is not a valid range.
         """
-        index = self._reader(vectors=False)
+        index = self._reader()
         ref = ref.strip()
         chunk_id = _chunk_ref(ref)
         if chunk_id is not None:
@@ -252,7 +256,7 @@ class Vault:
         }
 
     def status(self) -> dict[str, Any]:
-        index = self._reader(vectors=False)
+        index = self._reader()
         meta = index.meta()
         done, total = index.embedding_counts(self.settings.model)
         db = self.settings.db_path
@@ -274,7 +278,7 @@ class Vault:
 
     def pending(self) -> dict[str, int]:
         """Files new, changed or deleted since the last sync: a stat scan, nothing read."""
-        index = self._reader(vectors=False)
+        index = self._reader()
         on_disk, _ = self.files.scan()
         known = index.file_states()
         skipped = index.skipped_states()
