@@ -34,7 +34,7 @@ from .config import Settings
 from .errors import IndexBusyError, MarkvaultError
 from .model import Chunk, ParsedNote
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 FTS_SCHEMA = "fts_main_chunks"
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -506,6 +506,11 @@ class Index:
                 FROM {FTS_SCHEMA}.terms t JOIN {FTS_SCHEMA}.docs d USING (docid)
                 GROUP BY t.termid, d.name ORDER BY t.termid, d.name"""
             )
+            # The term dictionary, sorted by term for the same row-group pruning.
+            self.con.execute(
+                f"CREATE OR REPLACE TABLE vocab AS SELECT term, termid, df "
+                f"FROM {FTS_SCHEMA}.dict ORDER BY term"
+            )
             self._set_meta(fts_dirty="0")
         self._counts = None
 
@@ -656,9 +661,10 @@ class Index:
         """term -> (term id, document frequency) for the terms the index knows."""
         if not terms or not self._has_table("postings"):
             return {}
+        unique = list(dict.fromkeys(terms))
+        marks = ", ".join("?" * len(unique))
         rows = self.con.execute(
-            f"SELECT term, termid, df FROM {FTS_SCHEMA}.dict WHERE term IN (SELECT unnest(?))",
-            [list(dict.fromkeys(terms))],
+            f"SELECT term, termid, df FROM vocab WHERE term IN ({marks})", unique
         ).fetchall()
         return {r[0]: (int(r[1]), int(r[2])) for r in rows}
 
@@ -731,12 +737,14 @@ class Index:
         return {int(r[0]): r[1] for r in rows}
 
     def terms_with_prefix(self, prefix: str, limit: int = 64) -> list[str]:
-        if not prefix or not self._has_table("dict", FTS_SCHEMA):
+        """The most frequent indexed terms that start with ``prefix``."""
+        if not prefix or not self._has_table("vocab"):
             return []
+        # A range on the sorted vocabulary, which DuckDB can prune; starts_with cannot.
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
         rows = self.con.execute(
-            f"SELECT term FROM {FTS_SCHEMA}.dict WHERE starts_with(term, ?) "
-            "ORDER BY df DESC LIMIT ?",
-            [prefix, limit],
+            "SELECT term FROM vocab WHERE term >= ? AND term < ? ORDER BY df DESC, term LIMIT ?",
+            [prefix, upper, limit],
         ).fetchall()
         return [r[0] for r in rows]
 

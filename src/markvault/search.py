@@ -242,18 +242,14 @@ def _fuse(
 def snippet(text: str, tokens: set[str], prefixes: list[str], width: int = SNIPPET_CHARS) -> str:
     """The line of ``text`` that matches the query best, matched words in **bold**."""
     best_line, best_score = "", -1.0
+    starts = tuple(prefixes) or ("\0",)  # str.startswith with a tuple; "\0" never matches
     for line in text.splitlines():
         # Emphasis markers would collide with the ** that mark matches.
         stripped = line.strip().replace("**", "").replace("__", "")
         if not stripped or stripped.startswith(("```", "~~~")):
             continue
-        score = float(
-            sum(
-                1
-                for _, _, toks in word_spans(stripped)
-                if any(t in tokens or any(t.startswith(p) for p in prefixes) for t in toks)
-            )
-        )
+        # One tokenizer pass per line to score it; word positions only for the winner.
+        score = float(sum(1 for t in tokenize(stripped) if t in tokens or t.startswith(starts)))
         if stripped.startswith("#"):
             score -= 0.5  # a heading is already shown as the heading path
         if score > best_score:
