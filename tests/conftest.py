@@ -17,6 +17,24 @@ BUNDLED_VAULT = REPO / "vault"
 WriteNotes = Callable[[dict[str, str | bytes]], Path]
 OpenVault = Callable[..., Vault]
 
+# The fields every search hit carries, in the CLI's JSON and the MCP server's results.
+HIT_FIELDS = frozenset(
+    [
+        "id",
+        "path",
+        "title",
+        "kind",
+        "chunk_id",
+        "heading_path",
+        "lines",
+        "score",
+        "ranks",
+        "snippet",
+        "hash",
+        "uri",
+    ]
+)
+
 
 @pytest.fixture
 def vault_dir(tmp_path: Path) -> Path:

@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 
 from markvault.cli import main
 
-from .conftest import WriteNotes
+from .conftest import HIT_FIELDS, WriteNotes
 
 COMMANDS = sorted(main.commands)
 
@@ -59,20 +59,7 @@ def test_search_json_shape(small: Path) -> None:
     assert set(data) >= {"query", "mode", "hits", "timings_ms"}
     assert data["mode"] == "keyword"
     hit = data["hits"][0]
-    assert set(hit) >= {
-        "id",
-        "path",
-        "title",
-        "kind",
-        "chunk_id",
-        "heading_path",
-        "lines",
-        "score",
-        "ranks",
-        "snippet",
-        "hash",
-        "uri",
-    }
+    assert set(hit) >= HIT_FIELDS
     assert {h["path"] for h in data["hits"]} == {"notes/alpha.md", "notes/beta.md"}
 
 

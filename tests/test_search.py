@@ -8,7 +8,7 @@ import pytest
 
 from markvault import Filters, UsageError, Vault
 
-from .conftest import OpenVault, WriteNotes
+from .conftest import HIT_FIELDS, OpenVault, WriteNotes
 
 MULTILINGUAL = {
     "zh.md": "# 机器学习\n\n机器学习是人工智能的一个分支，研究计算机如何从数据中学习。",
@@ -121,21 +121,7 @@ def test_chunks_collapse_to_notes_with_a_count(write: WriteNotes, open_vault: Op
 def test_hit_shape_and_snippet(multilingual: Vault) -> None:
     hit = multilingual.search("searching", mode="keyword").hits[0]
     data = hit.to_json()
-    for key in (
-        "id",
-        "path",
-        "title",
-        "kind",
-        "chunk_id",
-        "heading_path",
-        "lines",
-        "score",
-        "ranks",
-        "snippet",
-        "hash",
-        "uri",
-    ):
-        assert key in data
+    assert set(data) >= HIT_FIELDS
     assert data["ranks"] == {"keyword": 1}
     assert "**searching**" in data["snippet"]
     assert data["uri"] == "vault://note/en.md"

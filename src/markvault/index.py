@@ -779,13 +779,6 @@ class Index:
         )
         return {row["id"]: row for row in _dicts(cur)}
 
-    def chunk_count_by_path(self, paths: Sequence[str]) -> dict[str, int]:
-        rows = self.con.execute(
-            "SELECT path, count(*) FROM chunks WHERE path IN (SELECT unnest(?)) GROUP BY path",
-            [list(paths)],
-        ).fetchall()
-        return {r[0]: int(r[1]) for r in rows}
-
     def find_notes(self, column: str, value: str, casefold: bool = False) -> list[dict[str, Any]]:
         """Notes whose ``column`` (path, id or file) equals ``value``."""
         assert column in ("path", "id", "file")

@@ -72,7 +72,7 @@ _MD_LINK = re.compile(
 )
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^//")
 
-KIND_FOLDERS = {
+FOLDER_KINDS = {
     "notes": "note",
     "sessions": "session",
     "knowledge": "knowledge",
@@ -108,7 +108,7 @@ def parse_note(path: str, text: str, *, max_frontmatter_bytes: int = 64 * 1024) 
     sections, h1, code_lines, blocks = _structure(tokens, body_line)
     inline_tags, links = _tags_and_links(tokens, body_line, path)
 
-    folder_kind = KIND_FOLDERS.get(path.split("/", 1)[0]) if "/" in path else None
+    folder_kind = FOLDER_KINDS.get(path.split("/", 1)[0]) if "/" in path else None
     kind = fields.pop("kind", None) or folder_kind or "note"
     if kind not in KINDS:
         problems.append(f"unknown kind {kind!r}: read as 'note' (use one of {', '.join(KINDS)})")

@@ -27,7 +27,6 @@ _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}ー"
 # One pass finds CJK runs and words of every other script (marks stay with their letter).
 _SEGMENT = regex.compile(rf"([{_CJK}]+)|[\p{{L}}\p{{N}}\p{{M}}--[{_CJK}]]+", regex.V1)
 _WORD = regex.compile(r"[\p{L}\p{N}\p{M}]+")
-_CJK_RUN = regex.compile(rf"[{_CJK}]+")
 _CYRILLIC = regex.compile(r"[\p{Cyrillic}]+")
 # Accents are dropped except on Cyrillic letters, where the mark makes another letter
 # (й is not и); ё is folded to е separately, as Russian writers usually do.
@@ -85,7 +84,3 @@ def word_spans(line: str) -> Iterator[tuple[int, int, list[str]]]:
     """(start, end, tokens) of each word in an unnormalized line, for highlighting."""
     for match in _WORD.finditer(line):
         yield match.start(), match.end(), tokenize(match.group())
-
-
-def has_cjk(text: str) -> bool:
-    return _CJK_RUN.search(text) is not None

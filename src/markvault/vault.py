@@ -23,15 +23,11 @@ from .errors import ConfigError, MarkvaultError, NotFoundError, UsageError
 from .files import VaultFiles, content_hash, safe_file_name
 from .index import Filters, Index, IndexUnusable
 from .model import KINDS, ReindexReport, SearchResult
+from .parse import FOLDER_KINDS
 from .search import Searcher, chunk_uri, note_uri
 from .sync import Progress, Syncer
 
-KIND_FOLDERS = {
-    "note": "notes",
-    "session": "sessions",
-    "knowledge": "knowledge",
-    "document": "documents",
-}
+KIND_FOLDERS = {kind: folder for folder, kind in FOLDER_KINDS.items()}
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
 
