@@ -134,3 +134,22 @@ def test_a_search_never_embeds_the_whole_vault(write: WriteNotes, vault_with: Va
     result = vault_with.search("alpha")  # no index yet: built keyword-only
     assert [h.path for h in result.hits] == ["a.md"]
     assert any("no vectors" in w for w in result.warnings)
+
+
+def test_a_server_answers_from_keywords_while_the_model_loads(
+    write: WriteNotes, vault_dir: Path, embedder: Embedder
+) -> None:
+    write({"a.md": "# A\n\nalpha words"})
+    with Vault.open(vault_dir, vault_dir.parent / "index", embedder=embedder) as v:
+        v.reindex()  # vectors built with the shared, loaded model
+    fresh = Embedder("all-MiniLM-L6-v2")  # not loaded yet, as in a server just started
+    with Vault.open(vault_dir, vault_dir.parent / "index", embedder=fresh) as v:
+        v.model_wait = 0.0
+        early = v.search("alpha")
+        assert [h.path for h in early.hits] == ["a.md"]
+        assert set(early.hits[0].ranks) == {"keyword"}
+        assert any("still loading" in w for w in early.warnings)
+        fresh.start_loading()
+        assert fresh.wait(120)
+        late = v.search("alpha")
+        assert set(late.hits[0].ranks) == {"keyword", "vector"}

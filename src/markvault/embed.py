@@ -7,6 +7,7 @@ search and ``--help`` never pay for it.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,22 +43,46 @@ class Embedder:
     def __init__(self, name: str) -> None:
         self.name = name
         self._model: Any = None
+        self._lock = threading.Lock()
+        self._ready = threading.Event()
+        self.load_error: str | None = None
+
+    def start_loading(self) -> None:
+        """Load the model in a background thread (a server answers meanwhile)."""
+        threading.Thread(target=self._load_quietly, name="load-model", daemon=True).start()
+
+    def _load_quietly(self) -> None:
+        try:
+            self.load()
+        except Exception as exc:  # reported with the next search that needs vectors
+            self.load_error = str(exc)
+            self._ready.set()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for a load under way; True when loaded."""
+        self._ready.wait(timeout)
+        return self.loaded
 
     def load(self) -> Any:
-        if self._model is None:
-            path = model_path(self.name)
-            # Nothing may reach a hub at run time, and library progress bars are noise.
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.disable_progress_bar()
-            self._model = SentenceTransformer(path, device="cpu")
+        with self._lock:
+            if self._model is None:
+                self._model = self._build()
+                self._ready.set()
         return self._model
+
+    def _build(self) -> Any:
+        path = model_path(self.name)
+        # Nothing may reach a hub at run time, and library progress bars are noise.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        return SentenceTransformer(path, device="cpu")
 
     @property
     def loaded(self) -> bool:

@@ -24,6 +24,7 @@ from .model import SearchResult
 from .vault import Vault
 
 T = TypeVar("T")
+MODEL_WAIT_SECONDS = 3.0
 
 INSTRUCTIONS = """\
 markvault is the user's Markdown vault: notes, session summaries, knowledge points and
@@ -79,6 +80,10 @@ def build_server(vault: Vault) -> MCPServer:
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
+        # Keyword searches are answered at once; the model (seconds to load) arrives
+        # in the background, and hybrid calls wait briefly for it.
+        vault.model_wait = MODEL_WAIT_SECONDS
+        vault.embedder().start_loading()
         try:
             yield
         finally:

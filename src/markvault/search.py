@@ -36,10 +36,19 @@ def chunk_uri(chunk_id: int) -> str:
 
 
 class Searcher:
-    def __init__(self, index: Index, model: str, embedder: Callable[[], Embedder]) -> None:
+    def __init__(
+        self,
+        index: Index,
+        model: str,
+        embedder: Callable[[], Embedder],
+        model_wait: float | None = None,
+    ) -> None:
+        """``model_wait``: seconds to wait for a model loading in the background before
+        answering from keywords alone; None loads it here and now."""
         self.index = index
         self.model = model
         self._embedder = embedder
+        self.model_wait = model_wait
 
     def search(
         self,
@@ -93,6 +102,12 @@ class Searcher:
                         "Run `vault reindex` (without --no-vectors) first.",
                     )
                 warnings.append("no vectors in the index: keyword results only")
+            elif not self._model_ready(warnings):
+                if mode == "vector":
+                    raise UsageError(
+                        "The embedding model is still loading.",
+                        "Retry in a few seconds, or search with mode keyword.",
+                    )
             else:
                 if done < total:
                     warnings.append(f"{total - done} chunks have no vector yet")
@@ -109,6 +124,16 @@ class Searcher:
         lap("fetch")
         timings["total"] = (time.perf_counter() - began) * 1000
         return SearchResult(query, mode, hits, timings, total_notes, warnings)
+
+    def _model_ready(self, warnings: list[str]) -> bool:
+        embedder = self._embedder()
+        if self.model_wait is None or embedder.loaded or embedder.wait(self.model_wait):
+            return True
+        if embedder.load_error:
+            warnings.append(f"the embedding model failed to load: {embedder.load_error}")
+        else:
+            warnings.append("the embedding model is still loading: keyword results only")
+        return False
 
     def _keyword(
         self, plan: query_lang.Plan, filters: Filters, wanted: int, warnings: list[str]

@@ -43,6 +43,9 @@ class Vault:
         self.files = VaultFiles(settings.vault_dir, settings.index_dir)
         self._index: Index | None = None
         self._embedder = embedder if embedder and embedder.name == settings.model else None
+        # None: a search that needs the model loads it. A number: a server loading it in
+        # the background answers from keywords after waiting that long.
+        self.model_wait: float | None = None
         self.notices: list[str] = []
 
     @classmethod
@@ -134,7 +137,7 @@ class Vault:
         progress: Progress | None = None,
     ) -> SearchResult:
         index = self._reader(progress)
-        result = Searcher(index, self.settings.model, self.embedder).search(
+        result = Searcher(index, self.settings.model, self.embedder, self.model_wait).search(
             query, mode=mode, filters=filters, limit=limit, offset=offset, full_text=full_text
         )
         result.warnings[:0] = self.notices
