@@ -203,6 +203,8 @@ def test_writes_are_searchable_at_once(write: WriteNotes, open_vault: OpenVault)
         ".git/config",
         ".obsidian/plugins/x.md",
         "notes/../../x.md",
+        "%2e%2e/x.md",
+        "..%2fx.md",
         "x.txt",
     ],
 )

@@ -17,6 +17,7 @@ import stat as stat_mod
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from urllib.parse import unquote
 
 import pathspec
 
@@ -145,7 +146,14 @@ class VaultFiles:
             RefusedError: the path leaves the vault, names a hidden or reserved
                 location, or is not a Markdown file.
         """
-        if not rel or "\x00" in rel or "\\" in rel or ":" in rel or rel.startswith("/"):
+        if (
+            not rel
+            or "\x00" in rel
+            or "\\" in rel
+            or ":" in rel
+            or rel.startswith("/")
+            or unquote(rel) != rel  # percent-escapes could hide '..' from a later decoder
+        ):
             raise RefusedError(f"Refused path {rel!r}.", "Give a relative path inside the vault.")
         parts = PurePosixPath(rel).parts
         if any(p in ("..", ".") or p.startswith(".") or _RESERVED.match(p) for p in parts):
