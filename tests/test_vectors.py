@@ -104,6 +104,10 @@ def test_multilingual_notes_are_found_by_hybrid_search(
         }
     )
     vault_with.reindex()
+    chinese = vault_with.search("机器学习")
+    assert set(chinese.hits[0].ranks) == {"keyword"}
+    assert any("reads English only" in w for w in chinese.warnings)
+    assert "vector" in vault_with.search("Fußgänger").hits[0].ranks  # Latin script: fused
     for query, path in [
         ("机器学习", "zh.md"),
         ("東京", "ja.md"),

@@ -15,11 +15,12 @@ from urllib.parse import quote
 import numpy as np
 
 from . import query as query_lang
+from .config import ENGLISH_ONLY_MODELS
 from .embed import Embedder
 from .errors import UsageError
 from .index import Filters, Index
 from .model import Hit, SearchResult
-from .text import tokenize, word_spans
+from .text import latin_share, tokenize, word_spans
 
 MODES = ("keyword", "vector", "hybrid")
 RRF_K = 60
@@ -93,7 +94,14 @@ class Searcher:
         if mode in ("keyword", "hybrid") and plan is not None:
             lists["keyword"] = self._keyword(plan, filters, wanted, warnings)
             lap("keyword")
-        if mode in ("vector", "hybrid"):
+        if mode == "hybrid" and self.model in ENGLISH_ONLY_MODELS and latin_share(query) < 0.5:
+            # An English model's vector for a Chinese or Russian query is noise, and
+            # fusing it in would push good keyword hits down.
+            warnings.append(
+                f"{self.model} reads English only: vector side skipped for this query "
+                "(configure a multilingual model with --model or .markvault.toml)"
+            )
+        elif mode in ("vector", "hybrid"):
             done, total = self.index.embedding_counts(self.model)
             if done == 0:
                 if mode == "vector":

@@ -84,3 +84,13 @@ def word_spans(line: str) -> Iterator[tuple[int, int, list[str]]]:
     """(start, end, tokens) of each word in an unnormalized line, for highlighting."""
     for match in _WORD.finditer(line):
         yield match.start(), match.end(), tokenize(match.group())
+
+
+_LETTER = regex.compile(r"\p{L}")
+_LATIN_LETTER = regex.compile(r"\p{Latin}")
+
+
+def latin_share(text: str) -> float:
+    """The share of letters in ``text`` that are Latin script (1.0 when it has none)."""
+    letters = len(_LETTER.findall(text))
+    return len(_LATIN_LETTER.findall(text)) / letters if letters else 1.0
