@@ -108,6 +108,22 @@ def test_schema_or_fingerprint_change_rebuilds(write: WriteNotes, open_vault: Op
     assert any("chunking" in n for n in report.notices)
 
 
+def test_an_outdated_index_is_rebuilt_on_the_read_path(
+    write: WriteNotes, open_vault: OpenVault
+) -> None:
+    write({"a.md": "apple"})
+    v = open_vault()
+    v.reindex(vectors=False)
+    v.close()
+    con = duckdb.connect(str(v.settings.db_path))
+    con.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
+    con.close()
+    v2 = open_vault()
+    assert v2.get("a.md")["text"] == "apple"
+    result = v2.search("apple", mode="keyword")
+    assert [h.path for h in result.hits] == ["a.md"]
+
+
 def test_deleting_the_index_loses_nothing(write: WriteNotes, open_vault: OpenVault) -> None:
     write({"a.md": "apple"})
     v = open_vault()

@@ -223,3 +223,16 @@ def test_git_merge_in_progress_refuses_writes(write: WriteNotes, open_vault: Ope
     (vault / ".git" / "MERGE_HEAD").write_text("abc\n", encoding="utf-8")
     with pytest.raises(RefusedError, match="merge is in progress"):
         v.edit_note("n.md", [Edit("append", "x")], hash_of(v, "n.md"))
+
+
+def test_crash_leftover_temp_files_are_cleaned_not_indexed(
+    write: WriteNotes, open_vault: OpenVault
+) -> None:
+    import os
+
+    vault = write({"n.md": "note", "sub/.mv-tmp-old": "half a write", "sub/.mv-tmp-new": "live"})
+    os.utime(vault / "sub" / ".mv-tmp-old", (1, 1))  # left by a crash long ago
+    v = open_vault()
+    assert v.reindex(vectors=False).notes == 1
+    assert not (vault / "sub" / ".mv-tmp-old").exists()
+    assert (vault / "sub" / ".mv-tmp-new").exists()  # may be another process's write

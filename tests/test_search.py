@@ -174,6 +174,8 @@ def test_limit_offset_and_bounds(write: WriteNotes, open_vault: OpenVault) -> No
     assert v.search("common", mode="keyword", limit=5).total == 12
     with pytest.raises(UsageError, match="limit"):
         v.search("common", mode="keyword", limit=1_000_000_000)
+    with pytest.raises(UsageError, match="not a date"):
+        v.search("common", mode="keyword", filters=Filters(since="last tuesday"))
 
 
 def test_hybrid_without_vectors_falls_back_with_a_warning(multilingual: Vault) -> None:

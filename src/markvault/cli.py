@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-from .edit import Edit
+from .edit import Edit, Op
 from .errors import MarkvaultError, UsageError
 from .index import Filters
 from .model import SearchResult
@@ -470,53 +470,48 @@ def status(ctx: click.Context, as_json: bool) -> None:
         click.echo(click.style("problem  ", fg="yellow") + f"{p['path']}: {p['problem']}")
 
 
-def _edit_from_options(
-    append: str | None,
-    prepend: str | None,
-    section: str | None,
-    before: str | None,
-    after: str | None,
-    find: str | None,
-    text: str | None,
-    count: int,
-    set_pair: str | None,
-    unset: str | None,
-) -> Edit:
-    chosen = [
-        o for o in (append, prepend, section, before, after, find, set_pair, unset) if o is not None
-    ]
+# `vault edit` option -> the edit it asks for.
+EDIT_OPTIONS: dict[str, Op] = {
+    "append": "append",
+    "prepend": "prepend",
+    "section": "replace_section",
+    "before": "insert_before",
+    "after": "insert_after",
+    "find": "replace_text",
+    "set_pair": "set_key",
+    "unset": "remove_key",
+}
+
+
+def _edit_from_options(options: dict[str, Any]) -> Edit:
+    """The one change the `vault edit` options describe."""
+    text, count = options.pop("text"), options.pop("count")
+    chosen = {name: value for name, value in options.items() if value is not None}
     if len(chosen) != 1:
         raise UsageError(
             "Give exactly one change.",
             "One of --append, --prepend, --replace-section, --insert-before, --insert-after, "
             "--replace, --set or --unset.",
         )
-
-    def body() -> str:
-        if text is None:
-            raise UsageError("This change needs --text TEXT (or --text - to read stdin).")
-        return sys.stdin.read() if text == "-" else text
-
-    if append is not None:
-        return Edit("append", sys.stdin.read() if append == "-" else append)
-    if prepend is not None:
-        return Edit("prepend", sys.stdin.read() if prepend == "-" else prepend)
-    if section is not None:
-        return Edit("replace_section", body(), heading=section)
-    if before is not None:
-        return Edit("insert_before", body(), heading=before)
-    if after is not None:
-        return Edit("insert_after", body(), heading=after)
-    if find is not None:
-        return Edit("replace_text", body(), find=find, count=count)
-    if set_pair is not None:
-        key, sep, raw = set_pair.partition("=")
+    ((name, value),) = chosen.items()
+    op = EDIT_OPTIONS[name]
+    if op in ("append", "prepend"):
+        return Edit(op, sys.stdin.read() if value == "-" else value)
+    if op == "remove_key":
+        return Edit(op, key=value)
+    if op == "set_key":
+        key, sep, raw = value.partition("=")
         if not sep:
             raise UsageError(
-                f"Bad --set {set_pair!r}.", "Use --set KEY=VALUE, e.g. --set 'tags=[a, b]'."
+                f"Bad --set {value!r}.", "Use --set KEY=VALUE, e.g. --set 'tags=[a, b]'."
             )
-        return Edit("set_key", key=key.strip(), value=parse_yaml_value(raw))
-    return Edit("remove_key", key=unset)
+        return Edit(op, key=key.strip(), value=parse_yaml_value(raw))
+    if text is None:
+        raise UsageError("This change needs --text TEXT (or --text - to read stdin).")
+    new = sys.stdin.read() if text == "-" else text
+    if op == "replace_text":
+        return Edit(op, new, find=value, count=count)
+    return Edit(op, new, heading=value)
 
 
 @main.command()
@@ -552,22 +547,7 @@ def _edit_from_options(
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 @handle_errors
-def edit(
-    ctx: click.Context,
-    ref: str,
-    expected: str,
-    append: str | None,
-    prepend: str | None,
-    section: str | None,
-    before: str | None,
-    after: str | None,
-    find: str | None,
-    text: str | None,
-    count: int,
-    set_pair: str | None,
-    unset: str | None,
-    as_json: bool,
-) -> None:
+def edit(ctx: click.Context, ref: str, expected: str, as_json: bool, **options: Any) -> None:
     """Change one note, touching only the bytes concerned; print its new hash.
 
     The change is refused (exit 5) when the note's hash is not --hash: someone
@@ -580,9 +560,7 @@ def edit(
       vault edit mv-welcome --hash 3f2a... --replace-section "Open items" --text "- none"
       vault edit notes/x.md --hash 3f2a... --replace "teh" --text "the" --count 2
     """
-    change = _edit_from_options(
-        append, prepend, section, before, after, find, text, count, set_pair, unset
-    )
+    change = _edit_from_options(options)
     result = open_vault(ctx).edit_note(ref, [change], expected)
     if as_json:
         emit_json(result)

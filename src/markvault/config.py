@@ -15,9 +15,9 @@ from typing import Any
 from .errors import ConfigError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
-# Models known to read English (Latin script) only. Their vectors for a query in
-# another script are noise, so hybrid search leaves them out (see search.py).
-ENGLISH_ONLY_MODELS = frozenset({DEFAULT_MODEL, "sentence-transformers/" + DEFAULT_MODEL})
+# The names the packaged default model answers to. It reads English (Latin script)
+# only: its vectors for a query in another script are noise (see search.py).
+DEFAULT_MODEL_NAMES = frozenset({DEFAULT_MODEL, "sentence-transformers/" + DEFAULT_MODEL})
 CONFIG_FILE = ".markvault.toml"
 
 ENV_VAULT = "MARKVAULT_VAULT"

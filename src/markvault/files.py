@@ -14,6 +14,7 @@ import os
 import re
 import secrets
 import stat as stat_mod
+import time
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -25,6 +26,7 @@ from .errors import ConflictError, NotFoundError, RefusedError
 
 IGNORE_FILE = ".markvaultignore"
 TEMP_PREFIX = ".mv-tmp-"
+STALE_TEMP_SECONDS = 600.0  # a write takes milliseconds; older temp files are crash leftovers
 _RESERVED = re.compile(r"^(con|prn|aux|nul|com\d|lpt\d)(\..*)?$", re.IGNORECASE)
 _BAD_NAME_CHARS = re.compile(r'[\x00-\x1f\\/:*?"<>|#^\[\]]+')
 
@@ -40,6 +42,15 @@ class FileStat:
 def content_hash(data: bytes) -> str:
     """The hash every read returns and every change to a note must quote."""
     return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def check_hash(rel: str, current: str, expected: str) -> None:
+    """Raises ConflictError unless the note still has the hash its writer read."""
+    if current != expected:
+        raise ConflictError(
+            f"{rel} changed since it was read (hash {current}, not {expected}).",
+            "Read it again and redo the change on the current text.",
+        )
 
 
 class VaultFiles:
@@ -214,12 +225,7 @@ class VaultFiles:
         self.refuse_during_git_operation()
         if not full.is_file():
             raise NotFoundError(f"{rel} does not exist.", "Create it instead, or check the path.")
-        current = content_hash(full.read_bytes())
-        if current != expected_hash:
-            raise ConflictError(
-                f"{rel} changed since it was read (hash {current}, not {expected_hash}).",
-                "Read it again and redo the change on the current text.",
-            )
+        check_hash(rel, content_hash(full.read_bytes()), expected_hash)
         data = text.encode("utf-8")
         tmp = full.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
         try:
@@ -260,16 +266,22 @@ class VaultFiles:
                         )
                 return
 
-    def remove_stale_temp_files(self) -> int:
-        """Delete temp files left by a crash mid-write (they are never notes)."""
+    def remove_stale_temp_files(self, older_than: float = STALE_TEMP_SECONDS) -> int:
+        """Delete temp files left by a crash mid-write (they are never notes).
+
+        Only old ones: a fresh temp file may belong to another process writing now.
+        """
         removed = 0
+        cutoff = time.time() - older_than
         for dirpath, dirnames, filenames in os.walk(self.root):
             dirnames[:] = [d for d in dirnames if d not in (".git", ".obsidian")]
             for name in filenames:
                 if name.startswith(TEMP_PREFIX):
+                    full = os.path.join(dirpath, name)
                     with contextlib.suppress(OSError):
-                        os.unlink(os.path.join(dirpath, name))
-                        removed += 1
+                        if os.lstat(full).st_mtime < cutoff:
+                            os.unlink(full)
+                            removed += 1
         return removed
 
 

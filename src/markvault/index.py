@@ -18,6 +18,7 @@ vector bound as a list parameter.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -31,7 +32,7 @@ import pyarrow as pa
 
 from .chunk import embed_input
 from .config import Settings
-from .errors import IndexBusyError, MarkvaultError
+from .errors import IndexBusyError, MarkvaultError, UsageError
 from .model import Chunk, ParsedNote
 
 SCHEMA_VERSION = "4"
@@ -84,6 +85,18 @@ class Filters:
             or self.until
             or self.meta
         )
+
+    def check(self) -> None:
+        """Raises UsageError for a date that is not ISO 8601."""
+        for name, value in (("since", self.since), ("until", self.until)):
+            if value is None:
+                continue
+            try:
+                dt.datetime.fromisoformat(value)
+            except ValueError:
+                raise UsageError(
+                    f"{name} {value!r} is not a date.", "Use ISO dates, e.g. 2026-01-31."
+                ) from None
 
     def sql(self) -> tuple[str, list[Any]]:
         """A WHERE condition over ``notes n`` and its parameters."""
@@ -207,6 +220,7 @@ class Index:
             if not write:
                 raise IndexUnusable("no index yet")
             settings.index_dir.mkdir(parents=True, exist_ok=True)
+        con: duckdb.DuckDBPyConnection | None = None
         try:
             con = _connect(path, settings, read_only=not write)
             index = cls(con, settings, write)
@@ -220,17 +234,26 @@ class Index:
                     f"The index {path} is in use by another markvault process.",
                     "Wait for it to finish (or stop it) and try again.",
                 ) from exc
+            # Closed before anything else opens the file: DuckDB refuses a second
+            # connection with other settings while this one lives.
+            if con is not None:
+                with contextlib.suppress(Exception):
+                    con.close()
             if not write:
                 raise IndexUnusable(str(exc)) from exc
-            with contextlib.suppress(Exception):
-                con.close()
             notices.append(f"Rebuilding the index from the vault: {_first_line(exc)}")
             old = path.with_name(path.name + ".old")
             _remove_db(old)
             if path.exists():
                 path.replace(old)
             _remove_db(path)
-            con = _connect(path, settings, read_only=False)
+            try:
+                con = _connect(path, settings, read_only=False)
+            except duckdb.Error as again:
+                raise MarkvaultError(
+                    f"Cannot create the index {path}: {_first_line(again)}",
+                    "Check that folder's permissions and free space, or pass --index DIR.",
+                ) from again
             index = cls(con, settings, True)
             index._create(chunk_fingerprint)
             kept = index._adopt_embeddings(old)

@@ -176,11 +176,11 @@ def build_server(vault: Vault) -> MCPServer:
         """
 
         def create(v: Vault) -> dict[str, Any]:
-            path = v.new_note(kind, title, topic=topic, tags=tags or [], project=project)
-            rel = path.relative_to(v.settings.vault_dir).as_posix()
-            if content.strip():
-                v.edit_note(rel, [Edit("append", content)], v.get(rel)["hash"])
-            note = v.get(rel)
+            path = v.new_note(
+                kind, title, topic=topic, tags=tags or [], project=project, content=content
+            )
+            note = v.get(path.relative_to(v.settings.vault_dir).as_posix())
+            rel = note["path"]
             return {"path": rel, "id": note["id"], "uri": note["uri"], "hash": note["hash"]}
 
         return service.call(create)

@@ -15,7 +15,7 @@ from urllib.parse import quote
 import numpy as np
 
 from . import query as query_lang
-from .config import ENGLISH_ONLY_MODELS
+from .config import DEFAULT_MODEL_NAMES
 from .embed import Embedder
 from .errors import UsageError
 from .index import Filters, Index
@@ -70,6 +70,7 @@ class Searcher:
                 "Page through results with offset.",
             )
         filters = filters or Filters()
+        filters.check()
         timings: dict[str, float] = {}
         warnings: list[str] = []
         clock = began = time.perf_counter()
@@ -94,7 +95,7 @@ class Searcher:
         if mode in ("keyword", "hybrid") and plan is not None:
             lists["keyword"] = self._keyword(plan, filters, wanted, warnings)
             lap("keyword")
-        if mode == "hybrid" and self.model in ENGLISH_ONLY_MODELS and latin_share(query) < 0.5:
+        if mode == "hybrid" and self.model in DEFAULT_MODEL_NAMES and latin_share(query) < 0.5:
             # An English model's vector for a Chinese or Russian query is noise, and
             # fusing it in would push good keyword hits down.
             warnings.append(

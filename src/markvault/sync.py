@@ -28,6 +28,8 @@ from .model import ReindexReport
 from .parse import parse_note
 from .text import tokenize
 
+# Vectors are committed this many at a time: progress moves and an interrupted run
+# keeps its work, while sentence-transformers still sorts each group by length.
 EMBED_GROUP = 256
 
 
@@ -250,11 +252,7 @@ class Syncer:
         # Committed group by group: an interrupted run keeps what it embedded.
         for start in range(0, len(missing), EMBED_GROUP):
             group = missing[start : start + EMBED_GROUP]
-            vectors = embedder.encode(
-                [text for _, text in group],
-                batch_size=self.settings.embed_batch,
-                group=EMBED_GROUP,
-            )
+            vectors = embedder.encode([text for _, text in group], self.settings.embed_batch)
             self.index.add_embeddings(model, [h for h, _ in group], vectors)
             progress.advance(len(group))
         progress.finish()

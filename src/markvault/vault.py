@@ -20,7 +20,7 @@ from .config import ChunkParams, Settings
 from .edit import Edit, apply_edit, check_writable
 from .embed import Embedder
 from .errors import ConfigError, MarkvaultError, NotFoundError, UsageError
-from .files import VaultFiles, content_hash, safe_file_name
+from .files import VaultFiles, check_hash, content_hash, safe_file_name
 from .index import Filters, Index, IndexUnusable
 from .model import KINDS, ReindexReport, SearchResult
 from .parse import FOLDER_KINDS
@@ -165,10 +165,14 @@ class Vault:
             UsageError: ``lines`` is not a valid range.
         """
         index = self._reader()
-        ref = ref.strip()
-        chunk_id = _chunk_ref(ref)
+        chunk_id = _chunk_ref(ref.strip())
         if chunk_id is not None:
             return self._get_chunk(index, chunk_id)
+        return self._note_view(index, self._note_row(index, ref), lines)
+
+    def _note_row(self, index: Index, ref: str) -> dict[str, Any]:
+        """The index row of the note ``ref`` names (id, path or ``vault://note/`` URI)."""
+        ref = ref.strip()
         if ref.startswith("vault://note/"):
             from urllib.parse import unquote
 
@@ -185,7 +189,7 @@ class Vault:
                 f"No note with id or path {ref!r}.",
                 "Use an id, a vault-relative path, #CHUNK or a vault:// URI from search results.",
             )
-        return self._note_view(index, rows[0], lines)
+        return rows[0]
 
     def _note_view(
         self, index: Index, row: dict[str, Any], lines: tuple[int, int] | None
@@ -302,8 +306,10 @@ class Vault:
         topic: str | None = None,
         tags: Iterable[str] = (),
         project: str | None = None,
+        content: str = "",
     ) -> Path:
-        """Create a note from ``templates/<kind>.md``; never overwrites.
+        """Create a note from ``templates/<kind>.md``, with ``content`` appended, in one
+        write; never overwrites.
 
         Raises:
             UsageError: unknown kind, empty title, or a knowledge note without a topic.
@@ -332,6 +338,8 @@ class Vault:
             "tags": "[" + ", ".join(tag_list) + "]",
         }
         text = _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
+        if content.strip():
+            text = apply_edit(text, Edit("append", content))
         folder = KIND_FOLDERS[kind]
         if kind == "knowledge":
             folder += "/" + safe_file_name(values["topic"])[:-3]
@@ -358,21 +366,22 @@ class Vault:
                 "Changing a note needs its current hash.",
                 "Read it first (vault get REF --json) and pass the hash it returns.",
             )
-        note = self.get(ref)
-        if "chunk_id" in note:
-            raise UsageError("Edit a note, not a chunk.", f"Use its path: {note['path']}.")
-        rel = note["path"]
-        file = self._index.find_notes("path", rel)[0]["file"] if self._index else rel
-        _, text = self.files.read(file, self.settings.max_note_bytes)
+        index = self._reader()
+        if _chunk_ref(ref.strip()) is not None:
+            raise UsageError("Edit a note, not a chunk.", "Pass the note's id or path.")
+        row = self._note_row(index, ref)
+        rel, uri = row["path"], note_uri(row["id"])
+        data, text = self.files.read(row["file"], self.settings.max_note_bytes)
+        check_hash(rel, content_hash(data), expected_hash)
         check_writable(text, rel)
         new_text = text
         for edit in edits:
             new_text = apply_edit(new_text, edit, rel)
         if new_text == text:
-            return {"path": rel, "hash": note["hash"], "changed": False, "uri": note["uri"]}
-        new_hash = self.files.replace(file, new_text, expected_hash)
+            return {"path": rel, "hash": expected_hash, "changed": False, "uri": uri}
+        new_hash = self.files.replace(row["file"], new_text, expected_hash)
         self.refresh()
-        return {"path": rel, "hash": new_hash, "changed": True, "uri": note["uri"]}
+        return {"path": rel, "hash": new_hash, "changed": True, "uri": uri}
 
     def refresh(self) -> ReindexReport:
         """Bring the index up to date after a write: keyword at once, vectors when the
