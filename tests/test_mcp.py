@@ -10,7 +10,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from markvault import Vault
-from markvault.mcp_server import build_server
+from markvault.mcp_server import WRITE_TOOLS, build_server
 
 from .conftest import WriteNotes
 
@@ -33,9 +33,32 @@ def vault(write: WriteNotes, vault_dir: Path) -> Vault:
 async def test_tools_are_listed_with_hints(vault: Vault) -> None:
     async with Client(build_server(vault)) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"search", "get", "status", "create_note", "edit_note"}
-    assert tools["search"].annotations.read_only_hint is True
-    assert tools["edit_note"].annotations.read_only_hint is False
+    assert set(tools) == {
+        "search",
+        "get",
+        "status",
+        "create_note",
+        "edit_note",
+        "move_note",
+        "delete_note",
+        "restore_note",
+        "learn_knowledge",
+        "store_document",
+        "list_topics",
+        "recent",
+        "timeline",
+        "related",
+        "vault_map",
+    }
+    for name in ("search", "get", "status", "list_topics", "recent", "timeline", "related"):
+        assert tools[name].annotations.read_only_hint is True, name
+    for name in WRITE_TOOLS:
+        assert tools[name].annotations.read_only_hint is False, name
+    assert tools["delete_note"].annotations.destructive_hint is True
+    assert tools["move_note"].annotations.destructive_hint is True
+    assert tools["edit_note"].annotations.destructive_hint is False
+    for tool in tools.values():
+        assert len(tool.description or "") > 80, tool.name  # a manual, not a label
     assert "Example" in (tools["search"].description or "")
 
 

@@ -23,6 +23,7 @@ CONFIG_FILE = ".markvault.toml"
 ENV_VAULT = "MARKVAULT_VAULT"
 ENV_INDEX = "MARKVAULT_INDEX"
 ENV_MODEL = "MARKVAULT_MODEL"
+ENV_DOCUMENT_ROOTS = "MARKVAULT_DOCUMENT_ROOTS"
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,12 @@ class Settings:
     max_note_bytes: int = 5 * 1024 * 1024
     max_frontmatter_bytes: int = 64 * 1024
     embed_batch: int = 64
+    # Folders `store_document` may copy files from; empty: the vault's project (its parent).
+    document_roots: tuple[Path, ...] = ()
+
+    @property
+    def allowed_document_roots(self) -> list[Path]:
+        return list(self.document_roots) or [self.vault_dir.parent]
 
     @property
     def db_path(self) -> Path:
@@ -97,6 +104,23 @@ class Settings:
             index_dir=index_dir,
             model=str(model or env.get(ENV_MODEL) or file_cfg.get("model") or DEFAULT_MODEL),
         )
+        roots = (
+            env.get(ENV_DOCUMENT_ROOTS, "").split(os.pathsep)
+            if env.get(ENV_DOCUMENT_ROOTS)
+            else file_cfg.get("document_roots", [])
+        )
+        if not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
+            raise ConfigError(
+                f"document_roots in {vault_dir / CONFIG_FILE} must be a list of folders.",
+                'Example: document_roots = ["~/docs", ".."]',
+            )
+        if roots:
+            settings = replace(
+                settings,
+                document_roots=tuple(
+                    (vault_dir / Path(r).expanduser()).resolve() for r in roots if r
+                ),
+            )
         chunk_cfg = file_cfg.get("chunk", {})
         if chunk_cfg:
             try:

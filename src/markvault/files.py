@@ -25,6 +25,9 @@ import pathspec
 from .errors import ConflictError, NotFoundError, RefusedError
 
 IGNORE_FILE = ".markvaultignore"
+TRASH_DIR = ".trash"  # Obsidian's in-vault trash; hidden, so never indexed
+DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt", ".json")
+_TRASH_STAMP = re.compile(r"~\d{8}-\d{6}-[0-9a-f]{4}\.md$")
 TEMP_PREFIX = ".mv-tmp-"
 STALE_TEMP_SECONDS = 600.0  # a write takes milliseconds; older temp files are crash leftovers
 _RESERVED = re.compile(r"^(con|prn|aux|nul|com\d|lpt\d)(\..*)?$", re.IGNORECASE)
@@ -122,30 +125,34 @@ class VaultFiles:
 
         Raises:
             RefusedError: the file is too large, binary or not UTF-8.
+            NotFoundError: the file is gone.
         """
-        full = self.root / file
+        return self.read_bytes_checked(self.root / file, max_bytes, file)
+
+    @staticmethod
+    def read_bytes_checked(full: Path, max_bytes: int, name: str) -> tuple[bytes, str]:
         try:
             size = full.stat().st_size
         except FileNotFoundError:
             raise NotFoundError(
-                f"{file} no longer exists.", "Run `vault reindex` to drop it from the index."
+                f"{name} no longer exists.", "Run `vault reindex` to drop it from the index."
             ) from None
         if size > max_bytes:
             raise RefusedError(
-                f"{file} is {size / 1048576:.1f} MiB, over the {max_bytes // 1048576} MiB "
+                f"{name} is {size / 1048576:.1f} MiB, over the {max_bytes // 1048576} MiB "
                 "note size limit; skipped.",
                 "Split it, or move it out of the vault or into .markvaultignore.",
             )
         data = full.read_bytes()
         if b"\x00" in data[:8192]:
             raise RefusedError(
-                f"{file} looks binary (NUL bytes); skipped.", "Rename it if it is not a note."
+                f"{name} looks binary (NUL bytes); skipped.", "Rename it if it is not a note."
             )
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise RefusedError(
-                f"{file} is not valid UTF-8 (byte {exc.start}); skipped.",
+                f"{name} is not valid UTF-8 (byte {exc.start}); skipped.",
                 "Re-save it as UTF-8.",
             ) from exc
         return data, text
@@ -251,6 +258,160 @@ class VaultFiles:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
         return content_hash(data)
+
+    def move(self, rel: str, new_rel: str, expected_hash: str) -> Path:
+        """Move a note to ``new_rel`` if it still has ``expected_hash``; never overwrites.
+
+        Raises:
+            ConflictError: the note changed since it was read, or ``new_rel`` exists.
+            RefusedError: an unsafe path or a git operation in progress.
+            NotFoundError: the note does not exist.
+        """
+        src, dst = self.safe_path(rel), self.safe_path(new_rel)
+        self.refuse_during_git_operation()
+        if not src.is_file():
+            raise NotFoundError(f"{rel} does not exist.", "Check the path.")
+        check_hash(rel, content_hash(src.read_bytes()), expected_hash)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        self._refuse_symlinked_folders(dst)
+        try:
+            if dst.exists() and os.path.samefile(src, dst):
+                os.rename(src, dst)  # a case-only rename on a case-insensitive disk
+            else:
+                os.link(src, dst)  # atomic, and fails if the name exists
+                os.unlink(src)
+        except FileExistsError:
+            raise ConflictError(
+                f"{new_rel} already exists; nothing was moved.",
+                "Choose another path, or delete that note first.",
+            ) from None
+        _fsync_dir(dst.parent)
+        if src.parent != dst.parent:
+            _fsync_dir(src.parent)
+        return dst
+
+    def trash(self, rel: str, expected_hash: str) -> str:
+        """Move a note into ``.trash/`` (Obsidian's vault trash), keeping its folders;
+        returns the trash path. A name already in the trash gets a time suffix.
+
+        Raises:
+            ConflictError, RefusedError, NotFoundError: as for ``move``.
+        """
+        src = self.safe_path(rel)
+        self.refuse_during_git_operation()
+        if not src.is_file():
+            raise NotFoundError(f"{rel} does not exist.", "Check the path.")
+        check_hash(rel, content_hash(src.read_bytes()), expected_hash)
+        trash_rel = f"{TRASH_DIR}/{rel}"
+        dst = self.root / trash_rel
+        if dst.exists() or dst.is_symlink():
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            trash_rel = f"{trash_rel[:-3]}~{stamp}-{secrets.token_hex(2)}.md"
+            dst = self.root / trash_rel
+        self._refuse_symlinked_folders(dst)  # before mkdir: it would follow a link out
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        self._refuse_symlinked_folders(dst)
+        os.link(src, dst)
+        os.unlink(src)
+        os.utime(dst)  # the trash lists notes by when they were deleted
+        _fsync_dir(dst.parent)
+        _fsync_dir(src.parent)
+        return trash_rel
+
+    def restore(self, trash_rel: str, new_rel: str | None = None) -> str:
+        """Move a trashed note back to where it was (or to ``new_rel``); never overwrites.
+
+        Raises:
+            NotFoundError: nothing in the trash at ``trash_rel``.
+            ConflictError: a note is already at the destination.
+            RefusedError: unsafe paths.
+        """
+        inner = trash_rel.removeprefix(TRASH_DIR + "/")
+        self.safe_path(inner)  # the same shape rules; the file itself is in the trash
+        src = self.root / TRASH_DIR / PurePosixPath(inner)
+        self._refuse_symlinked_folders(src)
+        if not src.is_file() or src.is_symlink():
+            raise NotFoundError(
+                f"{TRASH_DIR}/{inner} is not in the trash.", "List the trash to see what is there."
+            )
+        target = new_rel or _TRASH_STAMP.sub(".md", inner)
+        dst = self.safe_path(target)
+        self.refuse_during_git_operation()
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(src, dst)
+        except FileExistsError:
+            raise ConflictError(
+                f"{target} already exists; nothing was restored.",
+                "Restore it to another path.",
+            ) from None
+        os.unlink(src)
+        _fsync_dir(dst.parent)
+        return target
+
+    def trash_listing(self) -> list[dict[str, object]]:
+        """The notes in the trash, newest first."""
+        folder = self.root / TRASH_DIR
+        if not folder.is_dir() or folder.is_symlink():
+            return []
+        found = []
+        for path in folder.rglob("*.md"):
+            if path.is_file() and not path.is_symlink():
+                st = path.stat()
+                found.append(
+                    {
+                        "trash_path": path.relative_to(self.root).as_posix(),
+                        "restores_to": _TRASH_STAMP.sub(".md", path.relative_to(folder).as_posix()),
+                        "deleted": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(st.st_mtime)),
+                        "bytes": st.st_size,
+                    }
+                )
+        found.sort(key=lambda item: str(item["deleted"]), reverse=True)
+        return found
+
+    def read_external(
+        self, path: str | Path, roots: list[Path], max_bytes: int
+    ) -> tuple[Path, str]:
+        """(resolved path, text) of a file outside the vault that a person allowed us to
+        copy in: it must lie inside one of ``roots`` (after symlinks) and be text.
+
+        Raises:
+            RefusedError: outside the allowed folders, wrong type, too large, not UTF-8.
+            NotFoundError: no such file.
+        """
+        raw = Path(path).expanduser()
+        if "\x00" in str(path):
+            raise RefusedError("Refused path with a NUL byte.")
+        full = raw.resolve() if raw.is_absolute() else (Path.cwd() / raw).resolve()
+        if not full.is_file():
+            raise NotFoundError(f"No file at {full}.", "Pass the path of an existing file.")
+        allowed = [r.resolve() for r in roots]
+        if not any(full == r or r in full.parents for r in allowed):
+            raise RefusedError(
+                f"{full} is outside the folders documents may come from "
+                f"({', '.join(map(str, allowed))}).",
+                "Copy it there, or add its folder to document_roots in .markvault.toml.",
+            )
+        if full.suffix.lower() not in DOCUMENT_SUFFIXES:
+            raise RefusedError(
+                f"{full.name} is not a Markdown, text or JSON file.",
+                f"Store files ending in {', '.join(DOCUMENT_SUFFIXES)}.",
+            )
+        if self.root == full or self.root in full.parents:
+            raise RefusedError(
+                f"{full} is already inside the vault.", "Search for it instead of storing it."
+            )
+        _, text = self.read_bytes_checked(full, max_bytes, str(full))
+        return full, text
+
+    def _refuse_symlinked_folders(self, dst: Path) -> None:
+        """Raises RefusedError when ``dst``'s folder, once created, leads out of the vault
+        (a symlinked folder on the way)."""
+        resolved = dst.parent.resolve()
+        if resolved != self.root and self.root not in resolved.parents:
+            raise RefusedError(
+                f"Refused: {dst.parent} leads out of the vault through a symbolic link."
+            )
 
     def refuse_during_git_operation(self) -> None:
         """Raises RefusedError while a merge or rebase is in progress in the vault's repo."""

@@ -72,8 +72,13 @@ class Filters:
     since: str | None = None
     until: str | None = None
     meta: dict[str, str] = field(default_factory=dict)  # any frontmatter key = value
+    concepts: list[str] = field(default_factory=list)  # each must be present
+    files: list[str] = field(default_factory=list)  # referenced code paths: any matches
+    # Notes past their `valid_until`, or superseded, are left out unless asked for.
+    include_expired: bool = False
 
     def is_empty(self) -> bool:
+        """True when nothing but the validity rule filters (the index checks that one)."""
         return not (
             self.kinds
             or self.types
@@ -84,6 +89,8 @@ class Filters:
             or self.since
             or self.until
             or self.meta
+            or self.concepts
+            or self.files
         )
 
     def check(self) -> None:
@@ -133,7 +140,31 @@ class Filters:
             )
             path = "$." + json.dumps(key)
             params += [path, value, path + "[*]", value]
+        for concept in self.concepts:
+            parts.append("list_contains(list_transform(n.concepts, c -> lower(c)), ?)")
+            params.append(concept.lower())
+        if self.files:
+            # A referenced path matches exactly, by its tail ("x.py" for "src/x.py"), or
+            # as a glob ("src/*.py").
+            ors = []
+            for pattern in self.files:
+                pattern = pattern.strip().lstrip("./")
+                ors.append(
+                    "len(list_filter(n.files, f -> f = ? OR ends_with(f, ?) OR f GLOB ?)) > 0"
+                )
+                params += [pattern, "/" + pattern, pattern]
+            parts.append("(" + " OR ".join(ors) + ")")
+        if not self.include_expired:
+            parts.append(CURRENT_SQL)
+            params.append(dt.date.today().isoformat())
         return " AND ".join(parts), params
+
+
+# A note is current unless its `valid_until` date has passed or it was superseded.
+CURRENT_SQL = (
+    "NOT ((coalesce(n.valid_until, '') >= '0' AND n.valid_until < ?) "
+    "OR coalesce(n.superseded_by, '') <> '' OR lower(coalesce(n.status, '')) = 'superseded')"
+)
 
 
 _SCHEMA = """
@@ -202,6 +233,7 @@ class Index:
         self._matrix: tuple[str, np.ndarray, np.ndarray] | None = None
         self._counts: tuple[str, int, int] | None = None  # cached embedding_counts
         self._tables: dict[str, bool] = {}  # cached _has_table answers
+        self._expired: tuple[str, int] | None = None  # (day, notes no longer current)
 
     # ---- opening -----------------------------------------------------------------
 
@@ -726,7 +758,7 @@ class Index:
             scored = f"SELECT * FROM ({scored}) WHERE {condition}"
         # With a check still to come, over-fetch: most candidates usually pass.
         fetch = limit if verify is None else max(limit * 20, 1000)
-        if filters.is_empty():
+        if not self.filters_apply(filters):
             sql = f"SELECT chunk_id, score FROM ({scored}) ORDER BY score DESC, chunk_id LIMIT ?"
             rows = self.con.execute(sql, [fetch]).fetchall()
         else:
@@ -771,6 +803,19 @@ class Index:
         ).fetchall()
         return [r[0] for r in rows]
 
+    def filters_apply(self, filters: Filters) -> bool:
+        """Whether ``filters`` can leave anything out (a join per query otherwise)."""
+        return not filters.is_empty() or (not filters.include_expired and self._expired_notes() > 0)
+
+    def _expired_notes(self) -> int:
+        today = dt.date.today().isoformat()
+        if self._expired is None or self._expired[0] != today:
+            row = self.con.execute(
+                f"SELECT count(*) FROM notes n WHERE NOT {CURRENT_SQL}", [today]
+            ).fetchone()
+            self._expired = (today, int(row[0]) if row else 0)
+        return self._expired[1]
+
     def chunk_ids_matching(self, filters: Filters) -> np.ndarray:
         """Ids of the chunks of notes that pass ``filters``."""
         where, params = filters.sql()
@@ -778,6 +823,24 @@ class Index:
             f"SELECT c.id FROM chunks c JOIN notes n ON n.path = c.path WHERE {where}", params
         ).fetchall()
         return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def note_dates(self, paths: Sequence[str]) -> dict[str, str | None]:
+        """Each note's date (updated, else created, else its file's time) for ordering."""
+        if not paths:
+            return {}
+        rows = self._query_paths(
+            paths, "SELECT n.path, n.date FROM notes n JOIN wanted USING (path)"
+        )
+        return {r[0]: r[1] for r in rows}
+
+    def _query_paths(self, paths: Sequence[str], sql: str) -> list[tuple[Any, ...]]:
+        """Run ``sql`` with the table ``wanted(path)`` holding ``paths`` (a bound list of
+        thousands of strings is slow to bind)."""
+        self.con.register("wanted", pa.table({"path": pa.array(list(paths), pa.string())}))
+        try:
+            return self.con.execute(sql).fetchall()
+        finally:
+            self.con.unregister("wanted")
 
     def chunk_paths(self, ids: Sequence[int]) -> dict[int, str]:
         """The note path of each chunk id (ids that no longer exist are left out)."""
@@ -843,6 +906,69 @@ class Index:
         )
         return out, incoming
 
+    def note_briefs(self, filters: Filters | None = None) -> list[dict[str, Any]]:
+        """What listings, timelines and the link graph need of each note that passes
+        ``filters`` (all notes when None), ordered by path."""
+        where, params = ("TRUE", []) if filters is None else filters.sql()
+        return list(
+            _dicts(
+                self.con.execute(
+                    "SELECT n.path, n.id, n.title, n.kind, n.type, n.topic, n.project, "
+                    "n.tags, n.created, n.updated, n.date, n.mtime_ns, n.hash, n.valid_until, "
+                    "n.superseded_by, json_extract_string(n.metadata, '$.session_id') "
+                    f"AS session_id FROM notes n WHERE {where} ORDER BY n.path",
+                    params,
+                )
+            )
+        )
+
+    def link_edges(self) -> list[tuple[str, str]]:
+        """(source path, target path) of every resolved link between two notes."""
+        rows = self.con.execute(
+            "SELECT source, target_path FROM links WHERE target_path IS NOT NULL "
+            "AND target_path <> source"
+        ).fetchall()
+        return [(r[0], r[1]) for r in rows]
+
+    def unresolved_links(self, limit: int) -> tuple[int, list[dict[str, Any]]]:
+        """(count, first ``limit``) links whose target is no note."""
+        row = self.con.execute(
+            "SELECT count(*) FROM links WHERE target_path IS NULL AND target <> ''"
+        ).fetchone()
+        rows = _dicts(
+            self.con.execute(
+                "SELECT source, target, line FROM links WHERE target_path IS NULL "
+                "AND target <> '' ORDER BY source, line LIMIT ?",
+                [limit],
+            )
+        )
+        return (int(row[0]) if row else 0), list(rows)
+
+    def notes_matching_glob(self, pattern: str, limit: int) -> list[dict[str, Any]]:
+        """Notes whose path matches the glob ``pattern``, by path."""
+        return list(
+            _dicts(
+                self.con.execute(
+                    "SELECT * FROM notes WHERE path GLOB ? ORDER BY path LIMIT ?",
+                    [pattern, limit],
+                )
+            )
+        )
+
+    def topics(self) -> list[dict[str, Any]]:
+        """Topics of knowledge points and documents, with counts and last change."""
+        return list(
+            _dicts(
+                self.con.execute(
+                    "SELECT topic, count(*) FILTER (WHERE kind = 'knowledge') AS knowledge, "
+                    "count(*) FILTER (WHERE kind = 'document') AS documents, "
+                    "max(date) AS last_changed FROM notes "
+                    "WHERE coalesce(topic, '') <> '' AND kind IN ('knowledge', 'document') "
+                    "GROUP BY topic ORDER BY count(*) DESC, topic"
+                )
+            )
+        )
+
     def stats(self) -> dict[str, Any]:
         one = self.con.execute(
             "SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM chunks), "
@@ -906,6 +1032,7 @@ class Index:
             raise
         finally:
             self._tables.clear()
+            self._expired = None
         self.con.execute("COMMIT")
 
 

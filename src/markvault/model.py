@@ -136,16 +136,22 @@ class SearchResult:
     timings_ms: dict[str, float]
     total: int = 0  # notes matched before limit/offset
     warnings: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)  # chunks found by each stage
+    shortcut: bool = False  # deep search skipped its variants
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "query": self.query,
             "mode": self.mode,
             "hits": [h.to_json() for h in self.hits],
             "total": self.total,
+            "counts": self.counts,
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
             "warnings": self.warnings,
         }
+        if self.mode == "deep":
+            data["shortcut"] = self.shortcut
+        return data
 
 
 @dataclass

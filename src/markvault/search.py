@@ -1,14 +1,16 @@
-"""Keyword, vector and hybrid search over an open index; hits collapsed to notes.
+"""Keyword, vector, hybrid and deep search over an open index; hits collapsed to notes.
 
 Hybrid is reciprocal rank fusion (RRF): each list contributes 1 / (k + rank),
-so neither BM25's nor cosine's score scale decides; each hit reports both ranks.
+so neither BM25's nor cosine's score scale decides; each hit reports its ranks.
+Deep search fuses the query's own lists (weighted highest) with those of the
+variants the calling model wrote, unless the keyword result is already decisive.
 """
 
 from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -22,10 +24,20 @@ from .index import Filters, Index
 from .model import Hit, SearchResult
 from .text import latin_share, tokenize, word_spans
 
-MODES = ("keyword", "vector", "hybrid")
+MODES = ("keyword", "vector", "hybrid", "deep")
+ORDERS = ("relevance", "date")
 RRF_K = 60
 MAX_LIMIT = 1000
+MAX_QUERY_CHARS = 4000
 SNIPPET_CHARS = 180
+# Deep search: the caller's variants of the query, and how much the original counts.
+MAX_VARIANTS = 8
+VARIANT_KINDS = ("lex", "vec", "hyde")
+ORIGINAL_WEIGHT = 2.0
+DECISIVE_RATIO = 1.5  # top keyword score over the runner-up's that skips the variants
+DECISIVE_WINDOW = 20  # keyword hits looked at for the runner-up from another note
+
+Fused = tuple[int, float, dict[str, int], dict[str, float]]  # chunk, score, ranks, scores
 
 
 def note_uri(note_id: str) -> str:
@@ -60,8 +72,16 @@ class Searcher:
         limit: int = 10,
         offset: int = 0,
         full_text: bool = False,
+        variants: Sequence[str] = (),
+        order: str = "relevance",
+        min_score: float | None = None,
     ) -> SearchResult:
-        """Search; raises UsageError for a bad mode, limit or query syntax."""
+        """Search; raises UsageError for a bad mode, limit, order, variant or query syntax.
+
+        ``variants`` (deep mode only) are rewrites of the query written by the caller;
+        ``order`` "date" sorts the matching notes newest first; ``min_score`` drops hits
+        scoring below it (BM25 for keyword, cosine for vector, fused RRF otherwise).
+        """
         if mode not in MODES:
             raise UsageError(f"Unknown mode {mode!r}.", f"Use one of: {', '.join(MODES)}.")
         if not 1 <= limit <= MAX_LIMIT or offset < 0:
@@ -69,17 +89,19 @@ class Searcher:
                 f"limit must be 1..{MAX_LIMIT} and offset 0 or more.",
                 "Page through results with offset.",
             )
+        if order not in ORDERS:
+            raise UsageError(f"Unknown order {order!r}.", f"Use one of: {', '.join(ORDERS)}.")
+        if variants and mode != "deep":
+            raise UsageError("Variants are for deep search.", 'Pass mode="deep" with them.')
+        if len(query) > MAX_QUERY_CHARS:
+            raise UsageError(
+                f"The query is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,}).",
+                "Search with the few words or sentences that matter.",
+            )
+        parsed_variants = parse_variants(variants)
         filters = filters or Filters()
         filters.check()
-        timings: dict[str, float] = {}
-        warnings: list[str] = []
-        clock = began = time.perf_counter()
-
-        def lap(stage: str) -> None:
-            nonlocal clock
-            now = time.perf_counter()
-            timings[stage] = (now - clock) * 1000
-            clock = now
+        run = _Run(time.perf_counter())
 
         plan: query_lang.Plan | None
         try:
@@ -88,51 +110,96 @@ class Searcher:
             if mode != "vector":
                 raise
             plan = None
-        lap("parse")
+        run.lap("parse")
         wanted = max(50, (offset + limit) * 5)
+        if order == "date" or min_score is not None:
+            wanted = max(wanted, MAX_LIMIT)
 
         lists: dict[str, list[tuple[int, float]]] = {}
-        if mode in ("keyword", "hybrid") and plan is not None:
-            lists["keyword"] = self._keyword(plan, filters, wanted, warnings)
-            lap("keyword")
-        if mode == "hybrid" and self.model in DEFAULT_MODEL_NAMES and latin_share(query) < 0.5:
+        weights: dict[str, float] = {}
+        if mode in ("keyword", "hybrid", "deep") and plan is not None:
+            lists["keyword"] = self._keyword(plan, filters, wanted, run.warnings)
+            run.lap("keyword")
+        vectors_usable = mode != "keyword" and self._vectors_usable(query, mode, run.warnings)
+        if vectors_usable:
+            lists["vector"] = self._vector(plan.text if plan else query, filters, wanted, plan, run)
+        if mode == "deep":
+            weights = dict.fromkeys(lists, ORIGINAL_WEIGHT)
+            if parsed_variants and decisive(lists.get("keyword", []), plan, self.index):
+                run.warnings.append(
+                    "strong keyword match: variants skipped (the top hit is far ahead)"
+                )
+                run.shortcut = True
+            else:
+                for n, (kind, text) in enumerate(parsed_variants, start=1):
+                    self._variant(n, kind, text, filters, wanted, vectors_usable, lists, run)
+                    weights.update({name: 1.0 for name in lists if name not in weights})
+
+        fused = _fuse(lists, weights) if len(lists) > 1 else _single(lists)
+        if min_score is not None:
+            fused = [f for f in fused if f[1] >= min_score]
+        run.lap("fuse")
+        hits, total_notes = self._hits(fused, query, plan, offset, limit, full_text, order)
+        run.lap("fetch")
+        run.timings["total"] = (time.perf_counter() - run.began) * 1000
+        result = SearchResult(query, mode, hits, run.timings, total_notes, run.warnings)
+        result.counts = {name: len(rows) for name, rows in lists.items()}
+        result.shortcut = run.shortcut
+        return result
+
+    def _vectors_usable(self, query: str, mode: str, warnings: list[str]) -> bool:
+        """Whether the vector side can run; raises for vector mode when it cannot."""
+        if mode != "vector" and self.model in DEFAULT_MODEL_NAMES and latin_share(query) < 0.5:
             # An English model's vector for a Chinese or Russian query is noise, and
             # fusing it in would push good keyword hits down.
             warnings.append(
                 f"{self.model} reads English only: vector side skipped for this query "
                 "(configure a multilingual model with --model or .markvault.toml)"
             )
-        elif mode in ("vector", "hybrid"):
-            done, total = self.index.embedding_counts(self.model)
-            if done == 0:
-                if mode == "vector":
-                    raise UsageError(
-                        "The index has no vectors yet.",
-                        "Run `vault reindex` (without --no-vectors) first.",
-                    )
-                warnings.append("no vectors in the index: keyword results only")
-            elif not self._model_ready(warnings):
-                if mode == "vector":
-                    raise UsageError(
-                        "The embedding model is still loading.",
-                        "Retry in a few seconds, or search with mode keyword.",
-                    )
-            else:
-                if done < total:
-                    warnings.append(f"{total - done} chunks have no vector yet")
-                lists["vector"] = self._vector(
-                    plan.text if plan else query, filters, wanted, plan, timings
+            return False
+        done, total = self.index.embedding_counts(self.model)
+        if done == 0:
+            if mode == "vector":
+                raise UsageError(
+                    "The index has no vectors yet.",
+                    "Run `vault reindex` (without --no-vectors) first.",
                 )
-                lap("vector")
-                # The query's embedding is reported on its own, not inside "vector".
-                timings["vector"] -= timings["embed_query"] + timings.get("load_model", 0.0)
+            warnings.append("no vectors in the index: keyword results only")
+            return False
+        if not self._model_ready(warnings):
+            if mode == "vector":
+                raise UsageError(
+                    "The embedding model is still loading.",
+                    "Retry in a few seconds, or search with mode keyword.",
+                )
+            return False
+        if done < total:
+            warnings.append(f"{total - done} chunks have no vector yet")
+        return True
 
-        fused = _fuse(lists) if len(lists) > 1 else _single(lists)
-        lap("fuse")
-        hits, total_notes = self._hits(fused, query, plan, offset, limit, full_text)
-        lap("fetch")
-        timings["total"] = (time.perf_counter() - began) * 1000
-        return SearchResult(query, mode, hits, timings, total_notes, warnings)
+    def _variant(
+        self,
+        n: int,
+        kind: str,
+        text: str,
+        filters: Filters,
+        wanted: int,
+        vectors_usable: bool,
+        lists: dict[str, list[tuple[int, float]]],
+        run: _Run,
+    ) -> None:
+        """Run deep search's ``n``-th variant in the mode its kind calls for."""
+        if kind in ("lex", "auto"):
+            try:
+                plan = query_lang.parse(text)
+            except UsageError as exc:
+                run.warnings.append(f"variant {n} skipped: {exc}")
+                return
+            lists[f"v{n}:keyword"] = self._keyword(plan, filters, wanted, run.warnings)
+            run.lap(f"v{n}:keyword")
+        if kind in ("vec", "hyde", "auto") and vectors_usable:
+            rows = self._vector(text, filters, wanted, None, run, stage=f"v{n}:vector")
+            lists[f"v{n}:vector"] = rows
 
     def _model_ready(self, warnings: list[str]) -> bool:
         embedder = self._embedder()
@@ -169,34 +236,39 @@ class Searcher:
         filters: Filters,
         wanted: int,
         plan: query_lang.Plan | None,
-        timings: dict[str, float],
+        run: _Run,
+        stage: str = "vector",
     ) -> list[tuple[int, float]]:
         embedder = self._embedder()
+        load_ms = 0.0
         if not embedder.loaded:
             started = time.perf_counter()
             embedder.load()
-            timings["load_model"] = (time.perf_counter() - started) * 1000
+            load_ms = (time.perf_counter() - started) * 1000
+            run.timings["load_model"] = load_ms
         started = time.perf_counter()
         qv = embedder.encode_query(text or " ")
-        timings["embed_query"] = (time.perf_counter() - started) * 1000
+        # The query's embedding is reported on its own, not inside the stage.
+        embed_ms = (time.perf_counter() - started) * 1000
+        run.timings["embed_query"] = run.timings.get("embed_query", 0.0) + embed_ms
         ids, matrix = self.index.vector_matrix(self.model)
         scores = matrix @ qv
-        mask = None
-        if not filters.is_empty():
+        if self.index.filters_apply(filters):
             mask = np.isin(ids, self.index.chunk_ids_matching(filters))
-        if mask is not None:
             scores = np.where(mask, scores, -np.inf)
         constrained = plan is not None and plan.constrained
         # Required and excluded words bind the vector side too: take more, check them.
         k = min(wanted * 4 if constrained else wanted, len(ids))
-        if k == 0:
-            return []
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        ranked = [(int(ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
+        ranked: list[tuple[int, float]] = []
+        if k > 0:
+            top = np.argpartition(-scores, k - 1)[:k]
+            top = top[np.argsort(-scores[top], kind="stable")]
+            ranked = [(int(ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
         if plan is not None and constrained:
             tokens = self.index.chunk_tokens([cid for cid, _ in ranked])
             ranked = [r for r in ranked if query_lang.matches(plan.root, tokens.get(r[0], ""))]
+        run.lap(stage)
+        run.timings[stage] -= embed_ms + load_ms
         return ranked[:wanted]
 
     def _hits(
@@ -207,11 +279,12 @@ class Searcher:
         offset: int,
         limit: int,
         full_text: bool,
+        sort: str = "relevance",
     ) -> tuple[list[Hit], int]:
         # Collapse to notes on (id, path) alone; full details only for the page shown.
         paths = self.index.chunk_paths([f[0] for f in fused])
         extra: dict[str, int] = {}
-        order: list[tuple[int, float, dict[str, int], dict[str, float]]] = []
+        order: list[Fused] = []
         for item in fused:
             path = paths.get(item[0])
             if path is None:
@@ -221,6 +294,10 @@ class Searcher:
                 continue
             extra[path] = 0
             order.append(item)
+        if sort == "date":
+            dates = self.index.note_dates([paths[item[0]] for item in order])
+            # Newest first; relevance breaks ties (sorted() is stable).
+            order.sort(key=lambda item: dates.get(paths[item[0]]) or "", reverse=True)
         page = order[offset : offset + limit]
         details = self.index.chunk_details([item[0] for item in page])
         query_tokens = set(plan.terms) if plan else set(tokenize(query))
@@ -250,9 +327,7 @@ class Searcher:
         return hits, len(order)
 
 
-def _single(
-    lists: dict[str, list[tuple[int, float]]],
-) -> list[tuple[int, float, dict[str, int], dict[str, float]]]:
+def _single(lists: dict[str, list[tuple[int, float]]]) -> list[Fused]:
     if not lists:
         return []
     ((name, rows),) = lists.items()
@@ -260,17 +335,77 @@ def _single(
 
 
 def _fuse(
-    lists: dict[str, list[tuple[int, float]]],
-) -> list[tuple[int, float, dict[str, int], dict[str, float]]]:
+    lists: dict[str, list[tuple[int, float]]], weights: dict[str, float] | None = None
+) -> list[Fused]:
+    """Weighted reciprocal rank fusion: each list adds weight / (RRF_K + rank)."""
     fused: dict[int, list[Any]] = {}
     for name, rows in lists.items():
+        weight = (weights or {}).get(name, 1.0)
         for rank, (cid, score) in enumerate(rows, start=1):
             entry = fused.setdefault(cid, [0.0, {}, {}])
-            entry[0] += 1.0 / (RRF_K + rank)
+            entry[0] += weight / (RRF_K + rank)
             entry[1][name] = rank
             entry[2][name] = score
     ordered = sorted(fused.items(), key=lambda kv: (-kv[1][0], kv[0]))
     return [(cid, v[0], v[1], v[2]) for cid, v in ordered]
+
+
+def parse_variants(variants: Sequence[str]) -> list[tuple[str, str]]:
+    """(kind, text) for each deep-search variant: ``lex:`` runs as keywords, ``vec:`` and
+    ``hyde:`` (a hypothetical answer passage) by meaning, an unmarked one both ways."""
+    if len(variants) > MAX_VARIANTS:
+        raise UsageError(
+            f"{len(variants)} variants given; deep search takes at most {MAX_VARIANTS}.",
+            "Keep the most different rewrites.",
+        )
+    parsed: list[tuple[str, str]] = []
+    for raw in variants:
+        kind, sep, rest = raw.partition(":")
+        kind = kind.strip().lower()
+        if sep and kind in VARIANT_KINDS:
+            text = rest.strip()
+        else:
+            kind, text = "auto", raw.strip()
+        if not text:
+            raise UsageError("A variant is empty.", 'Example: "lex: duckdb fts rebuild".')
+        if len(text) > MAX_QUERY_CHARS:
+            raise UsageError(
+                f"A variant is {len(text):,} characters long (at most {MAX_QUERY_CHARS:,}).",
+                "Shorten the hypothetical passage to a paragraph.",
+            )
+        parsed.append((kind, text))
+    return parsed
+
+
+def decisive(keyword: list[tuple[int, float]], plan: query_lang.Plan | None, index: Index) -> bool:
+    """Whether the keyword result already settles the question: its top hit holds every
+    query word and scores far above the best chunk of any other note, so variants would
+    only add noise."""
+    if not keyword or plan is None or not plan.terms:
+        return False
+    head = keyword[:DECISIVE_WINDOW]
+    paths = index.chunk_paths([cid for cid, _ in head])
+    top_id, top_score = head[0]
+    runner_up = next((score for cid, score in head[1:] if paths.get(cid) != paths.get(top_id)), 0.0)
+    if top_score < DECISIVE_RATIO * runner_up:
+        return False
+    tokens = set(index.chunk_tokens([top_id]).get(top_id, "").split())
+    return all(term in tokens for term in plan.terms)
+
+
+class _Run:
+    """Timings and warnings gathered while one search runs."""
+
+    def __init__(self, began: float) -> None:
+        self.began = self._clock = began
+        self.timings: dict[str, float] = {}
+        self.warnings: list[str] = []
+        self.shortcut = False
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.timings[stage] = (now - self._clock) * 1000
+        self._clock = now
 
 
 def snippet(text: str, tokens: set[str], prefixes: list[str], width: int = SNIPPET_CHARS) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import re
 import secrets
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,15 +20,23 @@ from .chunk import fingerprint
 from .config import ChunkParams, Settings
 from .edit import Edit, apply_edit, check_writable
 from .embed import Embedder
-from .errors import ConfigError, MarkvaultError, NotFoundError, UsageError
+from .errors import ConfigError, ConflictError, MarkvaultError, NotFoundError, UsageError
 from .files import VaultFiles, check_hash, content_hash, safe_file_name
+from .graph import LinkGraph
 from .index import Filters, Index, IndexUnusable
 from .model import KINDS, ReindexReport, SearchResult
-from .parse import FOLDER_KINDS
+from .parse import FOLDER_KINDS, load_frontmatter, split_frontmatter
 from .search import Searcher, chunk_uri, note_uri
 from .sync import Progress, Syncer
 
 KIND_FOLDERS = {kind: folder for folder, kind in FOLDER_KINDS.items()}
+# One read returns at most this many characters: Claude Code cuts tool results above
+# ~25k tokens, and a character is at most about one token even in Chinese.
+PAGE_CHARS = 20_000
+MIN_PAGE_CHARS = 500
+MAX_PAGE_CHARS = 80_000
+MAX_GET_NOTES = 50
+MAX_LISTED = 200  # links, backlinks and chunks listed with a note
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
 
@@ -134,11 +143,23 @@ class Vault:
         limit: int = 10,
         offset: int = 0,
         full_text: bool = False,
+        variants: Sequence[str] = (),
+        order: str = "relevance",
+        min_score: float | None = None,
         progress: Progress | None = None,
     ) -> SearchResult:
+        """See ``Searcher.search``; builds a keyword index first when there is none."""
         index = self._reader(progress)
         result = Searcher(index, self.settings.model, self.embedder, self.model_wait).search(
-            query, mode=mode, filters=filters, limit=limit, offset=offset, full_text=full_text
+            query,
+            mode=mode,
+            filters=filters,
+            limit=limit,
+            offset=offset,
+            full_text=full_text,
+            variants=variants,
+            order=order,
+            min_score=min_score,
         )
         result.warnings[:0] = self.notices
         self.notices = []
@@ -157,18 +178,76 @@ class Vault:
                 result = {"id": qid, **result}
             yield result
 
-    def get(self, ref: str, lines: tuple[int, int] | None = None) -> dict[str, Any]:
+    def get(
+        self, ref: str, lines: tuple[int, int] | None = None, max_chars: int = PAGE_CHARS
+    ) -> dict[str, Any]:
         """A note (by id, path or ``vault://note/`` URI) or a chunk (``#12``, ``vault://chunk/12``).
+
+        A note longer than ``max_chars`` comes back cut at a line boundary, with
+        ``next_lines`` saying which lines to ask for next.
 
         Raises:
             NotFoundError: nothing matches ``ref``.
-            UsageError: ``lines`` is not a valid range.
+            UsageError: ``lines`` or ``max_chars`` is not valid.
         """
+        if not MIN_PAGE_CHARS <= max_chars <= MAX_PAGE_CHARS:
+            raise UsageError(
+                f"max_chars must be {MIN_PAGE_CHARS:,}..{MAX_PAGE_CHARS:,}.",
+                "Read long notes page by page with lines.",
+            )
         index = self._reader()
         chunk_id = _chunk_ref(ref.strip())
         if chunk_id is not None:
             return self._get_chunk(index, chunk_id)
-        return self._note_view(index, self._note_row(index, ref), lines)
+        return self._note_view(index, self._note_row(index, ref), lines, max_chars)
+
+    def get_many(
+        self,
+        refs: Sequence[str] = (),
+        pattern: str | None = None,
+        max_chars: int = PAGE_CHARS,
+    ) -> dict[str, Any]:
+        """Several notes at once, by refs or a path glob, sharing one ``max_chars`` budget:
+        notes past the budget come back without text (read them with ``get``)."""
+        index = self._reader()
+        targets: list[str] = list(refs)
+        if pattern:
+            rows = index.notes_matching_glob(pattern, MAX_GET_NOTES + 1)
+            targets += [r["path"] for r in rows]
+        if not targets:
+            raise UsageError("Nothing to read.", "Pass refs, or a path pattern like 'notes/*'.")
+        if len(targets) > MAX_GET_NOTES:
+            raise UsageError(
+                f"{len(targets)} notes asked for; at most {MAX_GET_NOTES} at once.",
+                "Narrow the pattern, or search first.",
+            )
+        budget = max_chars
+        notes: list[dict[str, Any]] = []
+        for ref in targets:
+            try:
+                if budget < MIN_PAGE_CHARS:
+                    view = self._brief(index, ref)
+                else:
+                    view = self.get(ref, max_chars=min(budget, MAX_PAGE_CHARS))
+                    budget -= len(view.get("text") or "")
+            except MarkvaultError as exc:
+                view = {"ref": ref, "error": str(exc)}
+            notes.append(view)
+        return {"notes": notes, "count": len(notes), "budget_left": max(budget, 0)}
+
+    def _brief(self, index: Index, ref: str) -> dict[str, Any]:
+        if _chunk_ref(ref.strip()) is not None:
+            return {"ref": ref, "text": None, "omitted": "over the size budget; read it alone"}
+        row = self._note_row(index, ref)
+        return {
+            "id": row["id"],
+            "path": row["path"],
+            "title": row["title"],
+            "uri": note_uri(row["id"]),
+            "hash": row["hash"],
+            "text": None,
+            "omitted": "over the size budget; read it alone",
+        }
 
     def _note_row(self, index: Index, ref: str) -> dict[str, Any]:
         """The index row of the note ``ref`` names (id, path or ``vault://note/`` URI)."""
@@ -192,7 +271,11 @@ class Vault:
         return rows[0]
 
     def _note_view(
-        self, index: Index, row: dict[str, Any], lines: tuple[int, int] | None
+        self,
+        index: Index,
+        row: dict[str, Any],
+        lines: tuple[int, int] | None,
+        max_chars: int = PAGE_CHARS,
     ) -> dict[str, Any]:
         data, text = self.files.read(row["file"], self.settings.max_note_bytes)
         all_lines = text.splitlines()
@@ -203,13 +286,12 @@ class Vault:
                 raise UsageError(
                     f"Bad line range {start}:{end}.", "Use --lines A:B with 1 <= A <= B."
                 )
-            text = "\n".join(all_lines[start - 1 : end])
             end = min(end, len(all_lines))
+        wanted_end = end
+        shown, end, cut_line = _page(all_lines, start, end, max_chars)
         out_links, in_links = index.links_of(row["path"])
         current = content_hash(data)
-        import json
-
-        return {
+        view: dict[str, Any] = {
             "id": row["id"],
             "path": row["path"],
             "title": row["title"],
@@ -222,7 +304,8 @@ class Vault:
             "uri": note_uri(row["id"]),
             "lines": [start, end],
             "total_lines": len(all_lines),
-            "text": text,
+            "text": shown,
+            "next_lines": f"{end + 1}:{wanted_end}" if end < wanted_end else None,
             "chunks": [
                 {
                     "chunk_id": c["id"],
@@ -231,11 +314,15 @@ class Vault:
                     "uri": chunk_uri(c["id"]),
                 }
                 for c in index.chunks_of(row["path"])
-            ],
-            "links": out_links,
-            "backlinks": in_links,
+            ][:MAX_LISTED],
+            "links": out_links[:MAX_LISTED],
+            "backlinks": in_links[:MAX_LISTED],
+            "link_counts": {"links": len(out_links), "backlinks": len(in_links)},
             "problems": row["problems"],
         }
+        if cut_line:
+            view["warning"] = f"line {end} is longer than a page and was cut"
+        return view
 
     def _get_chunk(self, index: Index, chunk_id: int) -> dict[str, Any]:
         row = index.chunk_details([chunk_id]).get(chunk_id)
@@ -307,9 +394,10 @@ class Vault:
         tags: Iterable[str] = (),
         project: str | None = None,
         content: str = "",
+        edits: Sequence[Edit] = (),
     ) -> Path:
-        """Create a note from ``templates/<kind>.md``, with ``content`` appended, in one
-        write; never overwrites.
+        """Create a note from ``templates/<kind>.md``, with ``content`` appended and then
+        ``edits`` applied, in one write; never overwrites.
 
         Raises:
             UsageError: unknown kind, empty title, or a knowledge note without a topic.
@@ -340,8 +428,10 @@ class Vault:
         text = _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
         if content.strip():
             text = apply_edit(text, Edit("append", content))
+        for edit in edits:
+            text = apply_edit(text, edit)
         folder = KIND_FOLDERS[kind]
-        if kind == "knowledge":
+        if kind in ("knowledge", "document") and values["topic"]:
             folder += "/" + safe_file_name(values["topic"])[:-3]
         elif kind == "session" and values["project"]:
             folder += "/" + safe_file_name(values["project"])[:-3]
@@ -361,15 +451,7 @@ class Vault:
             RefusedError: conflict markers, unsafe path, unreadable file, git operation.
             UsageError: a malformed edit.
         """
-        if not expected_hash:
-            raise UsageError(
-                "Changing a note needs its current hash.",
-                "Read it first (vault get REF --json) and pass the hash it returns.",
-            )
-        index = self._reader()
-        if _chunk_ref(ref.strip()) is not None:
-            raise UsageError("Edit a note, not a chunk.", "Pass the note's id or path.")
-        row = self._note_row(index, ref)
+        _, row = self._row_to_change(ref, expected_hash)
         rel, uri = row["path"], note_uri(row["id"])
         data, text = self.files.read(row["file"], self.settings.max_note_bytes)
         check_hash(rel, content_hash(data), expected_hash)
@@ -382,6 +464,319 @@ class Vault:
         new_hash = self.files.replace(row["file"], new_text, expected_hash)
         self.refresh()
         return {"path": rel, "hash": new_hash, "changed": True, "uri": uri}
+
+    def move_note(self, ref: str, to: str, expected_hash: str) -> dict[str, Any]:
+        """Move or rename a note (``to``: a vault-relative path, or a folder ending in
+        "/"); never overwrites. Links that pointed at it and no longer resolve are listed.
+
+        Raises:
+            ConflictError: stale hash, or a note already at ``to``.
+            RefusedError: unsafe paths, a git operation in progress.
+            NotFoundError: no such note.
+        """
+        index, row = self._row_to_change(ref, expected_hash)
+        target = to.strip()
+        if target.endswith("/"):
+            target += row["path"].rsplit("/", 1)[-1]
+        elif not target.lower().endswith(".md"):
+            target += ".md"
+        if target == row["path"]:
+            return {"path": target, "moved": False, "hash": row["hash"], "uri": note_uri(row["id"])}
+        linking = sorted({link["source"] for link in index.links_of(row["path"])[1]})
+        self.files.move(row["file"], target, expected_hash)
+        self.refresh()
+        broken = [
+            {"source": link["source"], "line": link["line"], "target": link["target"]}
+            for source in linking
+            for link in self._reader().links_of(source)[0]
+            if link["target_path"] is None and link["target"]
+        ]
+        moved = self._reader().find_notes("path", target)
+        note_id = moved[0]["id"] if moved else target
+        return {
+            "path": target,
+            "from": row["path"],
+            "moved": True,
+            "id": note_id,
+            "uri": note_uri(note_id),
+            "hash": expected_hash,
+            "broken_links": broken,
+        }
+
+    def delete_note(self, ref: str, expected_hash: str) -> dict[str, Any]:
+        """Move a note into the vault's ``.trash/`` folder, from where it can be restored.
+
+        Raises:
+            ConflictError: stale hash. RefusedError, NotFoundError: as for edits.
+        """
+        _, row = self._row_to_change(ref, expected_hash)
+        trash_path = self.files.trash(row["file"], expected_hash)
+        self.refresh()
+        return {
+            "path": row["path"],
+            "trash_path": trash_path,
+            "restore": f"restore_note(trash_path={trash_path!r})",
+        }
+
+    def restore_note(self, trash_path: str, to: str | None = None) -> dict[str, Any]:
+        """Bring a note back from the trash to where it was, or to ``to``."""
+        restored = self.files.restore(trash_path, to)
+        self.refresh()
+        row = self._reader().find_notes("path", restored)
+        note_id = row[0]["id"] if row else restored
+        return {
+            "path": restored,
+            "id": note_id,
+            "uri": note_uri(note_id),
+            "hash": row[0]["hash"] if row else None,
+        }
+
+    def trash(self) -> list[dict[str, object]]:
+        """What the trash holds, newest first."""
+        return self.files.trash_listing()
+
+    def _row_to_change(self, ref: str, expected_hash: str) -> tuple[Index, dict[str, Any]]:
+        if not expected_hash:
+            raise UsageError(
+                "Changing a note needs its current hash.",
+                "Read it first (vault get REF --json) and pass the hash it returns.",
+            )
+        if _chunk_ref(ref.strip()) is not None:
+            raise UsageError("Change a note, not a chunk.", "Pass the note's id or path.")
+        index = self._reader()
+        return index, self._note_row(index, ref)
+
+    # ---- knowledge -----------------------------------------------------------------
+
+    def learn_knowledge(
+        self, topic: str, content: str, tags: Iterable[str] = (), title: str | None = None
+    ) -> dict[str, Any]:
+        """Write a knowledge point as a note under ``knowledge/<topic>/``; the title is
+        the content's first line unless given, made unique with a number."""
+        if not content.strip():
+            raise UsageError("The knowledge point is empty.", "Pass the content to remember.")
+        base = (title or _first_line(content)).strip()
+        tag_list = list(tags)
+        for attempt in range(1, 50):
+            name = base if attempt == 1 else f"{base} ({attempt})"
+            try:
+                path = self.new_note("knowledge", name, topic=topic, tags=tag_list, content=content)
+                break
+            except ConflictError:
+                continue
+        else:
+            raise ConflictError(f"Too many knowledge points titled {base!r}.", "Pass a title.")
+        return self.written(path)
+
+    def store_document(
+        self, source: str | Path, topic: str | None = None, title: str | None = None
+    ) -> dict[str, Any]:
+        """Copy a Markdown, text or JSON file from an allowed folder into ``documents/``.
+
+        Raises:
+            RefusedError: the file is outside the allowed folders, or not text.
+            NotFoundError: no such file. ConflictError: a document with that title exists.
+        """
+        full, text = self.files.read_external(
+            source, self.settings.allowed_document_roots, self.settings.max_note_bytes
+        )
+        body, found_title = _document_body(full, text)
+        name = (title or found_title or full.stem).strip()
+        digest = content_hash(text.encode("utf-8"))
+        edits = [
+            Edit("set_key", key="source", value=str(full)),
+            Edit("replace_section", heading="Source", text=f"`{full}` (content hash {digest})"),
+            Edit("replace_section", heading="Contents", text=body),
+        ]
+        if topic:
+            edits.append(Edit("set_key", key="topic", value=topic))
+        return self.written(self.new_note("document", name, topic=topic, edits=edits))
+
+    def topics(self) -> list[dict[str, Any]]:
+        """Knowledge and document topics with their counts."""
+        return self._reader().topics()
+
+    def topic_points(self, topic: str, max_chars: int = PAGE_CHARS) -> dict[str, Any]:
+        """A topic's knowledge points, newest first, their text within ``max_chars``."""
+        filters = Filters(kinds=["knowledge"], topics=[topic], include_expired=True)
+        briefs = self._reader().note_briefs(filters)
+        if not briefs:
+            raise NotFoundError(
+                f"No knowledge points on topic {topic!r}.", "List the topics to see which exist."
+            )
+        briefs.sort(key=lambda b: b["date"] or "", reverse=True)
+        return self.get_many([b["path"] for b in briefs[:MAX_GET_NOTES]], max_chars=max_chars)
+
+    def written(self, path: Path) -> dict[str, Any]:
+        note = self.get(path.relative_to(self.settings.vault_dir).as_posix())
+        return {
+            "path": note["path"],
+            "id": note["id"],
+            "uri": note["uri"],
+            "hash": note["hash"],
+            "title": note["title"],
+        }
+
+    # ---- context -------------------------------------------------------------------
+
+    def recent(
+        self,
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        days: float | None = None,
+        filters: Filters | None = None,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> dict[str, Any]:
+        """Notes created or changed (file modified) in a time frame, newest first.
+
+        ``days`` counts back from now when ``since`` is not given (default 7).
+        """
+        _check_page(limit, offset)
+        now = dt.datetime.now().astimezone()
+        start = _moment(since, "since") if since else now - dt.timedelta(days=days or 7)
+        end = _moment(until, "until", end_of_day=True) if until else now
+        assert start is not None and end is not None
+        events = []
+        for brief in self._reader().note_briefs(filters or Filters(include_expired=True)):
+            changed = dt.datetime.fromtimestamp(brief["mtime_ns"] / 1e9).astimezone()
+            created = _moment(brief["created"])
+            in_range = [
+                (when, what)
+                for when, what in ((created, "created"), (changed, "changed"))
+                if when is not None and start <= when <= end
+            ]
+            if in_range:
+                when, what = max(in_range, key=lambda pair: pair[0])
+                events.append((when, what, brief))
+        events.sort(key=lambda e: (e[0], e[2]["path"]), reverse=True)
+        return {
+            "since": start.isoformat(timespec="seconds"),
+            "until": end.isoformat(timespec="seconds"),
+            "total": len(events),
+            "notes": [
+                {**_brief_view(b), "event": what, "at": when.isoformat(timespec="seconds")}
+                for when, what, b in events[offset : offset + limit]
+            ],
+        }
+
+    def timeline(
+        self,
+        anchor: str | None = None,
+        *,
+        query: str | None = None,
+        before: int = 5,
+        after: int = 5,
+        filters: Filters | None = None,
+    ) -> dict[str, Any]:
+        """Notes in time order around an anchor: a note (id, path, URI), a session id,
+        an ISO time, or the best match of ``query``."""
+        if (anchor is None) == (query is None):
+            raise UsageError(
+                "Give an anchor or a query (one of them).",
+                'Example: anchor="2026-03-01" or query="duckdb lock error".',
+            )
+        if not (0 <= before <= 100 and 0 <= after <= 100):
+            raise UsageError("before and after must be 0..100.")
+        briefs = self._reader().note_briefs(filters or Filters(include_expired=True))
+        for b in briefs:
+            b["_at"] = _moment(b["created"]) or _moment(b["date"]) or _epoch()
+        briefs.sort(key=lambda b: (b["_at"], b["path"]))
+        how = "query" if query else "note"
+        if query is not None:
+            hits = self.search(query, limit=1, filters=filters).hits
+            if not hits:
+                raise NotFoundError(f"Nothing matches {query!r}.", "Try other words.")
+            anchor_path: str | None = hits[0].path
+        else:
+            assert anchor is not None
+            anchor_path = self._anchor_path(anchor, briefs)
+            how = "note" if anchor_path else "time"
+        if anchor_path is not None:
+            pos = next((i for i, b in enumerate(briefs) if b["path"] == anchor_path), None)
+            if pos is None:
+                raise NotFoundError(
+                    f"{anchor_path} is left out by the filters.", "Loosen the filters."
+                )
+            centre: dict[str, Any] | None = _brief_view(briefs[pos])
+            lo, hi = pos, pos + 1
+        else:
+            assert anchor is not None
+            moment = _moment(anchor, "anchor")
+            lo = hi = next((i for i, b in enumerate(briefs) if b["_at"] >= moment), len(briefs))
+            centre = None
+        return {
+            "anchor": {"by": how, "value": anchor or query, "note": centre},
+            "before": [_brief_view(b) for b in briefs[max(0, lo - before) : lo]],
+            "after": [_brief_view(b) for b in briefs[hi : hi + after]],
+        }
+
+    def _anchor_path(self, anchor: str, briefs: list[dict[str, Any]]) -> str | None:
+        """The note an anchor names (id, path, URI or session id), or None for a time."""
+        text = anchor.strip()
+        for b in briefs:
+            if text in (b["session_id"], b["id"]):
+                return str(b["path"])
+        try:
+            return str(self._note_row(self._reader(), text)["path"])
+        except NotFoundError:
+            pass
+        try:
+            _moment(text, "anchor")
+        except UsageError:
+            raise NotFoundError(
+                f"No note, session or time {anchor!r}.",
+                "Anchor on a note id or path, a session id, or an ISO time like 2026-03-01.",
+            ) from None
+        return None
+
+    def _graph(self) -> tuple[LinkGraph, dict[str, dict[str, Any]]]:
+        index = self._reader()
+        briefs = {b["path"]: b for b in index.note_briefs()}
+        return LinkGraph(index.link_edges(), briefs), briefs
+
+    def related(self, ref: str, depth: int = 1, limit: int = 50) -> dict[str, Any]:
+        """Notes linked to or from ``ref``, up to ``depth`` links away, nearest first."""
+        if not 1 <= depth <= 3:
+            raise UsageError("depth must be 1..3.", "Use 1 for direct links and backlinks.")
+        _check_page(limit, 0)
+        row = self._note_row(self._reader(), ref)
+        graph, briefs = self._graph()
+        found = graph.related(row["path"], depth)
+        return {
+            "note": _brief_view(briefs[row["path"]]),
+            "total": len(found),
+            "related": [{**_brief_view(briefs[f["path"]]), **f} for f in found[:limit]],
+        }
+
+    def link_path(self, source: str, target: str) -> dict[str, Any]:
+        """The shortest chain of links (followed either way) from one note to another."""
+        index = self._reader()
+        a, b = self._note_row(index, source)["path"], self._note_row(index, target)["path"]
+        graph, briefs = self._graph()
+        steps = graph.shortest_path(a, b)
+        return {
+            "from": a,
+            "to": b,
+            "connected": steps is not None,
+            "hops": len(steps) - 1 if steps else None,
+            "path": [{**_brief_view(briefs[s["path"]]), **s} for s in steps or []],
+        }
+
+    def vault_map(self, depth: int | None = None, top: int = 10) -> dict[str, Any]:
+        """Folders with note counts and the links between them, the most linked notes,
+        orphans and broken links."""
+        if not 1 <= top <= 100:
+            raise UsageError("top must be 1..100.")
+        graph, _ = self._graph()
+        broken_count, broken = self._reader().unresolved_links(top * 5)
+        return {
+            **graph.folders(depth),
+            **graph.metrics(top),
+            "broken_links": broken,
+            "broken_link_count": broken_count,
+        }
 
     def refresh(self) -> ReindexReport:
         """Bring the index up to date after a write: keyword at once, vectors when the
@@ -416,3 +811,99 @@ def _chunk_ref(ref: str) -> int | None:
     if not ref.isdigit():
         raise UsageError(f"Bad chunk reference {ref!r}.", "Chunk references look like #123.")
     return int(ref)
+
+
+def _page(lines: list[str], start: int, end: int, max_chars: int) -> tuple[str, int, bool]:
+    """(text, last line shown, whether that line was cut) of lines ``start``..``end``,
+    stopping at the line that would take the text past ``max_chars``."""
+    shown: list[str] = []
+    size = 0
+    last = start - 1
+    for number in range(start, end + 1):
+        line = lines[number - 1]
+        if size + len(line) + 1 > max_chars:
+            if not shown:  # one line longer than a page: cut it rather than loop forever
+                return line[:max_chars], number, True
+            break
+        shown.append(line)
+        size += len(line) + 1
+        last = number
+    return "\n".join(shown), last, False
+
+
+def _check_page(limit: int, offset: int) -> None:
+    if not 1 <= limit <= 1000 or offset < 0:
+        raise UsageError("limit must be 1..1000 and offset 0 or more.", "Page with offset.")
+
+
+def _epoch() -> dt.datetime:
+    return dt.datetime.fromtimestamp(0).astimezone()
+
+
+def _moment(
+    value: str | None, name: str | None = None, end_of_day: bool = False
+) -> dt.datetime | None:
+    """An ISO date or time as an aware datetime (local time when it has no offset).
+
+    With ``name``, a bad value raises UsageError; without, it is None.
+    """
+    if not value:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(value.strip())
+    except ValueError:
+        if name is None:
+            return None
+        raise UsageError(
+            f"{name} {value!r} is not an ISO date or time.",
+            "Example: 2026-03-01 or 2026-03-01T14:00.",
+        ) from None
+    if end_of_day and len(value.strip()) == 10:
+        moment = moment.replace(hour=23, minute=59, second=59)
+    return moment.astimezone() if moment.tzinfo is None else moment
+
+
+def _brief_view(brief: dict[str, Any]) -> dict[str, Any]:
+    """What a listing shows of a note."""
+    return {
+        "id": brief["id"],
+        "path": brief["path"],
+        "title": brief["title"],
+        "kind": brief["kind"],
+        "type": brief["type"],
+        "project": brief["project"],
+        "date": brief["created"] or brief["date"],
+        "uri": note_uri(brief["id"]),
+        "hash": brief["hash"],
+    }
+
+
+def _first_line(content: str) -> str:
+    """A title from a knowledge point's first line: no Markdown marks, at most ~80 chars."""
+    for line in content.splitlines():
+        line = re.sub(r"^[#>*\-\s]+|[*_`]+", "", line).strip()
+        if line:
+            if len(line) > 80:
+                line = line[:80].rsplit(" ", 1)[0] + "…"
+            return line
+    return "Knowledge point"
+
+
+def _document_body(path: Path, text: str) -> tuple[str, str | None]:
+    """(Markdown body, title found in it) of a stored file."""
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        fence = "`" * max(3, _longest_run(text, "`") + 1)
+        return f"{fence}json\n{text.rstrip()}\n{fence}", None
+    if suffix == ".txt":
+        return text.rstrip(), None
+    fm_text, body, _ = split_frontmatter(text)
+    meta, _problem = load_frontmatter(fm_text or "")
+    title = meta.get("title")
+    heading = re.search(r"^# (.+)$", body, re.MULTILINE)
+    return body.strip(), str(title) if title else heading.group(1).strip() if heading else None
+
+
+def _longest_run(text: str, char: str) -> int:
+    runs = re.findall(re.escape(char) + "+", text)
+    return max((len(r) for r in runs), default=0)

@@ -1,0 +1,128 @@
+"""The link graph: related notes, the path between two notes, folders, link metrics.
+
+Pure functions over the resolved (source, target) links the index holds; a vault's
+graph is small enough (tens of thousands of edges) to walk in memory per call.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections import Counter, deque
+from collections.abc import Iterable
+from typing import Any
+
+
+class LinkGraph:
+    def __init__(self, edges: Iterable[tuple[str, str]], paths: Iterable[str]) -> None:
+        self.paths = set(paths)
+        self.out: dict[str, set[str]] = {}
+        self.inc: dict[str, set[str]] = {}
+        self.edge_count: Counter[tuple[str, str]] = Counter()
+        for source, target in edges:
+            if source in self.paths and target in self.paths:
+                self.out.setdefault(source, set()).add(target)
+                self.inc.setdefault(target, set()).add(source)
+                self.edge_count[(source, target)] += 1
+
+    def neighbours(self, path: str) -> list[tuple[str, str]]:
+        """(neighbour, direction) with direction "out" (path links to it), "in" (it links
+        to path) or "both", sorted for stable output."""
+        outs, ins = self.out.get(path, set()), self.inc.get(path, set())
+        return sorted(
+            (n, "both" if n in outs and n in ins else "out" if n in outs else "in")
+            for n in outs | ins
+        )
+
+    def related(self, start: str, depth: int) -> list[dict[str, Any]]:
+        """Notes within ``depth`` links of ``start`` (either direction), nearest first,
+        each with its distance, the direction of the last step and the note it came from."""
+        seen = {start: 0}
+        found: list[dict[str, Any]] = []
+        queue = deque([start])
+        while queue:
+            here = queue.popleft()
+            if seen[here] >= depth:
+                continue
+            for nxt, direction in self.neighbours(here):
+                if nxt in seen:
+                    continue
+                seen[nxt] = seen[here] + 1
+                found.append(
+                    {"path": nxt, "distance": seen[nxt], "direction": direction, "via": here}
+                )
+                queue.append(nxt)
+        return found
+
+    def shortest_path(self, start: str, goal: str) -> list[dict[str, Any]] | None:
+        """The fewest links from ``start`` to ``goal`` following links either way; each
+        step says whether it follows a link ("out") or a backlink ("in")."""
+        if start == goal:
+            return [{"path": start, "direction": None}]
+        parent: dict[str, tuple[str, str] | None] = {start: None}
+        queue = deque([start])
+        while queue:
+            here = queue.popleft()
+            for nxt, direction in self.neighbours(here):
+                if nxt in parent:
+                    continue
+                parent[nxt] = (here, direction)
+                if nxt == goal:
+                    return self._walk_back(parent, goal)
+                queue.append(nxt)
+        return None
+
+    @staticmethod
+    def _walk_back(parent: dict[str, tuple[str, str] | None], goal: str) -> list[dict[str, Any]]:
+        steps: list[dict[str, Any]] = []
+        node: str | None = goal
+        while node is not None:
+            prev = parent[node]
+            steps.append({"path": node, "direction": prev[1] if prev else None})
+            node = prev[0] if prev else None
+        return steps[::-1]
+
+    def folders(self, depth: int | None = None) -> dict[str, Any]:
+        """Folders (cut to ``depth`` levels) with their note counts, and the number of
+        links between each pair of folders, most linked first."""
+
+        def folder(path: str) -> str:
+            parts = posixpath.dirname(path).split("/") if "/" in path else []
+            return "/".join(parts[:depth] if depth else parts) or "."
+
+        notes = Counter(folder(p) for p in self.paths)
+        inside: Counter[str] = Counter()
+        between: Counter[tuple[str, str]] = Counter()
+        for (source, target), n in self.edge_count.items():
+            a, b = folder(source), folder(target)
+            if a == b:
+                inside[a] += n
+            else:
+                between[(a, b)] += n
+        return {
+            "folders": [
+                {"folder": f, "notes": notes[f], "links_inside": inside[f]} for f in sorted(notes)
+            ],
+            "links_between": [
+                {"from": a, "to": b, "links": n}
+                for (a, b), n in sorted(between.items(), key=lambda kv: (-kv[1], kv[0]))
+            ],
+        }
+
+    def metrics(self, top: int) -> dict[str, Any]:
+        """The most linked-to and most linking notes, and orphans (no links either way)."""
+        in_degree = {p: len(s) for p, s in self.inc.items()}
+        out_degree = {p: len(s) for p, s in self.out.items()}
+        orphans = sorted(p for p in self.paths if p not in in_degree and p not in out_degree)
+        return {
+            "notes": len(self.paths),
+            "links": sum(self.edge_count.values()),
+            "most_linked": _top(in_degree, top, "backlinks"),
+            "most_linking": _top(out_degree, top, "links"),
+            "orphans": orphans[: top * 5],
+            "orphan_count": len(orphans),
+        }
+
+
+def _top(degree: dict[str, int], top: int, label: str) -> list[dict[str, Any]]:
+    ranked = sorted(degree.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+    return [{"path": p, label: n} for p, n in ranked]
