@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint setup clean
+.PHONY: demo test lint setup clean check-clients
 
 setup: $(STAMP)
 
@@ -31,6 +31,11 @@ lint: $(STAMP)
 
 test: lint
 	$(BIN)/pytest -q
+
+# Real MCP clients against `vault mcp`: the MCP inspector's CLI and Claude Code's
+# `claude mcp add/list` (npm packages pinned in scripts/clients; installs them first).
+check-clients: $(STAMP)
+	scripts/check_clients.sh
 
 clean:
 	rm -rf $(VENV) index

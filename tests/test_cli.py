@@ -179,3 +179,77 @@ def test_keyword_search_process_never_imports_torch(small: Path) -> None:
     )
     assert "notes/alpha.md" in proc.stdout
     assert "NO-TORCH" in proc.stderr
+
+
+def test_move_delete_trash_restore(small: Path) -> None:
+    note = json.loads(run(small, "get", "a1", "--json").output)
+    moved = run(small, "move", "a1", "archive/", "--hash", note["hash"], "--json")
+    assert moved.exit_code == 0, moved.output
+    assert json.loads(moved.output)["path"] == "archive/alpha.md"
+    stale = run(small, "delete", "a1", "--hash", "0" * 32)
+    assert stale.exit_code == 5 and "changed since it was read" in stale.output
+    gone = run(small, "delete", "a1", "--hash", note["hash"], "--json")
+    trash_path = json.loads(gone.output)["trash_path"]
+    assert (small / trash_path).is_file() and not (small / "archive/alpha.md").exists()
+    listed = json.loads(run(small, "trash", "--json").output)
+    assert [t["restores_to"] for t in listed] == ["archive/alpha.md"]
+    back = run(small, "trash", "restore", trash_path)
+    assert back.exit_code == 0 and (small / "archive/alpha.md").is_file()
+    assert run(small, "search", "quokka", "--mode", "keyword", "--kind", "note").exit_code == 0
+
+
+def test_knowledge_and_context_commands(small: Path) -> None:
+    learned = run(small, "learn", "zoo", "-", "--tags", "x", input="Numbats eat termites.\n")
+    assert learned.exit_code == 0 and "knowledge/zoo/Numbats eat termites.md" in learned.output
+    (small.parent / "doc.txt").write_text("A plain text document about platypus.")
+    stored = run(small, "store", str(small.parent / "doc.txt"), "--topic", "zoo", "--json")
+    assert json.loads(stored.output)["path"] == "documents/zoo/doc.md"
+    outside = run(small, "store", "/etc/hostname")
+    assert outside.exit_code == 6 and "outside the folders" in outside.output
+    topics = json.loads(run(small, "topics", "--json").output)
+    assert topics[0]["topic"] == "zoo" and topics[0]["documents"] == 1
+    recent = json.loads(run(small, "recent", "--days", "1", "--json").output)
+    assert recent["total"] == 5
+    timeline = run(small, "timeline", "-q", "platypus", "--json")
+    assert json.loads(timeline.output)["anchor"]["note"]["path"] == "documents/zoo/doc.md"
+    assert run(small, "timeline").exit_code == 2
+    assert run(small, "related", "a1", "--json").exit_code == 0
+    unlinked = run(small, "related", "a1", "--to", "notes/beta.md")
+    assert unlinked.exit_code == 1 and "No chain of links" in unlinked.output
+    shape = json.loads(run(small, "map", "--json").output)
+    assert shape["orphan_count"] == 5
+    several = json.loads(run(small, "get", "a1", "notes/beta.md", "--json").output)
+    assert [n["path"] for n in several["notes"]] == ["notes/alpha.md", "notes/beta.md"]
+    assert run(small, "get").exit_code == 2
+
+
+def test_titles_and_topics_that_yaml_would_misread(small: Path) -> None:
+    """Quotes, backslashes, ': ', '#', 'true' and numbers stay text in the frontmatter."""
+    made = run(
+        small,
+        "new",
+        "knowledge",
+        'Say "hi": C:\\temp #1',
+        "--topic",
+        "c#: 2024",
+        "--tags",
+        "true,a b",
+    )
+    assert made.exit_code == 0, made.output
+    rel = Path(made.output.strip()).relative_to(small).as_posix()
+    note = json.loads(run(small, "get", rel, "--json").output)
+    assert note["title"] == 'Say "hi": C:\\temp #1'
+    assert note["metadata"]["topic"] == "c#: 2024" and note["tags"] == ["true", "a b"]
+
+
+def test_deep_search_from_the_command_line(small: Path) -> None:
+    result = run(
+        small, "search", "quokka", "--mode", "deep", "--variant", "lex: kangaroo", "--json"
+    )
+    data = json.loads(result.output)
+    assert data["mode"] == "deep" and {"keyword", "v1:keyword"} <= set(data["counts"])
+    assert {h["path"] for h in data["hits"]} == {
+        "notes/alpha.md",
+        "notes/beta.md",
+        "knowledge/zoo/gamma.md",
+    }

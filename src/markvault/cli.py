@@ -15,7 +15,7 @@ from .errors import MarkvaultError, UsageError
 from .index import Filters
 from .model import SearchResult
 from .parse import parse_yaml_value
-from .vault import Vault
+from .vault import PAGE_CHARS, Vault
 
 F = TypeVar("F", bound=Callable[..., Any])
 RANK_LABELS = {"keyword": "kw", "vector": "vec"}
@@ -225,7 +225,7 @@ def _print_result(result: SearchResult, fmt: str) -> None:
     for hit in result.hits:
         heading = " > ".join(hit.heading_path) or hit.title
         more = f"  (+{hit.more_chunks} more)" if hit.more_chunks else ""
-        ranks = " ".join(f"{RANK_LABELS[k]}#{v}" for k, v in hit.ranks.items())
+        ranks = " ".join(f"{RANK_LABELS.get(k, k)}#{v}" for k, v in hit.ranks.items())
         click.echo(
             click.style(f"#{hit.chunk_id}", fg="cyan")
             + f' | {hit.path} | "{heading}" | {hit.score:.4f}'
@@ -278,10 +278,17 @@ def _batch_queries(source: str) -> Iterator[tuple[str | None, str]]:
 @click.argument("query", required=False)
 @click.option(
     "--mode",
-    type=click.Choice(["keyword", "vector", "hybrid"]),
+    type=click.Choice(["keyword", "vector", "hybrid", "deep"]),
     default="hybrid",
     show_default=True,
-    help="Keyword (BM25), vector (meaning) or both fused.",
+    help="Keyword (BM25), vector (meaning), both fused, or deep (with --variant).",
+)
+@click.option(
+    "--variant",
+    "variants",
+    multiple=True,
+    metavar="TEXT",
+    help="Deep mode: a rewrite of the query; prefix lex:, vec: or hyde: (repeatable, max 8).",
 )
 @click.option("--kind", multiple=True, help="note, session, knowledge or document (repeatable).")
 @click.option("--type", "type_", multiple=True, help="decision, bugfix, feature, ... (repeatable).")
@@ -296,6 +303,19 @@ def _batch_queries(source: str) -> Iterator[tuple[str | None, str]]:
 @click.option(
     "--meta", multiple=True, metavar="KEY=VALUE", help="Any frontmatter key (repeatable)."
 )
+@click.option("--concept", multiple=True, help="Required concept (repeatable).")
+@click.option(
+    "--file", "files", multiple=True, metavar="PATH", help="Notes about this code path or glob."
+)
+@click.option("--include-expired", is_flag=True, help="Also notes past valid_until, or superseded.")
+@click.option(
+    "--order",
+    type=click.Choice(["relevance", "date"]),
+    default="relevance",
+    show_default=True,
+    help="Best first, or newest first.",
+)
+@click.option("--min-score", type=float, help="Drop hits scoring below this.")
 @click.option("--limit", default=10, show_default=True, type=int, help="Notes to return.")
 @click.option("--offset", default=0, show_default=True, type=int, help="Notes to skip (paging).")
 @click.option(
@@ -314,6 +334,7 @@ def search(
     ctx: click.Context,
     query: str | None,
     mode: str,
+    variants: tuple[str, ...],
     kind: tuple[str, ...],
     type_: tuple[str, ...],
     tag: tuple[str, ...],
@@ -323,6 +344,11 @@ def search(
     since: str | None,
     until: str | None,
     meta: tuple[str, ...],
+    concept: tuple[str, ...],
+    files: tuple[str, ...],
+    include_expired: bool,
+    order: str,
+    min_score: float | None,
     limit: int,
     offset: int,
     fmt: str,
@@ -342,9 +368,14 @@ def search(
       vault search --mode keyword '"reciprocal rank" -vector'
       vault search duckdb --kind knowledge --tag search --since 2026-01-01
       vault search 机器学习 --format json
+      vault search "rank fusion" --mode deep --variant "lex: RRF" --variant "hyde: we merge lists"
+      vault search lock --file index.py --order date --include-expired
       printf 'bm25\\nhnsw\\n' | vault search --batch - --mode keyword
     """
     filters = _filters(kind, type_, tag, topic, project, path_glob, since, until, meta)
+    filters.concepts, filters.files = list(concept), list(files)
+    filters.include_expired = include_expired
+    options: dict[str, Any] = {"variants": variants, "order": order, "min_score": min_score}
     fmt = "json" if as_json else fmt
     vault = open_vault(ctx)
     progress = TerminalProgress(quiet=fmt == "json")
@@ -358,6 +389,7 @@ def search(
             limit=limit,
             offset=offset,
             full_text=fmt == "full",
+            **options,
         ):
             emit_json(item)
         return
@@ -371,6 +403,7 @@ def search(
         offset=offset,
         full_text=fmt == "full",
         progress=progress,
+        **options,
     )
     pending = vault.pending()
     if any(pending.values()):
@@ -403,13 +436,27 @@ def _line_range(value: str | None) -> tuple[int, int] | None:
 
 
 @main.command()
-@click.argument("ref")
+@click.argument("refs", nargs=-1)
+@click.option("--pattern", metavar="GLOB", help="Every note whose path matches, e.g. 'notes/*'.")
 @click.option("--lines", metavar="A:B", help="Only lines A to B of the note (1-based).")
+@click.option(
+    "--max-chars",
+    type=int,
+    default=None,
+    help="Cut long notes here (default: whole notes; 20000 for several).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON with metadata, links and hash.")
 @click.pass_context
 @handle_errors
-def get(ctx: click.Context, ref: str, lines: str | None, as_json: bool) -> None:
-    """Show a note by id, path or URI, or one chunk by #ID.
+def get(
+    ctx: click.Context,
+    refs: tuple[str, ...],
+    pattern: str | None,
+    lines: str | None,
+    max_chars: int | None,
+    as_json: bool,
+) -> None:
+    """Show notes by id, path or URI, or chunks by #ID.
 
     \b
     Examples:
@@ -417,11 +464,34 @@ def get(ctx: click.Context, ref: str, lines: str | None, as_json: bool) -> None:
       vault get mv-welcome --lines 1:20
       vault get '#42'
       vault get vault://note/mv-welcome --json
+      vault get --pattern 'knowledge/duckdb/*'
     """
-    item = open_vault(ctx).get(ref, _line_range(lines))
-    if as_json:
-        emit_json(item)
+    vault = open_vault(ctx)
+    if len(refs) == 1 and not pattern:
+        whole = vault.settings.max_note_bytes  # a person reading in a terminal gets it all
+        item = vault.get(refs[0], _line_range(lines), max_chars or whole)
+        if as_json:
+            emit_json(item)
+        else:
+            _print_item(item)
         return
+    if lines:
+        raise UsageError("--lines is for one note.", "Pass a single REF with --lines.")
+    many = vault.get_many(refs, pattern, max_chars or PAGE_CHARS)
+    if as_json:
+        emit_json(many)
+        return
+    for item in many["notes"]:
+        if "error" in item:
+            click.echo(click.style("Error: ", fg="red") + item["error"], err=True)
+        elif item.get("text") is None:
+            click.echo(click.style(f"{item['path']}  (not shown: {item['omitted']})", dim=True))
+        else:
+            _print_item(item)
+            click.echo()
+
+
+def _print_item(item: dict[str, Any]) -> None:
     where = f"{item['path']}:{item['lines'][0]}-{item['lines'][1]}"
     label = f"#{item['chunk_id']} " if "chunk_id" in item else ""
     click.echo(
@@ -430,6 +500,8 @@ def get(ctx: click.Context, ref: str, lines: str | None, as_json: bool) -> None:
         err=True,
     )
     click.echo(item["text"])
+    if item.get("next_lines"):
+        click.echo(click.style(f"… continues: --lines {item['next_lines']}", fg="yellow"), err=True)
 
 
 @main.command()
@@ -594,22 +666,474 @@ def new(
     click.echo(str(path))
 
 
+# ---- move, delete, trash, knowledge, context ------------------------------------------
+
+
+def _print_changed(data: dict[str, Any], as_json: bool, verb: str) -> None:
+    if as_json:
+        emit_json(data)
+        return
+    click.echo(
+        f"{verb} {data.get('path')}" + (f"  (hash {data['hash']})" if data.get("hash") else "")
+    )
+
+
+def _print_notes(
+    notes: list[dict[str, Any]], extra: Callable[[dict[str, Any]], str] | None = None
+) -> None:
+    """One line per note: date, path, title (and what ``extra`` adds)."""
+    for note in notes:
+        date = str(note.get("at") or note.get("date") or "")[:16]
+        more = extra(note) if extra else ""
+        click.echo(
+            click.style(f"{date:16}", dim=True)
+            + f"  {note['path']}  "
+            + click.style(str(note.get("title") or ""), bold=True)
+            + (click.style(f"  {more}", dim=True) if more else "")
+        )
+
+
 @main.command()
+@click.argument("ref")
+@click.argument("to")
+@click.option("--hash", "expected_hash", required=True, help="The note's current hash.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 @handle_errors
-def mcp(ctx: click.Context) -> None:
-    """Serve the vault to Claude Code and other MCP clients over stdio.
+def move(ctx: click.Context, ref: str, to: str, expected_hash: str, as_json: bool) -> None:
+    """Move or rename a note (TO: a path, or a folder ending in /); never overwrites.
 
-    Tools: search, get, status, create_note, edit_note; resource vault://note/{id}.
+    Links in other notes that no longer resolve are listed.
 
     \b
     Examples:
-      claude mcp add markvault -- vault --vault /path/to/vault mcp
-      vault --vault ~/notes mcp
+      vault move notes/Draft.md "notes/Final plan.md" --hash 1f2e...
+      vault move mv-welcome archive/ --hash 1f2e...
     """
-    from .mcp_server import serve_stdio  # the SDK is imported only for this command
+    result = open_vault(ctx).move_note(ref, to, expected_hash)
+    _print_changed(result, as_json, "moved to")
+    if not as_json:
+        for link in result.get("broken_links", []):
+            click.echo(
+                click.style("broken  ", fg="yellow")
+                + f"{link['source']}:{link['line']} [[{link['target']}]]"
+            )
 
-    serve_stdio(open_vault(ctx))
+
+@main.command()
+@click.argument("ref")
+@click.option("--hash", "expected_hash", required=True, help="The note's current hash.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def delete(ctx: click.Context, ref: str, expected_hash: str, as_json: bool) -> None:
+    """Move a note into the vault's .trash/ folder (restore with `vault trash restore`).
+
+    \b
+    Examples:
+      vault delete notes/Old.md --hash 1f2e...
+    """
+    result = open_vault(ctx).delete_note(ref, expected_hash)
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(f"{result['path']} → {result['trash_path']}")
+
+
+@main.group(invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def trash(ctx: click.Context, as_json: bool) -> None:
+    """List deleted notes, newest first; `vault trash restore PATH` brings one back.
+
+    \b
+    Examples:
+      vault trash
+      vault trash restore ".trash/notes/Old.md"
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    items = open_vault(ctx).trash()
+    if as_json:
+        emit_json(items)
+        return
+    for item in items:
+        click.echo(f"{item['deleted']}  {item['trash_path']}  → {item['restores_to']}")
+    if not items:
+        click.echo("The trash is empty.", err=True)
+
+
+@trash.command("restore")
+@click.argument("trash_path")
+@click.option("--to", help="Restore to this path instead of where it was.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def trash_restore(ctx: click.Context, trash_path: str, to: str | None, as_json: bool) -> None:
+    """Bring a note back from the trash; never overwrites."""
+    _print_changed(open_vault(ctx).restore_note(trash_path, to), as_json, "restored")
+
+
+@main.command()
+@click.argument("topic")
+@click.argument("content")
+@click.option("--tags", default="", help="Comma-separated tags.")
+@click.option("--title", help="Title (default: the content's first line).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def learn(
+    ctx: click.Context, topic: str, content: str, tags: str, title: str | None, as_json: bool
+) -> None:
+    """Write a knowledge point under knowledge/TOPIC/ (CONTENT - reads stdin).
+
+    \b
+    Examples:
+      vault learn duckdb "The fts index does not update in place."
+      git log -1 --format=%B | vault learn release -
+    """
+    if content == "-":
+        content = sys.stdin.read()
+    result = open_vault(ctx).learn_knowledge(topic, content, tags.split(","), title)
+    _print_changed(result, as_json, "learned")
+
+
+@main.command()
+@click.argument("path")
+@click.option("--topic", help="File it under documents/TOPIC/.")
+@click.option("--title", help="Title (default: the file's title or name).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def store(
+    ctx: click.Context, path: str, topic: str | None, title: str | None, as_json: bool
+) -> None:
+    """Copy a Markdown, text or JSON file into documents/ as a searchable note.
+
+    Only files in the allowed folders (the vault's project by default;
+    document_roots in .markvault.toml) are read.
+
+    \b
+    Examples:
+      vault store docs/api.md --topic api
+    """
+    _print_changed(open_vault(ctx).store_document(path, topic, title), as_json, "stored")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def topics(ctx: click.Context, as_json: bool) -> None:
+    """Topics of knowledge points and documents, with counts.
+
+    \b
+    Examples:
+      vault topics
+      vault topics --json | jq '.[0]'
+    """
+    rows = open_vault(ctx).topics()
+    if as_json:
+        emit_json(rows)
+        return
+    for row in rows:
+        click.echo(
+            f"{row['topic']:24} {row['knowledge']:5} knowledge {row['documents']:5} documents"
+            + click.style(f"  last {str(row['last_changed'])[:10]}", dim=True)
+        )
+
+
+@main.command()
+@click.option("--days", type=float, default=7, show_default=True, help="How far back.")
+@click.option("--since", metavar="DATE", help="From this ISO date or time instead.")
+@click.option("--until", metavar="DATE", help="Up to this ISO date or time.")
+@click.option("--kind", multiple=True, help="note, session, knowledge or document.")
+@click.option("--project", multiple=True, help="Project (repeatable).")
+@click.option("--limit", default=20, show_default=True, type=int)
+@click.option("--offset", default=0, show_default=True, type=int)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def recent(
+    ctx: click.Context,
+    days: float,
+    since: str | None,
+    until: str | None,
+    kind: tuple[str, ...],
+    project: tuple[str, ...],
+    limit: int,
+    offset: int,
+    as_json: bool,
+) -> None:
+    """Notes created or changed lately, newest first.
+
+    \b
+    Examples:
+      vault recent --days 2
+      vault recent --since 2026-11-01 --kind session --project markvault
+    """
+    filters = Filters(kinds=list(kind), projects=list(project), include_expired=True)
+    result = open_vault(ctx).recent(
+        since=since, until=until, days=days, filters=filters, limit=limit, offset=offset
+    )
+    if as_json:
+        emit_json(result)
+        return
+    _print_notes(result["notes"], lambda n: n["event"])
+    click.echo(
+        click.style(
+            f"{len(result['notes'])} of {result['total']} since {result['since']}", dim=True
+        ),
+        err=True,
+    )
+
+
+@main.command()
+@click.argument("anchor", required=False)
+@click.option("--query", "-q", help="Anchor on the best match of this query instead.")
+@click.option("--before", default=5, show_default=True, type=int)
+@click.option("--after", default=5, show_default=True, type=int)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def timeline(
+    ctx: click.Context,
+    anchor: str | None,
+    query: str | None,
+    before: int,
+    after: int,
+    as_json: bool,
+) -> None:
+    """Notes in time order around ANCHOR (note, session id or ISO time) or a query.
+
+    \b
+    Examples:
+      vault timeline mv-welcome
+      vault timeline 2026-11-01 --after 10
+      vault timeline -q "switched to DuckDB"
+    """
+    result = open_vault(ctx).timeline(anchor, query=query, before=before, after=after)
+    if as_json:
+        emit_json(result)
+        return
+    _print_notes(result["before"])
+    centre = result["anchor"]["note"]
+    if centre:
+        click.echo(click.style("▶ ", fg="cyan"), nl=False)
+        _print_notes([centre])
+    else:
+        click.echo(click.style(f"▶ {result['anchor']['value']}", fg="cyan"))
+    _print_notes(result["after"])
+
+
+@main.command()
+@click.argument("ref")
+@click.option("--depth", default=1, show_default=True, type=int, help="Links away (1-3).")
+@click.option("--to", help="Show the shortest link path to this note instead.")
+@click.option("--limit", default=50, show_default=True, type=int)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def related(
+    ctx: click.Context, ref: str, depth: int, to: str | None, limit: int, as_json: bool
+) -> None:
+    """Notes linked to or from REF, or the chain of links from REF to another note.
+
+    \b
+    Examples:
+      vault related notes/Welcome.md --depth 2
+      vault related mv-welcome --to documents/glossary.md
+    """
+    vault = open_vault(ctx)
+    if to:
+        chain = vault.link_path(ref, to)
+        if as_json:
+            emit_json(chain)
+            return
+        if not chain["connected"]:
+            click.echo(f"No chain of links between {chain['from']} and {chain['to']}.")
+            sys.exit(1)
+        arrows = {"out": "→ links to", "in": "← linked from"}
+        for step in chain["path"]:
+            label = arrows.get(step["direction"], "") if step["direction"] else ""
+            click.echo(f"{label:14} {step['path']}")
+        return
+    result = vault.related(ref, depth, limit)
+    if as_json:
+        emit_json(result)
+        return
+    marks = {"out": "→", "in": "←", "both": "↔"}
+    _print_notes(result["related"], lambda n: f"{marks[n['direction']]} {n['distance']}")
+
+
+@main.command("map")
+@click.option("--depth", type=int, help="Group folders to this many levels.")
+@click.option("--top", default=10, show_default=True, type=int, help="How many to list.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def vault_map(ctx: click.Context, depth: int | None, top: int, as_json: bool) -> None:
+    """Folders, links between them, most linked notes, orphans and broken links.
+
+    \b
+    Examples:
+      vault map --depth 1
+      vault map --json | jq .broken_links
+    """
+    info = open_vault(ctx).vault_map(depth, top)
+    if as_json:
+        emit_json(info)
+        return
+    click.echo(click.style("folders", bold=True))
+    for f in info["folders"]:
+        click.echo(f"  {f['folder']:32} {f['notes']:5} notes {f['links_inside']:6} links inside")
+    click.echo(click.style("links between folders", bold=True))
+    for e in info["links_between"][:top]:
+        click.echo(f"  {e['from']} → {e['to']}: {e['links']}")
+    click.echo(click.style("most linked", bold=True))
+    for n in info["most_linked"]:
+        click.echo(f"  {n['backlinks']:5}  {n['path']}")
+    click.echo(click.style(f"orphans ({info['orphan_count']})", bold=True))
+    for path in info["orphans"][:top]:
+        click.echo(f"  {path}")
+    click.echo(click.style(f"broken links ({info['broken_link_count']})", bold=True))
+    for link in info["broken_links"][:top]:
+        click.echo(f"  {link['source']}:{link['line']} [[{link['target']}]]")
+
+
+# Defaults of `vault mcp --http`, repeated from mcp_http so `vault --help` need not import the SDK.
+HTTP_PORT, HTTP_MAX_BODY, HTTP_WRITE_RATE = 8765, 4 * 1024 * 1024, 30
+
+
+@main.group(invoke_without_command=True)
+@click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP, not stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address for --http.")
+@click.option("--port", type=int, default=HTTP_PORT, show_default=True, help="0: any free port.")
+@click.option("--allow-remote", is_flag=True, help="Allow a --host beyond loopback.")
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]",
+    help="Another Host header to accept, e.g. the machine's LAN name (repeatable).",
+)
+@click.option(
+    "--allow-origin",
+    "allow_origins",
+    multiple=True,
+    metavar="URL",
+    help="A web origin besides localhost that may call the server (repeatable).",
+)
+@click.option("--max-body", type=int, default=HTTP_MAX_BODY, show_default=True, help="Bytes.")
+@click.option(
+    "--write-rate",
+    type=int,
+    default=HTTP_WRITE_RATE,
+    show_default=True,
+    help="Write tool calls allowed per minute over HTTP.",
+)
+@click.pass_context
+@handle_errors
+def mcp(
+    ctx: click.Context,
+    use_http: bool,
+    host: str,
+    port: int,
+    allow_remote: bool,
+    allow_hosts: tuple[str, ...],
+    allow_origins: tuple[str, ...],
+    max_body: int,
+    write_rate: int,
+) -> None:
+    """Serve the vault to Claude Code and other MCP clients (stdio, or --http).
+
+    Tools: search, get, status, create_note, edit_note, ...; resource vault://note/{id}.
+    Over HTTP, clients send the bearer token that `vault mcp token` prints.
+
+    \b
+    Examples:
+      vault --vault ~/notes mcp install          register with Claude Code
+      claude mcp add markvault -- vault --vault /path/to/vault mcp
+      vault --vault ~/notes mcp --http --port 8765
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if not use_http:
+        from .mcp_server import serve_stdio  # the SDK is imported only for this command
+
+        serve_stdio(open_vault(ctx))
+        return
+    from .mcp_http import check_bind, serve_http
+    from .mcp_server import build_server
+
+    check_bind(host, allow_remote)  # before the vault is opened
+    serve_http(
+        build_server(open_vault(ctx)),
+        host=host,
+        port=port,
+        allow_remote=allow_remote,
+        max_body=max_body,
+        write_rate=write_rate,
+        extra_hosts=allow_hosts,
+        extra_origins=allow_origins,
+    )
+
+
+@mcp.command("install")
+@click.option(
+    "-s",
+    "--scope",
+    type=click.Choice(["local", "project", "user"]),
+    default="local",
+    show_default=True,
+    help="local: you, this project; project: .mcp.json, shared; user: you, everywhere.",
+)
+@click.option("--http", "use_http", is_flag=True, help="Register `vault mcp --http`, not stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Where --http listens.")
+@click.option("--port", type=int, default=HTTP_PORT, show_default=True, help="Its port.")
+@click.pass_context
+@handle_errors
+def mcp_install(ctx: click.Context, scope: str, use_http: bool, host: str, port: int) -> None:
+    """Register this vault's MCP server with Claude Code (`claude mcp add`).
+
+    Without `claude` on PATH, prints the command and the .mcp.json entry instead.
+    """
+    from pathlib import Path
+
+    from .config import Settings
+    from .mcp_install import check_scope, install, plan
+
+    obj = ctx.find_root().obj
+    settings = Settings.load(obj["vault"], obj["index"], obj["model"])
+    if use_http:
+        from .mcp_http import http_url, load_or_create_token
+
+        registration = plan(
+            settings.vault_dir,
+            check_scope(scope),
+            http_url=http_url(host, port),
+            token=load_or_create_token(),
+        )
+    else:
+        registration = plan(
+            settings.vault_dir,
+            check_scope(scope),
+            index_dir=settings.index_dir if obj["index"] else None,
+            model=obj["model"],
+        )
+    click.echo(install(registration, cwd=Path.cwd()).instructions())
+
+
+@mcp.command("token")
+@click.option("--rotate", is_flag=True, help="Replace it; then restart servers, re-register.")
+@handle_errors
+def mcp_token(rotate: bool) -> None:
+    """Print the bearer token that `vault mcp --http` requires (made on first use)."""
+    from .mcp_http import load_or_create_token, rotate_token, token_path
+
+    click.echo(rotate_token() if rotate else load_or_create_token())
+    click.echo(f"(kept in {token_path()}, outside the vault)", err=True)
 
 
 if __name__ == "__main__":

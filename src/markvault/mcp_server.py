@@ -21,7 +21,7 @@ from .edit import Edit, Op
 from .errors import MarkvaultError, NotFoundError
 from .index import Filters
 from .model import SearchResult
-from .vault import PAGE_CHARS, Vault
+from .vault import MAX_PAGE_CHARS, MIN_PAGE_CHARS, PAGE_CHARS, Vault
 
 T = TypeVar("T")
 MODEL_WAIT_SECONDS = 3.0
@@ -271,6 +271,11 @@ def _read_tools(server: MCPServer, service: VaultService) -> None:
         Pass the returned `hash` to edit_note / move_note / delete_note.
         Example: ref="vault://chunk/42", or pattern="sessions/markvault/*".
         """
+        if not MIN_PAGE_CHARS <= max_chars <= MAX_PAGE_CHARS:
+            raise ToolError(
+                f"max_chars must be {MIN_PAGE_CHARS:,}..{MAX_PAGE_CHARS:,}; "
+                "read long notes page by page with lines."
+            )
         if ref and not refs and not pattern:
             return service.call(lambda v: v.get(ref, _lines(lines), max_chars))
         if lines:

@@ -34,10 +34,19 @@ KIND_FOLDERS = {kind: folder for folder, kind in FOLDER_KINDS.items()}
 # ~25k tokens, and a character is at most about one token even in Chinese.
 PAGE_CHARS = 20_000
 MIN_PAGE_CHARS = 500
-MAX_PAGE_CHARS = 80_000
+MAX_PAGE_CHARS = 80_000  # the most one MCP read may return
 MAX_GET_NOTES = 50
 MAX_LISTED = 200  # links, backlinks and chunks listed with a note
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+# In frontmatter a placeholder may sit in quotes: "{{title}}".
+# Values YAML reads back unchanged without quotes (no ": ", " #", flow or quote marks).
+_PLAIN_YAML = re.compile(r"^[\w][\w.+/-]*(?:[ :T][\w.+/:-]+)*$")
+# ... and that YAML would not read as a boolean, null or number.
+_YAML_SPECIAL = re.compile(
+    r"^(true|false|null|~|[-+]?[\d._]+(e[-+]?\d+)?|0x[0-9a-f]+|0o[0-7]+|[-+]?\.(inf|nan))$",
+    re.IGNORECASE,
+)
+_YAML_PLACEHOLDER = re.compile(r"\"?\{\{\s*(\w+)\s*\}\}\"?")
 
 
 def chunk_fingerprint(params: ChunkParams) -> str:
@@ -190,9 +199,9 @@ class Vault:
             NotFoundError: nothing matches ``ref``.
             UsageError: ``lines`` or ``max_chars`` is not valid.
         """
-        if not MIN_PAGE_CHARS <= max_chars <= MAX_PAGE_CHARS:
+        if not MIN_PAGE_CHARS <= max_chars <= self.settings.max_note_bytes:
             raise UsageError(
-                f"max_chars must be {MIN_PAGE_CHARS:,}..{MAX_PAGE_CHARS:,}.",
+                f"max_chars must be {MIN_PAGE_CHARS:,}..{self.settings.max_note_bytes:,}.",
                 "Read long notes page by page with lines.",
             )
         index = self._reader()
@@ -415,17 +424,17 @@ class Vault:
         now = dt.datetime.now().astimezone().replace(microsecond=0)
         note_id = f"{kind[0]}-{now:%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
         tag_list = [t.strip().lstrip("#") for t in tags if t.strip().lstrip("#")]
-        values = {
+        values: dict[str, Any] = {
             "id": note_id,
-            "title": title.strip().replace('"', "'"),
+            "title": " ".join(title.split()),  # one line: it is also the H1
             "kind": kind,
             "created": now.isoformat(),
             "date": now.date().isoformat(),
-            "topic": (topic or "").strip(),
-            "project": (project or "").strip(),
-            "tags": "[" + ", ".join(tag_list) + "]",
+            "topic": " ".join((topic or "").split()),
+            "project": " ".join((project or "").split()),
+            "tags": tag_list,
         }
-        text = _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
+        text = fill_template(template, values)
         if content.strip():
             text = apply_edit(text, Edit("append", content))
         for edit in edits:
@@ -907,3 +916,41 @@ def _document_body(path: Path, text: str) -> tuple[str, str | None]:
 def _longest_run(text: str, char: str) -> int:
     runs = re.findall(re.escape(char) + "+", text)
     return max((len(r) for r in runs), default=0)
+
+
+def fill_template(template: str, values: dict[str, Any]) -> str:
+    """A template with its placeholders filled: in the frontmatter as YAML scalars that
+    survive any title (quotes, backslashes, ": ", "#"), in the body as plain text."""
+    fm_text, _, body_line = split_frontmatter(template)
+
+    def plain(m: re.Match[str]) -> str:
+        value = values.get(m.group(1))
+        if value is None:
+            return m.group(0)
+        return ", ".join(value) if isinstance(value, list) else str(value)
+
+    def yaml_scalar(m: re.Match[str]) -> str:
+        value = values.get(m.group(1))
+        if value is None:
+            return m.group(0)
+        quoted = m.group(0).startswith('"')
+        if value == "":
+            return '""' if quoted else ""
+        if isinstance(value, list):
+            items = [v if _plain_yaml(v) else json.dumps(v, ensure_ascii=False) for v in value]
+            return "[" + ", ".join(items) + "]"
+        if not quoted and _plain_yaml(value):
+            return str(value)
+        # A JSON string is a valid YAML double-quoted scalar, escapes included.
+        return json.dumps(value, ensure_ascii=False)
+
+    if fm_text is None:
+        return _PLACEHOLDER.sub(plain, template)
+    lines = template.split("\n")
+    head = "\n".join(lines[: body_line - 1])
+    rest = "\n".join(lines[body_line - 1 :])
+    return _YAML_PLACEHOLDER.sub(yaml_scalar, head) + "\n" + _PLACEHOLDER.sub(plain, rest)
+
+
+def _plain_yaml(value: str) -> bool:
+    return bool(_PLAIN_YAML.match(value)) and not _YAML_SPECIAL.match(value)
