@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from markvault import Vault
-from markvault.index import BM25_B, BM25_K1, Filters
+from markvault.index import BM25_B, BM25_K1, Filters, Index
 from markvault.text import tokenize
 
 from .conftest import OpenVault, WriteNotes, checksums
@@ -228,3 +228,65 @@ def test_vault_config_file(write: WriteNotes, vault_dir: Path) -> None:
 
     with pytest.raises(ConfigError, match="max_pieces"):
         Settings.load(vault=vault_dir, env={})
+
+
+def _keyword_state(index: Index) -> tuple[set[tuple[str, int, int, int]], dict[str, int], tuple]:
+    postings = set(
+        index.con.execute(
+            "SELECT v.term, p.chunk_id, p.tf, p.dl FROM postings p JOIN vocab v USING (termid)"
+        ).fetchall()
+    )
+    df = dict(index.con.execute("SELECT term, df FROM vocab").fetchall())
+    stats = index.con.execute("SELECT n, total FROM kw_stats").fetchone()
+    return postings, df, tuple(stats or ())
+
+
+def test_keyword_index_updated_in_place_equals_a_full_rebuild(
+    bundled_copy: Path, tmp_path: Path
+) -> None:
+    """Edits, new notes, deletions and renames update postings, document frequencies and
+    collection statistics in place; the rankings equal those of a rebuild from nothing."""
+    index_dir = tmp_path / "index"
+    with Vault.open(bundled_copy, index_dir) as v:
+        v.reindex(vectors=False)
+        welcome = bundled_copy / "notes/Welcome.md"
+        welcome.write_text(welcome.read_text() + "\nA new paragraph about zebrafish search.\n")
+        (bundled_copy / "notes/New.md").write_text("# New\n\nzebrafish and search, 搜索引擎\n")
+        (bundled_copy / "notes/Tags.md").unlink()
+        (bundled_copy / "notes/Linking.md").rename(bundled_copy / "notes/Links moved.md")
+        report = v.reindex(vectors=False)
+        assert (report.added, report.updated, report.removed, report.renamed) == (1, 1, 1, 1)
+        index = v._open_index(write=True)
+        assert not index.keyword_index_dirty()  # applied in place, not rebuilt
+        assert int(index.meta()["kw_appended"]) > 0
+        queries = ["search index", "zebrafish", "vault note link", "搜索", "поиск", "tags"]
+        in_place = {
+            q: index.bm25(list(dict.fromkeys(tokenize(q))), Filters(include_expired=True), 1000)
+            for q in queries
+        }
+        state = _keyword_state(index)
+        index.rebuild_keyword_index()
+        rebuilt = {
+            q: index.bm25(list(dict.fromkeys(tokenize(q))), Filters(include_expired=True), 1000)
+            for q in queries
+        }
+        assert _keyword_state(index) == state
+        for q in queries:
+            assert [cid for cid, _ in in_place[q]] == [cid for cid, _ in rebuilt[q]], q
+            for (_, a), (_, b) in zip(in_place[q], rebuilt[q], strict=True):
+                assert abs(a - b) < 1e-9, q
+        assert in_place["zebrafish"], "the new words are searchable"
+
+
+def test_compaction_keeps_the_keyword_index_identical(bundled_copy: Path, tmp_path: Path) -> None:
+    with Vault.open(bundled_copy, tmp_path / "index") as v:
+        v.reindex(vectors=False)
+        (bundled_copy / "notes/More.md").write_text("# More\n\nwalrus colony\n")
+        v.reindex(vectors=False)
+        index = v._open_index(write=True)
+        before = _keyword_state(index)
+        ranked = index.bm25(["walrus"], Filters(), 10)
+        index.compact_keyword_index()
+        assert index.meta()["kw_appended"] == "0"
+        assert _keyword_state(index) == before
+        assert index.bm25(["walrus"], Filters(), 10) == ranked

@@ -18,6 +18,7 @@ vector bound as a list parameter.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import time
@@ -35,8 +36,14 @@ from .config import Settings
 from .errors import IndexBusyError, MarkvaultError, UsageError
 from .model import Chunk, ParsedNote
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 FTS_SCHEMA = "fts_main_chunks"
+# Changes up to this many chunks (or this share of all) update the keyword index in
+# place; larger ones rebuild it. Appended rows are re-sorted past these limits.
+KW_DELTA_MIN = 5_000
+KW_DELTA_SHARE = 0.2
+KW_COMPACT_MIN_ROWS = 200_000
+KW_COMPACT_SHARE = 0.1
 BM25_K1 = 1.2
 BM25_B = 0.75
 LOCK_WAIT_SECONDS = 10.0
@@ -59,6 +66,25 @@ class NoteRecord:
     size: int
 
 
+# Search scopes (``Filters.scope``): parts of session notes, told apart by the heading
+# path every chunk carries. "sessions" is note-level; the others pick chunks, so their
+# SQL needs ``chunks c`` joined (see ``Filters.notes_only``).
+SCOPE_SQL: dict[str, str] = {
+    "sessions": "",
+    # The transcript's "### hh:mm User" turns ("### YYYY-MM-DD hh:mm User" on a later
+    # day, "### User" without a time), as sessions.render_transcript writes them.
+    "prompts": (
+        "list_contains(c.heading_path, 'Transcript') AND regexp_matches("
+        "c.heading_path[-1], '^(\\d{4}-\\d{2}-\\d{2} )?(\\d{2}:\\d{2} )?User$')"
+    ),
+    # "### Decisions" of a summary, or "## Decisions" of a hand-written session note.
+    "decisions": "lower(c.heading_path[-1]) = 'decisions'",
+    "outcomes": "lower(c.heading_path[-1]) = 'outcomes'",
+    "open_items": "lower(c.heading_path[-1]) = 'open items'",
+}
+SCOPES = tuple(SCOPE_SQL)
+
+
 @dataclass
 class Filters:
     """Which notes a search may return. Empty fields do not filter."""
@@ -76,11 +102,15 @@ class Filters:
     files: list[str] = field(default_factory=list)  # referenced code paths: any matches
     # Notes past their `valid_until`, or superseded, are left out unless asked for.
     include_expired: bool = False
+    # One of SCOPES: session notes only, or only their prompts, decisions, outcomes or
+    # open items (a condition on chunks, not notes).
+    scope: str | None = None
 
     def is_empty(self) -> bool:
         """True when nothing but the validity rule filters (the index checks that one)."""
         return not (
-            self.kinds
+            self.scope
+            or self.kinds
             or self.types
             or self.tags
             or self.topics
@@ -93,8 +123,17 @@ class Filters:
             or self.files
         )
 
+    def notes_only(self) -> Filters:
+        """These filters without the chunk-level part of ``scope``, for queries over
+        ``notes n`` alone (listings, timelines): a scope then keeps its session notes."""
+        if self.scope is None or not SCOPE_SQL.get(self.scope):
+            return self
+        return dataclasses.replace(self, scope="sessions")
+
     def check(self) -> None:
-        """Raises UsageError for a date that is not ISO 8601."""
+        """Raises UsageError for an unknown scope or a date that is not ISO 8601."""
+        if self.scope is not None and self.scope not in SCOPE_SQL:
+            raise UsageError(f"Unknown scope {self.scope!r}.", f"Use one of: {', '.join(SCOPES)}.")
         for name, value in (("since", self.since), ("until", self.until)):
             if value is None:
                 continue
@@ -106,9 +145,15 @@ class Filters:
                 ) from None
 
     def sql(self) -> tuple[str, list[Any]]:
-        """A WHERE condition over ``notes n`` and its parameters."""
+        """A WHERE condition over ``notes n`` and its parameters; a chunk-level ``scope``
+        (prompts, decisions, ...) also needs ``chunks c`` joined on the note's path."""
         parts: list[str] = ["TRUE"]
         params: list[Any] = []
+        if self.scope is not None:
+            self.check()
+            parts.append("lower(n.kind) = 'session'")
+            if SCOPE_SQL[self.scope]:
+                parts.append(f"({SCOPE_SQL[self.scope]})")
         for column, values in (
             ("kind", self.kinds),
             ("type", self.types),
@@ -159,6 +204,18 @@ class Filters:
             params.append(dt.date.today().isoformat())
         return " AND ".join(parts), params
 
+
+# Whether the session note ``n`` has a summary: a chunk under "Summary" (or a "Decisions",
+# "Outcomes" or "Open items" section) with text beyond headings and HTML comments (the
+# placeholder). An index-side approximation of sessions.has_summary, which reads the file.
+HAS_SUMMARY_SQL = (
+    "EXISTS (SELECT 1 FROM chunks c WHERE c.path = n.path "
+    "AND NOT list_contains(c.heading_path, 'Transcript') "
+    "AND (list_contains(c.heading_path, 'Summary') "
+    "OR lower(c.heading_path[-1]) IN ('decisions', 'outcomes', 'open items')) "
+    "AND trim(regexp_replace(regexp_replace(c.text, '<!--[\\s\\S]*?(-->|$)', '', 'g'), "
+    "'(?m)^ {0,3}#{1,6}(\\s.*)?$', '', 'g'), ' \t\n\r') <> '')"
+)
 
 # A note is current unless its `valid_until` date has passed or it was superseded.
 CURRENT_SQL = (
@@ -417,10 +474,16 @@ class Index:
             # Paths go in as a registered Arrow table: binding a long Python list as a
             # parameter costs DuckDB an import attempt per element.
             self.con.register("gone", pa.table({"path": pa.array(gone, pa.string())}))
+            old_ids: list[int] = []
             for cid, chash in self.con.execute(
                 "SELECT id, hash FROM chunks WHERE path IN (SELECT path FROM gone) ORDER BY id"
             ).fetchall():
                 old.setdefault(chash, []).append(cid)
+                old_ids.append(cid)
+            new_count = sum(len(r.chunks) for r in records)
+            incremental = self._keyword_delta_fits(len(old_ids) + new_count)
+            if incremental:
+                self._remove_postings(old_ids)
             for table, column in (
                 ("notes", "path"),
                 ("chunks", "path"),
@@ -429,8 +492,9 @@ class Index:
             ):
                 self.con.execute(f"DELETE FROM {table} WHERE {column} IN (SELECT path FROM gone)")
             self.con.unregister("gone")
-            if records:
-                self._insert(records, old)
+            new_ids = self._insert(records, old) if records else []
+            if incremental:
+                self._add_postings(new_ids)
             if skipped:
                 self._insert_table(
                     "skipped",
@@ -443,13 +507,14 @@ class Index:
                         }
                     ),
                 )
-            if records or gone:
+            if (old_ids or new_ids) and not incremental:
                 self._set_meta(fts_dirty="1")
             self._set_meta(last_sync=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         self._matrix = None
         self._counts = None
 
-    def _insert(self, records: Sequence[NoteRecord], old: dict[str, list[int]]) -> None:
+    def _insert(self, records: Sequence[NoteRecord], old: dict[str, list[int]]) -> list[int]:
+        """Insert notes, chunks and links; returns the chunk ids inserted."""
         n_chunks = sum(len(r.chunks) for r in records)
         fresh = iter(
             r[0]
@@ -534,6 +599,7 @@ class Index:
         self._insert_table("notes", pa.table(notes), extra="now()")
         self._insert_table("chunks", pa.table(chunks))
         self._insert_table("links", pa.table(links), extra="NULL")
+        return list(chunks["id"])
 
     def _insert_table(self, name: str, table: pa.Table, extra: str | None = None) -> None:
         self.con.register("incoming", table)
@@ -543,31 +609,129 @@ class Index:
         self.con.unregister("incoming")
 
     def rebuild_keyword_index(self) -> None:
-        """Rebuild the fts postings from the chunks' token strings."""
+        """Rebuild the keyword index from the chunks' token strings with the fts
+        extension; afterwards edits update it in place (``_add_postings``)."""
         _load_extension(self.con, self.settings, "fts")
         # Our tokens are final: split on whitespace only, no stemming, no folding.
         self.con.execute(
             "PRAGMA create_fts_index('chunks', 'id', 'fts_text', stemmer='none', "
             "stopwords='none', ignore='\\s+', strip_accents=0, lower=0, overwrite=1)"
         )
-        # fts keeps one row per token occurrence in document order; a query would scan
-        # them all. This copy has one row per (term, chunk) with the chunk's length,
-        # sorted by term, so a query reads only the row groups of its terms.
+        # fts keeps one row per token occurrence in document order, and cannot change in
+        # place. Our copy has one row per (term, chunk) with the chunk's length, sorted
+        # by term so that a query reads only its terms' row groups, and is kept up to
+        # date edit by edit.
         with self._transaction():
             self.con.execute(
                 f"""CREATE OR REPLACE TABLE postings AS
-                SELECT t.termid, d.name AS chunk_id, count(*)::INTEGER AS tf,
-                       any_value(d.len)::INTEGER AS dl
+                SELECT t.termid::INTEGER AS termid, d.name AS chunk_id,
+                       count(*)::INTEGER AS tf, any_value(d.len)::INTEGER AS dl
                 FROM {FTS_SCHEMA}.terms t JOIN {FTS_SCHEMA}.docs d USING (docid)
                 GROUP BY t.termid, d.name ORDER BY t.termid, d.name"""
             )
             # The term dictionary, sorted by term for the same row-group pruning.
             self.con.execute(
-                f"CREATE OR REPLACE TABLE vocab AS SELECT term, termid, df "
-                f"FROM {FTS_SCHEMA}.dict ORDER BY term"
+                f"CREATE OR REPLACE TABLE vocab AS SELECT term, termid::INTEGER AS termid, "
+                f"df::INTEGER AS df FROM {FTS_SCHEMA}.dict ORDER BY term"
             )
-            self._set_meta(fts_dirty="0")
+            # Every chunk counts as a document, also one without a single token.
+            self.con.execute(
+                "CREATE OR REPLACE TABLE kw_stats AS SELECT "
+                "(SELECT count(*) FROM chunks) AS n, "
+                "(SELECT coalesce(sum(dl), 0) FROM (SELECT any_value(dl) AS dl FROM postings "
+                "GROUP BY chunk_id)) AS total"
+            )
+            self._set_meta(fts_dirty="0", kw_appended="0")
+        self.con.execute("PRAGMA drop_fts_index('chunks')")  # derived; only takes space
+        self._tables.clear()
         self._counts = None
+
+    def _keyword_delta_fits(self, changed_chunks: int) -> bool:
+        """Whether a change is small enough to apply to the keyword index in place; a
+        large one (a first build, a big checkout) is faster rebuilt."""
+        if not self._has_table("kw_stats") or self.meta().get("fts_dirty") == "1":
+            return False
+        row = self.con.execute("SELECT n FROM kw_stats").fetchone()
+        total = int(row[0]) if row else 0
+        return changed_chunks <= max(KW_DELTA_MIN, KW_DELTA_SHARE * total)
+
+    def _remove_postings(self, chunk_ids: Sequence[int]) -> None:
+        """Take chunks out of the keyword index: postings, document frequencies and the
+        collection statistics BM25 reads."""
+        if not chunk_ids:
+            return
+        wanted = ", ".join(str(int(i)) for i in chunk_ids)
+        self.con.execute(
+            f"""UPDATE vocab SET df = vocab.df - d.n
+            FROM (SELECT termid, count(*) AS n FROM postings
+                  WHERE chunk_id IN ({wanted}) GROUP BY termid) d
+            WHERE vocab.termid = d.termid"""
+        )
+        self.con.execute(
+            f"""UPDATE kw_stats SET n = n - {len(chunk_ids)}, total = total - (
+                SELECT coalesce(sum(dl), 0) FROM (SELECT any_value(dl) AS dl FROM postings
+                WHERE chunk_id IN ({wanted}) GROUP BY chunk_id))"""
+        )
+        self.con.execute(f"DELETE FROM postings WHERE chunk_id IN ({wanted})")
+        self.con.execute("DELETE FROM vocab WHERE df <= 0")
+
+    def _add_postings(self, chunk_ids: Sequence[int]) -> None:
+        """Put freshly inserted chunks into the keyword index, tokenized exactly as the
+        full rebuild tokenizes them (whitespace-separated tokens of ``fts_text``)."""
+        if not chunk_ids:
+            return
+        wanted = ", ".join(str(int(i)) for i in chunk_ids)
+        self.con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE kw_new AS
+            SELECT chunk_id, term, count(*)::INTEGER AS tf FROM (
+                SELECT id AS chunk_id, unnest(string_split_regex(fts_text, '\\s+')) AS term
+                FROM chunks WHERE id IN ({wanted}))
+            WHERE term <> '' GROUP BY chunk_id, term"""
+        )
+        self.con.execute(
+            """INSERT INTO vocab
+            SELECT term, (SELECT coalesce(max(termid), 0) FROM vocab)
+                         + row_number() OVER (ORDER BY term), 0
+            FROM (SELECT DISTINCT term FROM kw_new) WHERE term NOT IN (SELECT term FROM vocab)"""
+        )
+        self.con.execute(
+            """UPDATE vocab SET df = vocab.df + d.n
+            FROM (SELECT term, count(*) AS n FROM kw_new GROUP BY term) d
+            WHERE vocab.term = d.term"""
+        )
+        self.con.execute(
+            """INSERT INTO postings
+            SELECT v.termid, k.chunk_id, k.tf, s.dl::INTEGER
+            FROM kw_new k JOIN vocab v USING (term)
+                 JOIN (SELECT chunk_id, sum(tf) AS dl FROM kw_new GROUP BY chunk_id) s
+                 USING (chunk_id)
+            ORDER BY v.termid, k.chunk_id"""
+        )
+        row = self.con.execute("SELECT count(*), coalesce(sum(tf), 0) FROM kw_new").fetchone()
+        rows, tokens = (int(row[0]), int(row[1])) if row else (0, 0)
+        self.con.execute(f"UPDATE kw_stats SET n = n + {len(chunk_ids)}, total = total + {tokens}")
+        self.con.execute("DROP TABLE kw_new")
+        appended = int(self.meta().get("kw_appended") or 0) + rows
+        self._set_meta(kw_appended=str(appended))
+
+    def keyword_index_needs_compaction(self) -> bool:
+        """Rows added in place land unsorted at the end of postings, where no query can
+        skip them; once there are many, the table is re-sorted."""
+        appended = int(self.meta().get("kw_appended") or 0)
+        if appended == 0 or not self._has_table("postings"):
+            return False
+        row = self.con.execute("SELECT count(*) FROM postings").fetchone()
+        return appended > max(KW_COMPACT_MIN_ROWS, KW_COMPACT_SHARE * (row[0] if row else 0))
+
+    def compact_keyword_index(self) -> None:
+        """Re-sort postings and vocabulary by term (same content, faster queries)."""
+        with self._transaction():
+            self.con.execute(
+                "CREATE OR REPLACE TABLE postings AS SELECT * FROM postings "
+                "ORDER BY termid, chunk_id"
+            )
+            self.con.execute("CREATE OR REPLACE TABLE vocab AS SELECT * FROM vocab ORDER BY term")
+            self._set_meta(kw_appended="0")
 
     def keyword_index_dirty(self) -> bool:
         return self.meta().get("fts_dirty") == "1"
@@ -750,7 +914,7 @@ class Index:
                 / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * p.dl / st.avgdl))
             ) AS score
             FROM postings p JOIN (VALUES {values}) q(termid, df) USING (termid),
-                 (SELECT num_docs AS n, avgdl FROM {FTS_SCHEMA}.stats) st
+                 (SELECT n, total / greatest(n, 1) AS avgdl FROM kw_stats) st
             WHERE p.termid IN ({ids})
             GROUP BY p.chunk_id
         """
@@ -1002,6 +1166,113 @@ class Index:
             "UNION ALL SELECT path, reason FROM skipped ORDER BY 1"
         ).fetchall()
         return [{"path": r[0], "problem": r[1]} for r in rows]
+
+    # ---- sessions ----------------------------------------------------------------
+    # Session notes carry Claude Code's session id and times in their frontmatter,
+    # which the notes table keeps as JSON in ``metadata``.
+
+    def session_notes(self) -> dict[str, dict[str, Any]]:
+        """session_id -> {path, file, id, hash} of every note that has a ``session_id``
+        (the first by path when several claim the same id)."""
+        rows = self.con.execute(
+            "SELECT json_extract_string(metadata, '$.session_id') AS sid, path, file, id, hash "
+            "FROM notes WHERE sid IS NOT NULL AND sid <> '' ORDER BY path"
+        ).fetchall()
+        found: dict[str, dict[str, Any]] = {}
+        for sid, path, file, note_id, digest in rows:
+            found.setdefault(sid, {"path": path, "file": file, "id": note_id, "hash": digest})
+        return found
+
+    def sessions_by_prefix(self, prefix: str, limit: int = 2) -> list[dict[str, Any]]:
+        """Notes whose ``session_id`` starts with ``prefix`` (ids are shown cut to 8)."""
+        return list(
+            _dicts(
+                self.con.execute(
+                    "SELECT * FROM notes WHERE starts_with("
+                    "json_extract_string(metadata, '$.session_id'), ?) ORDER BY path LIMIT ?",
+                    [prefix, limit],
+                )
+            )
+        )
+
+    def list_sessions(
+        self,
+        *,
+        project: str | None = None,
+        cwd: str | None = None,
+        has_summary: bool | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """(total, page) of session notes, newest first, with whether each has a summary.
+
+        ``since``/``until`` keep sessions active in that range (ended on or after
+        ``since``, started on or before ``until``; a bare date includes its whole day).
+        """
+        where = ["lower(n.kind) = 'session'"]
+        params: list[Any] = []
+        if project:
+            where.append("lower(n.project) = lower(?)")
+            params.append(project)
+        if cwd:
+            where.append("rtrim(json_extract_string(n.metadata, '$.cwd'), '/') = ?")
+            params.append(cwd.rstrip("/") or cwd)
+        if since:
+            where.append("coalesce(s.ended, s.started, n.date) >= ?")
+            params.append(since)
+        if until:
+            where.append("coalesce(s.started, s.ended, n.date) <= ?")
+            params.append(until + ("T99" if len(until) == 10 else ""))
+        if has_summary is not None:
+            where.append(f"{'' if has_summary else 'NOT '}({HAS_SUMMARY_SQL})")
+        base = f"""
+            WITH s AS (
+                SELECT path, json_extract_string(metadata, '$.session_id') AS session_id,
+                       json_extract_string(metadata, '$.started') AS started,
+                       json_extract_string(metadata, '$.ended') AS ended,
+                       json_extract_string(metadata, '$.cwd') AS cwd,
+                       json_extract_string(metadata, '$.git_branch') AS git_branch,
+                       json_extract_string(metadata, '$.turns') AS turns
+                FROM notes)
+            SELECT n.path, n.id, n.title, n.project, n.tags, n.hash, n.created, n.date,
+                   s.session_id, s.started, s.ended, s.cwd, s.git_branch, s.turns,
+                   {HAS_SUMMARY_SQL} AS has_summary
+            FROM notes n JOIN s USING (path)
+            WHERE {" AND ".join(where)}
+        """
+        count = self.con.execute(f"SELECT count(*) FROM ({base})", params).fetchone()
+        rows = self.con.execute(
+            f"SELECT * FROM ({base}) ORDER BY coalesce(started, created, date) DESC "
+            "NULLS LAST, path LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
+        return (int(count[0]) if count else 0), list(_dicts(rows))
+
+    def project_overview(self) -> list[dict[str, Any]]:
+        """Projects with their session and other note counts, the working folders their
+        sessions ran in, and when each was last active; most recently active first."""
+        return list(
+            _dicts(
+                self.con.execute(
+                    f"""
+                    SELECT n.project,
+                        count(*) FILTER (WHERE lower(n.kind) = 'session') AS sessions,
+                        count(*) FILTER (WHERE lower(n.kind) <> 'session') AS notes,
+                        count(*) FILTER (WHERE lower(n.kind) = 'session' AND {HAS_SUMMARY_SQL})
+                            AS summarized,
+                        max(coalesce(json_extract_string(n.metadata, '$.ended'), n.date))
+                            AS last_active,
+                        list_sort(list_distinct(list(json_extract_string(n.metadata, '$.cwd'))
+                            FILTER (WHERE json_extract_string(n.metadata, '$.cwd') IS NOT NULL)))
+                            AS cwds
+                    FROM notes n WHERE coalesce(n.project, '') <> ''
+                    GROUP BY n.project ORDER BY last_active DESC, n.project
+                    """
+                )
+            )
+        )
 
     # ---- helpers -----------------------------------------------------------------
 

@@ -216,6 +216,8 @@ class Syncer:
             self._resolve_links(changes, aliases_before)
         if self.index.keyword_index_dirty():
             self.index.rebuild_keyword_index()
+        elif self.index.keyword_index_needs_compaction():
+            self.index.compact_keyword_index()
 
         if vectors and embedder is not None:
             self._embed(embedder(), report, progress)
