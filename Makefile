@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint setup clean check-clients
+.PHONY: demo test lint setup clean eval check-clients
 
 setup: $(STAMP)
 
@@ -31,6 +31,11 @@ lint: $(STAMP)
 
 test: lint
 	$(BIN)/pytest -q
+
+# Retrieval evaluation (bench/eval/README.md): Cranfield in every mode against bm25s, the
+# experiments and the multilingual check; bench/out/eval keeps the index between runs.
+eval: $(STAMP)
+	$(BIN)/python -m bench.eval --experiments --workdir bench/out/eval --json-out bench/eval/results.json
 
 # Real MCP clients against `vault mcp`: the MCP inspector's CLI and Claude Code's
 # `claude mcp add/list` (npm packages pinned in scripts/clients; installs them first).

@@ -31,6 +31,7 @@ _LEX = re.compile(r'-?"[^"]*"?|-?\(|\)|[^\s()"]+')
 class Leaf:
     tokens: list[str]  # consecutive tokens (a phrase when more than one)
     prefix: str | None = None  # set for prefix* terms
+    source: str = ""  # the words as written, for the embedding model
 
 
 @dataclass
@@ -97,7 +98,14 @@ def parse(query: str) -> Plan:
                     g.clauses.append((occur, sub))
                 continue
             leaf = _leaf(tok)
-            if leaf is not None:
+            if leaf is None:
+                continue
+            if occur == "should" and len(leaf.tokens) > 1 and not tok.startswith('"'):
+                # Only quotes make a phrase. A word that is several tokens - a Chinese
+                # sentence (no spaces), "e-mail" - is several optional terms.
+                g.clauses.append((occur, Leaf(leaf.tokens[:1], source=leaf.source)))
+                g.clauses += [("should", Leaf([t])) for t in leaf.tokens[1:]]
+            else:
                 g.clauses.append((occur, leaf))
         else:
             if depth > 0:
@@ -126,12 +134,12 @@ def parse(query: str) -> Plan:
 def _leaf(tok: str) -> Leaf | None:
     if tok.startswith('"'):
         toks = tokenize(tok.strip('"'))
-        return Leaf(toks) if toks else None
+        return Leaf(toks, source=tok.strip('"')) if toks else None
     if tok.endswith("*") and len(tok) > 1:
         p = prefix_token(tok.rstrip("*"))
-        return Leaf([], prefix=p) if p else None
+        return Leaf([], prefix=p, source=tok.rstrip("*")) if p else None
     toks = tokenize(tok)
-    return Leaf(toks) if toks else None
+    return Leaf(toks, source=tok) if toks else None
 
 
 def _collect(
@@ -145,9 +153,9 @@ def _collect(
             terms.extend(node.tokens)
             if node.prefix:
                 prefixes.append(node.prefix)
-                words.append(node.prefix)
-            else:
-                words.append(" ".join(node.tokens))
+            if node.source:
+                # The embedding model reads the words as written, not stemmed tokens.
+                words.append(node.source)
 
 
 def presence_sql(
