@@ -1351,3 +1351,53 @@ def note_path(session: Session) -> str:
     stem = safe_file_name(f"{day} {short}".replace("%", " "))[: -len(".md")]
     ident = re.sub(r"[^A-Za-z0-9-]", "", session.session_id)[:8] or "session"
     return posixpath.join("sessions", project, f"{stem} {ident}.md")
+
+
+def transcripts_at(
+    source: str | Path | None = None,
+    *,
+    project: str | Path | None = None,
+    since: dt.date | dt.datetime | None = None,
+    home: Path | None = None,
+) -> list[TranscriptFile]:
+    """The transcripts an import reads, oldest first; ``source`` may be Claude Code's
+    projects folder (the default), one project's folder, or one ``.jsonl`` file.
+
+    ``project`` picks a working directory's folder under a projects folder, so it makes
+    no sense with a project folder or a file; ``since`` applies to every form.
+
+    Raises:
+        NotFoundError: ``source`` (or the project's folder) does not exist.
+        UsageError: ``project`` with a project folder or a file; a file not ``.jsonl``.
+    """
+    if source is None:
+        return find_transcripts(None, project=project, since=since, home=home)
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise NotFoundError(
+            f"No transcripts at {path}.",
+            "Give Claude Code's projects folder, one project's folder, or a .jsonl file.",
+        )
+    direct = sorted(path.glob("*.jsonl")) if path.is_dir() else []
+    if path.is_dir() and not direct:
+        return find_transcripts(path, project=project, since=since)
+    if project is not None:
+        raise UsageError(
+            f"--project picks a folder under a projects folder; {path} is "
+            + ("one project's folder." if path.is_dir() else "a single transcript."),
+            "Drop --project, or give the folder that holds the project folders.",
+        )
+    if path.is_file() and path.suffix != ".jsonl":
+        raise UsageError(f"{path} is not a .jsonl transcript.", "Claude Code's are *.jsonl.")
+    cutoff = _cutoff(since)
+    found: list[TranscriptFile] = []
+    for file in direct or [path]:
+        if file.name.startswith("agent-") and file != path:
+            continue  # a subagent's own file; its messages are in the main transcript
+        try:
+            st = file.stat()
+        except OSError:
+            continue
+        if cutoff is None or st.st_mtime >= cutoff:
+            found.append(TranscriptFile(file, file.stem, file.parent.name, st.st_mtime, st.st_size))
+    return sorted(found, key=lambda t: (t.mtime, str(t.path)))
