@@ -49,8 +49,21 @@ async def test_tools_are_listed_with_hints(vault: Vault) -> None:
         "timeline",
         "related",
         "vault_map",
+        "list_sessions",
+        "read_session",
+        "save_session_summary",
     }
-    for name in ("search", "get", "status", "list_topics", "recent", "timeline", "related"):
+    for name in (
+        "search",
+        "get",
+        "status",
+        "list_topics",
+        "recent",
+        "timeline",
+        "related",
+        "list_sessions",
+        "read_session",
+    ):
         assert tools[name].annotations.read_only_hint is True, name
     for name in WRITE_TOOLS:
         assert tools[name].annotations.read_only_hint is False, name

@@ -5,17 +5,20 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import click
 
+from .config import Settings
 from .edit import Edit, Op
 from .errors import MarkvaultError, UsageError
-from .index import Filters
-from .model import SearchResult
+from .index import SCOPES, Filters
+from .model import ReindexReport, SearchResult
+from .owner import SharedVault
 from .parse import parse_yaml_value
-from .vault import PAGE_CHARS, Vault
+from .vault import PAGE_CHARS
 
 F = TypeVar("F", bound=Callable[..., Any])
 RANK_LABELS = {"keyword": "kw", "vector": "vec"}
@@ -122,9 +125,11 @@ def main(
     ctx.obj = {"vault": vault_dir, "index": index_dir, "model": model}
 
 
-def open_vault(ctx: click.Context) -> Vault:
+def open_vault(ctx: click.Context) -> SharedVault:
+    """The vault's index: this process owns it, or asks the process that does (see
+    owner.py), so any number of commands and servers can run at once."""
     obj = ctx.find_root().obj
-    vault = Vault.open(obj["vault"], obj["index"], obj["model"])
+    vault = SharedVault(Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"]))
     ctx.call_on_close(vault.close)
     return vault
 
@@ -309,6 +314,11 @@ def _batch_queries(source: str) -> Iterator[tuple[str | None, str]]:
 )
 @click.option("--include-expired", is_flag=True, help="Also notes past valid_until, or superseded.")
 @click.option(
+    "--scope",
+    type=click.Choice(SCOPES),
+    help="Session notes only, or only their user prompts, decisions, outcomes or open items.",
+)
+@click.option(
     "--order",
     type=click.Choice(["relevance", "date"]),
     default="relevance",
@@ -347,6 +357,7 @@ def search(
     concept: tuple[str, ...],
     files: tuple[str, ...],
     include_expired: bool,
+    scope: str | None,
     order: str,
     min_score: float | None,
     limit: int,
@@ -370,11 +381,13 @@ def search(
       vault search 机器学习 --format json
       vault search "rank fusion" --mode deep --variant "lex: RRF" --variant "hyde: we merge lists"
       vault search lock --file index.py --order date --include-expired
+      vault search "decimal money" --scope decisions      decisions of session summaries
       printf 'bm25\\nhnsw\\n' | vault search --batch - --mode keyword
     """
     filters = _filters(kind, type_, tag, topic, project, path_glob, since, until, meta)
     filters.concepts, filters.files = list(concept), list(files)
     filters.include_expired = include_expired
+    filters.scope = scope
     options: dict[str, Any] = {"variants": variants, "order": order, "min_score": min_score}
     fmt = "json" if as_json else fmt
     vault = open_vault(ctx)
@@ -917,14 +930,26 @@ def timeline(
     if as_json:
         emit_json(result)
         return
-    _print_notes(result["before"])
+    _print_timeline(result["before"])
     centre = result["anchor"]["note"]
     if centre:
         click.echo(click.style("▶ ", fg="cyan"), nl=False)
-        _print_notes([centre])
+        _print_timeline([centre])
     else:
         click.echo(click.style(f"▶ {result['anchor']['value']}", fg="cyan"))
-    _print_notes(result["after"])
+    _print_timeline(result["after"])
+
+
+SUMMARY_LABELS = {"decisions": "decision", "outcomes": "outcome", "open_items": "open"}
+
+
+def _print_timeline(notes: list[dict[str, Any]]) -> None:
+    """Notes one per line; a session's decisions, outcomes and open items under it."""
+    for note in notes:
+        _print_notes([note])
+        for key, label in SUMMARY_LABELS.items():
+            for item in note.get(key, []):
+                click.echo(" " * 18 + click.style(f"{label}: ", fg="yellow") + item)
 
 
 @main.command()
@@ -1000,6 +1025,571 @@ def vault_map(ctx: click.Context, depth: int | None, top: int, as_json: bool) ->
     click.echo(click.style(f"broken links ({info['broken_link_count']})", bold=True))
     for link in info["broken_links"][:top]:
         click.echo(f"  {link['source']}:{link['line']} [[{link['target']}]]")
+
+
+# ---- sessions -------------------------------------------------------------------------
+
+# A hook must not hold Claude Code up: wait this long for an index another process holds
+# (a running `vault mcp`), then leave the refresh to the next reindex.
+HOOK_LOCK_WAIT = 1.0
+MAX_HOOK_INPUT = 1024 * 1024
+
+
+@main.group()
+def sessions() -> None:
+    """Claude Code sessions as notes: import, list, read, summarise, capture by hooks.
+
+    Each session becomes one note under sessions/<project>/ with its transcript; a
+    summary written into the note (by you or an agent) survives every re-import.
+
+    \b
+    Examples:
+      vault sessions import                          every transcript in ~/.claude/projects
+      vault sessions import --project ~/code/shop --since 2026-03-01
+      vault sessions list --project shop --no-summary
+      vault sessions show 5f0c2a9e --query rounding
+      vault sessions hook install --scope user       capture every session from now on
+    """
+
+
+@sessions.command("import")
+@click.option(
+    "--project",
+    metavar="DIR",
+    help="Only sessions started in this folder (Claude Code's working directory).",
+)
+@click.option("--since", metavar="DATE", help="Only transcripts written to on or after DATE.")
+@click.option(
+    "--source",
+    metavar="PATH",
+    help="Claude Code's projects folder (default ~/.claude/projects), one project's "
+    "folder, or one .jsonl transcript.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@click.pass_context
+@handle_errors
+def sessions_import(
+    ctx: click.Context,
+    project: str | None,
+    since: str | None,
+    source: str | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Import Claude Code transcripts as session notes (idempotent, incremental).
+
+    A session already imported is updated only when its transcript grew; the note's
+    summary and your edits are kept. Malformed lines are skipped and counted.
+    Exit code 0; 1 when some transcripts could not be imported; 4 when the notes were
+    written but another process held the index (run `vault reindex` later).
+
+    \b
+    Examples:
+      vault sessions import
+      vault sessions import --project "$PWD" --since 2026-03-01
+      vault sessions import --source ~/backup/claude/projects --json
+      vault sessions import --source ~/.claude/projects/-home-me-shop/5f0c2a9e.jsonl
+    """
+    vault = open_vault(ctx)
+    report = vault.import_sessions(
+        source, project=project, since=since, progress=TerminalProgress(quiet=quiet or as_json)
+    )
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        for notice in report.notices:
+            click.echo(notice, err=True)
+        for item in report.errors:
+            click.echo(click.style("failed ", fg="red") + item["message"], err=True)
+        skipped = report.malformed_lines + report.oversized_lines
+        click.echo(
+            f"{report.transcripts} transcripts ({report.read} read) · {report.new} new, "
+            f"{report.updated} updated, "
+            f"{report.unchanged} unchanged"
+            + (f", {report.empty} empty" if report.empty else "")
+            + f" · {skipped} malformed lines skipped · {report.failed} failed · "
+            f"index {report.index} · {report.seconds:.2f} s"
+        )
+    if report.failed:
+        sys.exit(1)
+    if report.index == "busy":
+        sys.exit(4)
+
+
+@sessions.command("list")
+@click.option("--project", help="Project name (the working folder's name).")
+@click.option("--cwd", metavar="DIR", help="Only sessions started in this folder.")
+@click.option(
+    "--summary/--no-summary",
+    "summarized",
+    default=None,
+    help="Only sessions with (or without) a summary.",
+)
+@click.option("--since", metavar="DATE", help="Active on or after DATE.")
+@click.option("--until", metavar="DATE", help="Active on or before DATE.")
+@click.option("--limit", default=20, show_default=True, type=int)
+@click.option("--offset", default=0, show_default=True, type=int)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def sessions_list(
+    ctx: click.Context,
+    project: str | None,
+    cwd: str | None,
+    summarized: bool | None,
+    since: str | None,
+    until: str | None,
+    limit: int,
+    offset: int,
+    as_json: bool,
+) -> None:
+    """Session notes, newest first.
+
+    \b
+    Examples:
+      vault sessions list
+      vault sessions list --project shop-app --limit 5
+      vault sessions list --no-summary --since 2026-03-01 --json
+    """
+    result = open_vault(ctx).list_sessions(
+        project=project,
+        cwd=cwd,
+        has_summary=summarized,
+        since=since,
+        until=until,
+        limit=limit,
+        offset=offset,
+    )
+    if as_json:
+        emit_json(result)
+        return
+    for s in result["sessions"]:
+        mark = click.style("✓ summary", fg="green") if s["has_summary"] else "         "
+        click.echo(
+            click.style(f"{str(s['started'] or '')[:16]:16}", dim=True)
+            + f"  {(s['session_id'] or '')[:8]:8}  {mark}  "
+            + click.style(str(s["title"] or ""), bold=True)
+            + click.style(f"  {s['project']} · {s['turns'] or 0} turns · {s['path']}", dim=True)
+        )
+    click.echo(
+        click.style(f"{len(result['sessions'])} of {result['total']} sessions", dim=True),
+        err=True,
+    )
+
+
+@sessions.command("projects")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def sessions_projects(ctx: click.Context, as_json: bool) -> None:
+    """Projects with their sessions, summaries, other notes and last activity.
+
+    \b
+    Examples:
+      vault sessions projects
+      vault sessions projects --json | jq '.projects[0]'
+    """
+    result = open_vault(ctx).session_projects()
+    if as_json:
+        emit_json(result)
+        return
+    for p in result["projects"]:
+        click.echo(
+            f"{p['project']:24} {p['sessions']:5} sessions ({p['summarized']} summarised) "
+            f"{p['notes']:5} notes"
+            + click.style(f"  last active {str(p['last_active'] or '')[:10]}", dim=True)
+        )
+
+
+@sessions.command("show")
+@click.argument("ref")
+@click.option("--lines", metavar="A:B", help="Only lines A to B of the note.")
+@click.option("--query", "-q", help="Show the lines that hold these words, with line numbers.")
+@click.option("--max-chars", type=int, default=None, help="Cut the page here.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def sessions_show(
+    ctx: click.Context,
+    ref: str,
+    lines: str | None,
+    query: str | None,
+    max_chars: int | None,
+    as_json: bool,
+) -> None:
+    """Read a session (by session id, its first 8 characters, note id or path).
+
+    \b
+    Examples:
+      vault sessions show 5f0c2a9e
+      vault sessions show 5f0c2a9e --query "rounding decimal"
+      vault sessions show 5f0c2a9e --lines 40:90
+    """
+    vault = open_vault(ctx)
+    result = vault.read_session(
+        ref,
+        lines=_line_range(lines),
+        query=query,
+        max_chars=max_chars or vault.settings.max_note_bytes,
+    )
+    if as_json:
+        emit_json(result)
+        return
+    if query is None:
+        _print_item(result)
+        return
+    click.echo(
+        click.style(result["title"], bold=True)
+        + click.style(f"  {result['path']} · hash {result['hash']}", dim=True),
+        err=True,
+    )
+    for m in result["matches"]:
+        under = f"  [{m['under']}]" if m["under"] else ""
+        click.echo(
+            click.style(f"{m['line']:6}", fg="cyan")
+            + f"  {m['text']}"
+            + click.style(under, dim=True)
+        )
+    some = " (some of the words)" if result["match"] == "some" else ""
+    click.echo(
+        click.style(f"{len(result['matches'])} of {result['total_matches']} lines{some}", dim=True),
+        err=True,
+    )
+    if not result["matches"]:
+        sys.exit(1)
+
+
+@sessions.command("summarize")
+@click.argument("ref")
+@click.option("--hash", "expected_hash", required=True, help="The note's current hash.")
+@click.option("--overview", help="Two or three sentences: what the session did.")
+@click.option("--decision", "decisions", multiple=True, help="A decision, with its reason.")
+@click.option("--outcome", "outcomes", multiple=True, help="What changed.")
+@click.option("--open-item", "open_items", multiple=True, help="What is left.")
+@click.option("--tag", "tags", multiple=True, help="A tag to add to the note.")
+@click.option(
+    "--from-json",
+    "from_json",
+    metavar="FILE",
+    help='The summary as JSON ({"overview", "decisions", ...}); - reads stdin.',
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def sessions_summarize(
+    ctx: click.Context,
+    ref: str,
+    expected_hash: str,
+    overview: str | None,
+    decisions: tuple[str, ...],
+    outcomes: tuple[str, ...],
+    open_items: tuple[str, ...],
+    tags: tuple[str, ...],
+    from_json: str | None,
+    as_json: bool,
+) -> None:
+    """Write a session's summary into its note (the transcript is kept); print the new hash.
+
+    Refused (exit 5) when --hash is not the note's current hash.
+
+    \b
+    Examples:
+      vault sessions summarize 5f0c2a9e --hash 3f2a... --overview "Fixed rounding." \\
+          --decision "Decimal for money" --open-item "invoice.py still rounds floats"
+      echo '{"overview": "...", "decisions": ["..."]}' | vault sessions summarize 5f0c2a9e \\
+          --hash 3f2a... --from-json -
+    """
+    data: dict[str, Any] = {
+        "overview": overview or "",
+        "decisions": list(decisions),
+        "outcomes": list(outcomes),
+        "open_items": list(open_items),
+        "tags": list(tags),
+    }
+    if from_json:
+        if overview or decisions or outcomes or open_items or tags:
+            raise UsageError("Give the summary as options or --from-json, not both.")
+        raw = sys.stdin.read() if from_json == "-" else _read_text_file(from_json)
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise UsageError(
+                f"The summary is not JSON: {exc}.",
+                'Example: {"overview": "...", "decisions": ["..."], "open_items": []}',
+            ) from None
+        if not isinstance(data, dict):
+            raise UsageError("The summary must be a JSON object.")
+    result = open_vault(ctx).save_session_summary(ref, data, expected_hash)
+    if as_json:
+        emit_json(result)
+    else:
+        state = "summary saved" if result["changed"] else "unchanged (same summary)"
+        click.echo(f"{result['path']} {state} · hash {result['hash']}")
+
+
+def _read_text_file(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"Cannot read {path}: {exc}.") from None
+
+
+@sessions.group("hook")
+def sessions_hook() -> None:
+    """Capture sessions automatically: Claude Code hooks that import each session.
+
+    The hooks (SessionEnd and PreCompact) run `vault sessions hook run`, which reads
+    Claude Code's hook input and imports that one session: nothing is sent anywhere and
+    no language model is called.
+
+    \b
+    Examples:
+      vault sessions hook install                  this project, just you (local scope)
+      vault sessions hook install --scope user     every project
+      vault sessions hook status
+      vault sessions hook uninstall --scope user
+    """
+
+
+SCOPE_HELP = (
+    "local: .claude/settings.local.json of the project (you only); project: "
+    ".claude/settings.json (shared); user: ~/.claude/settings.json (every project)."
+)
+
+
+def _hook_command(ctx: click.Context) -> str:
+    """The command the hooks run: this installation's `vault` with absolute paths (Claude
+    Code runs hooks from the session's folder, with its own environment)."""
+    import shlex
+
+    from .config import Settings
+    from .mcp_install import vault_command
+
+    obj = ctx.find_root().obj
+    settings = Settings.load(obj["vault"], obj["index"], obj["model"])
+    argv = [*vault_command(), "--vault", str(settings.vault_dir.resolve())]
+    if obj["index"]:
+        argv += ["--index", str(settings.index_dir.resolve())]
+    return shlex.join([*argv, "sessions", "hook", "run"])
+
+
+@sessions_hook.command("install")
+@click.option(
+    "--scope",
+    type=click.Choice(["local", "project", "user"]),
+    default="local",
+    show_default=True,
+    help=SCOPE_HELP,
+)
+@click.option("--project", "project_dir", metavar="DIR", help="The project (default: here).")
+@click.pass_context
+@handle_errors
+def hook_install(ctx: click.Context, scope: str, project_dir: str | None) -> None:
+    """Add the SessionEnd and PreCompact hooks to Claude Code's settings (idempotent).
+
+    Only the hook entries are added; the rest of the file is kept byte for byte, and
+    `vault sessions hook uninstall` removes exactly them.
+
+    \b
+    Examples:
+      vault --vault ~/notes sessions hook install
+      vault --vault ~/notes sessions hook install --scope user
+    """
+    from pathlib import Path
+
+    from .claude_hooks import install
+
+    command = _hook_command(ctx)
+    change = install(scope, Path(project_dir or Path.cwd()), command)
+    verbs = {
+        "installed": "installed",
+        "updated": "updated (it ran another command)",
+        "unchanged": "already installed",
+    }
+    click.echo(f"SessionEnd and PreCompact hooks {verbs[change.action]} in {change.path}")
+    click.echo(click.style(f"they run: {command}", dim=True))
+
+
+@sessions_hook.command("uninstall")
+@click.option(
+    "--scope",
+    type=click.Choice(["local", "project", "user"]),
+    default="local",
+    show_default=True,
+    help=SCOPE_HELP,
+)
+@click.option("--project", "project_dir", metavar="DIR", help="The project (default: here).")
+@handle_errors
+def hook_uninstall(scope: str, project_dir: str | None) -> None:
+    """Remove exactly the hooks `install` added; nothing else in the file changes.
+
+    \b
+    Examples:
+      vault sessions hook uninstall
+      vault sessions hook uninstall --scope user
+    """
+    from pathlib import Path
+
+    from .claude_hooks import uninstall
+
+    change = uninstall(scope, Path(project_dir or Path.cwd()))
+    if change.action == "absent":
+        click.echo(f"No markvault hooks in {change.path}; nothing changed.")
+    else:
+        gone = " (the file held nothing else and was deleted)" if change.deleted_file else ""
+        click.echo(f"Removed the markvault hooks from {change.path}{gone}")
+
+
+@sessions_hook.command("status")
+@click.option("--project", "project_dir", metavar="DIR", help="The project (default: here).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def hook_status(ctx: click.Context, project_dir: str | None, as_json: bool) -> None:
+    """Which markvault hooks are installed, in every scope, and whether they import
+    into this vault.
+
+    \b
+    Examples:
+      vault sessions hook status
+      vault sessions hook status --json
+    """
+    from pathlib import Path
+
+    from .claude_hooks import EVENTS, SCOPES, installed, settings_path
+
+    expected = _hook_command(ctx)
+    project = Path(project_dir or Path.cwd())
+    scopes: list[dict[str, Any]] = []
+    for scope in SCOPES:
+        entry: dict[str, Any] = {"scope": scope, "path": str(settings_path(scope, project))}
+        try:
+            hooks = installed(scope, project)
+            entry.update(
+                hooks=hooks,
+                events=[e for e in EVENTS if hooks.get(e)],
+                this_vault=bool(hooks) and all(c == expected for cs in hooks.values() for c in cs),
+                error=None,
+            )
+        except MarkvaultError as exc:
+            entry.update(hooks={}, events=[], this_vault=False, error=str(exc))
+        scopes.append(entry)
+    if as_json:
+        emit_json({"command": expected, "scopes": scopes})
+        return
+    for entry in scopes:
+        if entry["error"]:
+            state = click.style(f"unreadable: {entry['error']}", fg="red")
+        elif not entry["events"]:
+            state = click.style("not installed", dim=True)
+        else:
+            where = "this vault" if entry["this_vault"] else "another vault or command"
+            state = click.style(", ".join(entry["events"]), fg="green") + f" → {where}"
+        click.echo(f"{entry['scope']:8} {entry['path']}  {state}")
+
+
+@sessions_hook.command("run")
+@click.pass_context
+def hook_run(ctx: click.Context) -> None:
+    """Import the session named by Claude Code's hook input on stdin (run by the hooks).
+
+    Never blocks Claude Code: exit 0 whenever the import succeeded or failed for an
+    expected reason (message on stderr, which Claude Code logs); 1 only for an
+    unexpected error (shown by Claude Code, which carries on). Never exit 2, which
+    would block a compaction.
+
+    \b
+    Examples:
+      echo '{"transcript_path": "/home/me/.claude/projects/-p/5f0c.jsonl"}' \\
+          | vault sessions hook run
+    """
+    from . import index as index_module
+    from .claude_hooks import parse_hook_input
+
+    try:
+        hook = parse_hook_input(sys.stdin.buffer.read(MAX_HOOK_INPUT))
+        index_module.LOCK_WAIT_SECONDS = HOOK_LOCK_WAIT
+        report = open_vault(ctx).import_sessions(hook.transcript_path)
+        done = report.sessions[0] if report.sessions else None
+        if report.errors:
+            click.echo(f"markvault: session not imported: {report.errors[0]['message']}", err=True)
+        elif done is not None:
+            where = f" → {done['path']}" if done["path"] else ""
+            click.echo(
+                f"markvault: session {hook.session_id[:8]} {done['action']}{where}", err=True
+            )
+        for notice in report.notices:
+            click.echo(f"markvault: {notice}", err=True)
+    except MarkvaultError as exc:
+        click.echo(f"markvault: session not imported: {exc}", err=True)
+    except Exception as exc:  # a hook must never show Claude Code a traceback
+        click.echo(
+            f"markvault: session not imported (unexpected {type(exc).__name__}: {exc}). "
+            "Retry with `vault sessions import --source <transcript>`.",
+            err=True,
+        )
+        sys.exit(1)
+
+
+@main.command()
+@click.option(
+    "--poll/--events",
+    "poll",
+    default=None,
+    help="Force polling, or file events (default: events, polling where they do not arrive).",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON line per sync.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.pass_context
+@handle_errors
+def watch(ctx: click.Context, poll: bool | None, as_json: bool, quiet: bool) -> None:
+    """Keep the index in step with the vault until stopped (Ctrl-C).
+
+    Edits, renames and deletions made by any editor, git or sync tool are indexed
+    within a second; a checkout is indexed once git is done. `vault mcp` servers
+    watch on their own: this command is for when none runs. If another process
+    owns the index, this waits and takes over when it stops.
+
+    \b
+    Examples:
+      vault watch
+      vault --vault ~/notes watch --poll      # network drives that send no events
+      vault watch --json | jq .seconds
+    """
+    import signal
+    import threading
+
+    from .watch import WatchBatch
+
+    obj = ctx.find_root().obj
+    settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
+    if not quiet:
+        click.echo(f"Waiting to own the index of {settings.vault_dir} …", err=True)
+    vault = SharedVault(settings, must_own=True)
+    ctx.call_on_close(vault.close)
+
+    def report(batch: WatchBatch, result: ReindexReport) -> None:
+        if as_json:
+            emit_json({"full": batch.full, "reasons": list(batch.reasons), **result.to_json()})
+        elif not quiet and (result.added or result.updated or result.renamed or result.removed):
+            click.echo(
+                f"{time.strftime('%H:%M:%S')}  {result.added} added, {result.updated} updated, "
+                f"{result.renamed} renamed, {result.removed} removed · {result.seconds:.2f} s"
+            )
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    vault.on_sync(report)
+    if not quiet:
+        click.echo(f"Watching {settings.vault_dir} (Ctrl-C to stop).", err=True)
+    try:
+        vault.watch_forever(stop, poll=poll)
+    except KeyboardInterrupt:
+        pass
+    if not quiet:
+        click.echo("Stopped.", err=True)
 
 
 # Defaults of `vault mcp --http`, repeated from mcp_http so `vault --help` need not import the SDK.

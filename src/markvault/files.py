@@ -16,6 +16,7 @@ import secrets
 import stat as stat_mod
 import time
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
@@ -57,9 +58,12 @@ def check_hash(rel: str, current: str, expected: str) -> None:
 
 
 class VaultFiles:
-    def __init__(self, vault_dir: Path, index_dir: Path | None = None) -> None:
+    def __init__(
+        self, vault_dir: Path, index_dir: Path | None = None, max_note_bytes: int | None = None
+    ) -> None:
         self.root = vault_dir
         self.index_dir = index_dir
+        self.max_note_bytes = max_note_bytes  # a larger note would not be indexed
         self._spec = self._load_ignore()
 
     def _load_ignore(self) -> pathspec.PathSpec | None:
@@ -77,13 +81,46 @@ class VaultFiles:
             return False
         return self._spec.match_file(rel + ("/" if is_dir else ""))
 
-    def scan(self) -> tuple[dict[str, FileStat], list[str]]:
-        """Every note file, keyed by NFC path; and warnings (duplicates, odd links)."""
+    def scan(self, under: Iterable[str] | None = None) -> tuple[dict[str, FileStat], list[str]]:
+        """Every note file, keyed by NFC path; and warnings (duplicates, odd links).
+
+        ``under``: only these vault-relative files or folders (a watcher's hints); a
+        path that is gone or ignored contributes nothing.
+        """
         found: dict[str, FileStat] = {}
         warnings: list[str] = []
+        if under is None:
+            self._walk("", found, warnings)
+            return found, warnings
+        # A hint may name a file in another Unicode form than the disk's (macOS writes
+        # NFD): look for every form, or a note would be taken for deleted.
+        forms = {unicodedata.normalize(f, h.strip("/")) for h in under for f in ("NFC", "NFD")}
+        for rel in sorted(forms | {h.strip("/") for h in under}):
+            parts = rel.split("/") if rel else []
+            if any(p in ("", ".", "..") for p in parts):
+                continue
+            full = os.path.join(str(self.root), *parts)
+            if os.path.isdir(full) and not os.path.islink(full):
+                if not rel or not self._dir_excluded(rel, full):
+                    self._walk(rel + "/" if rel else "", found, warnings)
+            else:
+                folder, _, name = rel.rpartition("/")
+                if folder and self._dir_excluded(folder, os.path.join(str(self.root), folder)):
+                    continue
+                self._add_file(folder + "/" if folder else "", name, found, warnings)
+        return found, warnings
+
+    def _dir_excluded(self, rel: str, full: str) -> bool:
+        parts = rel.split("/")
+        if any(self.is_ignored("/".join(parts[: i + 1]), is_dir=True) for i in range(len(parts))):
+            return True
+        return self.index_dir is not None and full == str(self.index_dir)
+
+    def _walk(self, rel_start: str, found: dict[str, FileStat], warnings: list[str]) -> None:
         root = str(self.root)
+        start = os.path.join(root, rel_start) if rel_start else root
         index_dir = str(self.index_dir) if self.index_dir else None
-        for dirpath, dirnames, filenames in os.walk(root):
+        for dirpath, dirnames, filenames in os.walk(start):
             rel_dir = os.path.relpath(dirpath, root)
             rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
             dirnames[:] = sorted(
@@ -93,32 +130,36 @@ class VaultFiles:
                 and os.path.join(dirpath, d) != index_dir
             )
             for name in sorted(filenames):
-                if not name.lower().endswith(".md"):
-                    continue
-                file = rel_dir + name
-                if self.is_ignored(file):
-                    continue
-                full = os.path.join(dirpath, name)
-                try:
-                    st = os.lstat(full)
-                    if stat_mod.S_ISLNK(st.st_mode):
-                        target = Path(full).resolve()
-                        if self.root not in target.parents:
-                            warnings.append(f"{file}: symlink out of the vault, skipped")
-                            continue
-                        st = os.stat(full)
-                except OSError:
-                    continue  # vanished or dangling: not a note now
-                if not stat_mod.S_ISREG(st.st_mode):
-                    continue
-                key = unicodedata.normalize("NFC", file)
-                if key in found:
-                    warnings.append(
-                        f"{file}: same name as {found[key].file} (Unicode form), skipped"
-                    )
-                    continue
-                found[key] = FileStat(key, file, st.st_mtime_ns, st.st_size)
-        return found, warnings
+                self._add_file(rel_dir, name, found, warnings)
+
+    def _add_file(
+        self, rel_dir: str, name: str, found: dict[str, FileStat], warnings: list[str]
+    ) -> None:
+        """Add one file to ``found`` if it is a note: .md, not ignored, a regular file
+        or a symlink that stays inside the vault."""
+        if not name.lower().endswith(".md"):
+            return
+        file = rel_dir + name
+        if self.is_ignored(file):
+            return
+        full = os.path.join(str(self.root), file)
+        try:
+            st = os.lstat(full)
+            if stat_mod.S_ISLNK(st.st_mode):
+                target = Path(full).resolve()
+                if self.root not in target.parents:
+                    warnings.append(f"{file}: symlink out of the vault, skipped")
+                    return
+                st = os.stat(full)
+        except OSError:
+            return  # vanished or dangling: not a note now
+        if not stat_mod.S_ISREG(st.st_mode):
+            return
+        key = unicodedata.normalize("NFC", file)
+        if key in found:
+            warnings.append(f"{file}: same name as {found[key].file} (Unicode form), skipped")
+            return
+        found[key] = FileStat(key, file, st.st_mtime_ns, st.st_size)
 
     def read(self, file: str, max_bytes: int) -> tuple[bytes, str]:
         """(raw bytes, decoded text) of a note file.
@@ -197,12 +238,13 @@ class VaultFiles:
             RefusedError: the path is unsafe.
         """
         full = self.safe_path(rel)
+        data = self._checked_size(rel, text)
         self.refuse_during_git_operation()
         full.parent.mkdir(parents=True, exist_ok=True)
         tmp = full.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
         try:
             with open(tmp, "xb") as fh:
-                fh.write(text.encode("utf-8"))
+                fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
             try:
@@ -233,7 +275,7 @@ class VaultFiles:
         if not full.is_file():
             raise NotFoundError(f"{rel} does not exist.", "Create it instead, or check the path.")
         check_hash(rel, content_hash(full.read_bytes()), expected_hash)
-        data = text.encode("utf-8")
+        data = self._checked_size(rel, text)
         tmp = full.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
         try:
             with open(tmp, "xb") as fh:
@@ -403,6 +445,18 @@ class VaultFiles:
             )
         _, text = self.read_bytes_checked(full, max_bytes, str(full))
         return full, text
+
+    def _checked_size(self, rel: str, text: str) -> bytes:
+        """The bytes to write, or a refusal when the note would be over the size limit
+        (it would be skipped by the index, RELIABILITY 38)."""
+        data = text.encode("utf-8")
+        if self.max_note_bytes is not None and len(data) > self.max_note_bytes:
+            raise RefusedError(
+                f"{rel} would be {len(data) / 1048576:.1f} MiB, over the "
+                f"{self.max_note_bytes / 1048576:.0f} MiB note size limit; nothing written.",
+                "Split the content into several notes.",
+            )
+        return data
 
     def _refuse_symlinked_folders(self, dst: Path) -> None:
         """Raises RefusedError when ``dst``'s folder, once created, leads out of the vault

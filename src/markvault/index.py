@@ -205,16 +205,18 @@ class Filters:
         return " AND ".join(parts), params
 
 
-# Whether the session note ``n`` has a summary: a chunk under "Summary" (or a "Decisions",
-# "Outcomes" or "Open items" section) with text beyond headings and HTML comments (the
-# placeholder). An index-side approximation of sessions.has_summary, which reads the file.
-HAS_SUMMARY_SQL = (
-    "EXISTS (SELECT 1 FROM chunks c WHERE c.path = n.path "
-    "AND NOT list_contains(c.heading_path, 'Transcript') "
-    "AND (list_contains(c.heading_path, 'Summary') "
+# Which session notes have a summary: a chunk under "Summary" (or a "Decisions",
+# "Outcomes" or "Open items" section) with text beyond headings and HTML comments (a new
+# note's placeholder). An index-side stand-in for sessions.has_summary, which reads the
+# file. In two steps: the heading test reads no chunk text, the text test only theirs.
+SUMMARY_CHUNK_SQL = (
+    "(list_contains(c.heading_path, 'Summary') "
     "OR lower(c.heading_path[-1]) IN ('decisions', 'outcomes', 'open items')) "
-    "AND trim(regexp_replace(regexp_replace(c.text, '<!--[\\s\\S]*?(-->|$)', '', 'g'), "
-    "'(?m)^ {0,3}#{1,6}(\\s.*)?$', '', 'g'), ' \t\n\r') <> '')"
+    "AND NOT list_contains(c.heading_path, 'Transcript')"
+)
+SUMMARY_TEXT_SQL = (
+    "trim(regexp_replace(regexp_replace(c.text, '<!--[\\s\\S]*?(-->|$)', '', 'g'), "
+    "'(?m)^ {0,3}#{1,6}(\\s.*)?$', '', 'g'), ' ' || chr(9) || chr(10) || chr(13)) <> ''"
 )
 
 # A note is current unless its `valid_until` date has passed or it was superseded.
@@ -1226,7 +1228,9 @@ class Index:
             where.append("coalesce(s.started, s.ended, n.date) <= ?")
             params.append(until + ("T99" if len(until) == 10 else ""))
         if has_summary is not None:
-            where.append(f"{'' if has_summary else 'NOT '}({HAS_SUMMARY_SQL})")
+            where.append(
+                f"{'' if has_summary else 'NOT '}(n.path IN (SELECT path FROM summarized))"
+            )
         base = f"""
             WITH s AS (
                 SELECT path, json_extract_string(metadata, '$.session_id') AS session_id,
@@ -1238,41 +1242,123 @@ class Index:
                 FROM notes)
             SELECT n.path, n.id, n.title, n.project, n.tags, n.hash, n.created, n.date,
                    s.session_id, s.started, s.ended, s.cwd, s.git_branch, s.turns,
-                   {HAS_SUMMARY_SQL} AS has_summary
+                   n.path IN (SELECT path FROM summarized) AS has_summary
             FROM notes n JOIN s USING (path)
             WHERE {" AND ".join(where)}
         """
-        count = self.con.execute(f"SELECT count(*) FROM ({base})", params).fetchone()
-        rows = self.con.execute(
-            f"SELECT * FROM ({base}) ORDER BY coalesce(started, created, date) DESC "
-            "NULLS LAST, path LIMIT ? OFFSET ?",
-            [*params, limit, offset],
+        with self._summarized_table():
+            count = self.con.execute(f"SELECT count(*) FROM ({base})", params).fetchone()
+            rows = self.con.execute(
+                f"SELECT * FROM ({base}) ORDER BY coalesce(started, created, date) DESC "
+                "NULLS LAST, path LIMIT ? OFFSET ?",
+                [*params, limit, offset],
+            )
+            return (int(count[0]) if count else 0), list(_dicts(rows))
+
+    def summarized_paths(self) -> frozenset[str]:
+        """Paths of the notes with a summary (see SUMMARY_CHUNK_SQL), cached until the
+        chunks change."""
+        key = self.con.execute(
+            "SELECT count(*), max(id), (SELECT value FROM meta WHERE key = 'last_sync') FROM chunks"
+        ).fetchone()
+        cached: tuple[Any, frozenset[str]] | None = getattr(self, "_summarized", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        ids = [
+            r[0]
+            for r in self.con.execute(
+                f"SELECT c.id FROM chunks c WHERE {SUMMARY_CHUNK_SQL}"
+            ).fetchall()
+        ]
+        paths: set[str] = set()
+        for start in range(0, len(ids), 1000):
+            # Integer literals: looked up through the id index, no scan of chunk texts.
+            wanted = ", ".join(str(int(i)) for i in ids[start : start + 1000])
+            rows = self.con.execute(
+                f"WITH c AS MATERIALIZED (SELECT path, text FROM chunks WHERE id IN ({wanted})) "
+                f"SELECT DISTINCT c.path FROM c WHERE {SUMMARY_TEXT_SQL}"
+            ).fetchall()
+            paths.update(r[0] for r in rows)
+        self._summarized = (key, frozenset(paths))
+        return self._summarized[1]
+
+    @contextlib.contextmanager
+    def _summarized_table(self) -> Iterator[None]:
+        """The table ``summarized(path)`` of summarised notes, for the query inside."""
+        paths = sorted(self.summarized_paths())
+        self.con.register("summarized", pa.table({"path": pa.array(paths, pa.string())}))
+        try:
+            yield
+        finally:
+            self.con.unregister("summarized")
+
+    def session_sources(self) -> dict[str, dict[str, Any]]:
+        """Transcript path -> what the last import saw of it and wrote (see
+        ``record_session_sources``); empty when nothing was recorded in this index."""
+        if not self._has_table("session_sources"):
+            return {}
+        rows = _dicts(
+            self.con.execute(
+                "SELECT source, size, mtime, renderer, session_id, path, hash FROM session_sources"
+            )
         )
-        return (int(count[0]) if count else 0), list(_dicts(rows))
+        return {row["source"]: row for row in rows}
+
+    def record_session_sources(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Remember, per transcript, its size and mtime, the renderer and the note it
+        became with that note's hash: a later import skips a transcript when all of
+        them still hold, without reading it. Derived data, so it lives here and a
+        rebuilt index simply reads every transcript once more."""
+        if not rows:
+            return
+        columns = ["source", "size", "mtime", "renderer", "session_id", "path", "hash"]
+        table = pa.table(
+            {
+                "source": pa.array([r["source"] for r in rows], pa.string()),
+                "size": pa.array([r["size"] for r in rows], pa.int64()),
+                "mtime": pa.array([r["mtime"] for r in rows], pa.float64()),
+                **{c: pa.array([r[c] for r in rows], pa.string()) for c in columns[3:]},
+            }
+        )
+        with self._transaction():
+            self.con.execute(
+                "CREATE TABLE IF NOT EXISTS session_sources (source VARCHAR, size BIGINT, "
+                "mtime DOUBLE, renderer VARCHAR, session_id VARCHAR, path VARCHAR, hash VARCHAR)"
+            )
+            self.con.register("recorded", table)
+            self.con.execute(
+                "DELETE FROM session_sources WHERE source IN (SELECT source FROM recorded)"
+            )
+            self.con.execute(
+                f"INSERT INTO session_sources SELECT {', '.join(columns)} FROM recorded"
+            )
+            self.con.unregister("recorded")
 
     def project_overview(self) -> list[dict[str, Any]]:
         """Projects with their session and other note counts, the working folders their
         sessions ran in, and when each was last active; most recently active first."""
-        return list(
-            _dicts(
-                self.con.execute(
-                    f"""
-                    SELECT n.project,
-                        count(*) FILTER (WHERE lower(n.kind) = 'session') AS sessions,
-                        count(*) FILTER (WHERE lower(n.kind) <> 'session') AS notes,
-                        count(*) FILTER (WHERE lower(n.kind) = 'session' AND {HAS_SUMMARY_SQL})
-                            AS summarized,
-                        max(coalesce(json_extract_string(n.metadata, '$.ended'), n.date))
-                            AS last_active,
-                        list_sort(list_distinct(list(json_extract_string(n.metadata, '$.cwd'))
-                            FILTER (WHERE json_extract_string(n.metadata, '$.cwd') IS NOT NULL)))
-                            AS cwds
-                    FROM notes n WHERE coalesce(n.project, '') <> ''
-                    GROUP BY n.project ORDER BY last_active DESC, n.project
-                    """
+        with self._summarized_table():
+            return list(
+                _dicts(
+                    self.con.execute(
+                        """
+                        SELECT n.project,
+                            count(*) FILTER (WHERE lower(n.kind) = 'session') AS sessions,
+                            count(*) FILTER (WHERE lower(n.kind) <> 'session') AS notes,
+                            count(*) FILTER (WHERE lower(n.kind) = 'session'
+                                AND n.path IN (SELECT path FROM summarized)) AS summarized,
+                            max(coalesce(json_extract_string(n.metadata, '$.ended'), n.date))
+                                AS last_active,
+                            list_sort(list_distinct(
+                                list(json_extract_string(n.metadata, '$.cwd')) FILTER (
+                                    WHERE json_extract_string(n.metadata, '$.cwd') IS NOT NULL
+                                ))) AS cwds
+                        FROM notes n WHERE coalesce(n.project, '') <> ''
+                        GROUP BY n.project ORDER BY last_active DESC, n.project
+                        """
+                    )
                 )
             )
-        )
 
     # ---- helpers -----------------------------------------------------------------
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-from collections.abc import Callable, Iterator
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
@@ -145,8 +146,11 @@ class Syncer:
         self.index = index
         self.files = files
 
-    def scan_changes(self, progress: Progress) -> Changes:
-        on_disk, warnings = self.files.scan()
+    def scan_changes(self, progress: Progress, hints: Iterable[str] | None = None) -> Changes:
+        """What changed on disk: everything, or only under the ``hints`` (files or
+        folders a watcher saw change; renames are matched by content hash as usual)."""
+        hint_list = None if hints is None else sorted({h.strip("/") for h in hints})
+        on_disk, warnings = self.files.scan(under=hint_list)
         known = self.index.file_states()
         skipped_before = self.index.skipped_states()
         to_read: list[FileStat] = []
@@ -175,7 +179,10 @@ class Syncer:
             else:
                 warnings.append(str(value))
         progress.finish()
-        changes.removed = sorted((set(known) | set(skipped_before)) - set(on_disk))
+        gone = (set(known) | set(skipped_before)) - set(on_disk)
+        if hint_list is not None:
+            gone = {p for p in gone if _within(p, hint_list)}
+        changes.removed = sorted(gone)
         return changes
 
     def run(
@@ -184,6 +191,7 @@ class Syncer:
         vectors: bool,
         embedder: Callable[[], Embedder] | None = None,
         progress: Progress | None = None,
+        hints: Iterable[str] | None = None,
     ) -> ReindexReport:
         started = time.perf_counter()
         progress = progress or NoProgress()
@@ -191,7 +199,7 @@ class Syncer:
         report.notices.extend(self.index.notices)
         self.index.notices.clear()
 
-        changes = self.scan_changes(progress)
+        changes = self.scan_changes(progress, hints)
         known = changes.known
         removed_hashes = {known[p][3]: p for p in changes.removed if p in known}
         for rec in changes.records:
@@ -262,3 +270,9 @@ class Syncer:
         done, _ = self.index.embedding_counts(model)
         report.reused = max(0, done - len(missing))
         self.index.prune_embeddings()
+
+
+def _within(path: str, hints: list[str]) -> bool:
+    """Whether ``path`` is one of the hinted files or lies in a hinted folder."""
+    nfc = [unicodedata.normalize("NFC", h) for h in hints]
+    return any(not h or path == h or path.startswith(h + "/") for h in nfc)

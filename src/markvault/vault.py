@@ -8,26 +8,56 @@ owns the DuckDB file; ``files`` owns reading and writing vault files.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
+import functools
+import hashlib
+import importlib.metadata
 import json
+import multiprocessing
+import os
 import re
 import secrets
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import sessions as sessions_module
 from .chunk import fingerprint
 from .config import ChunkParams, Settings
 from .edit import Edit, apply_edit, check_writable
 from .embed import Embedder
-from .errors import ConfigError, ConflictError, MarkvaultError, NotFoundError, UsageError
-from .files import VaultFiles, check_hash, content_hash, safe_file_name
+from .errors import (
+    ConfigError,
+    ConflictError,
+    IndexBusyError,
+    MarkvaultError,
+    NotFoundError,
+    UsageError,
+)
+from .files import FileStat, VaultFiles, check_hash, content_hash, safe_file_name
 from .graph import LinkGraph
 from .index import Filters, Index, IndexUnusable
 from .model import KINDS, ReindexReport, SearchResult
 from .parse import FOLDER_KINDS, load_frontmatter, split_frontmatter
 from .search import Searcher, chunk_uri, note_uri
-from .sync import Progress, Syncer
+from .sessions import (
+    Session,
+    SessionSummary,
+    TranscriptFile,
+    note_path,
+    read_summary,
+    read_transcript,
+    render_note,
+    set_summary,
+    transcripts_at,
+)
+from .sync import NoProgress, Progress, Syncer
+from .text import tokenize
 
 KIND_FOLDERS = {kind: folder for folder, kind in FOLDER_KINDS.items()}
 # One read returns at most this many characters: Claude Code cuts tool results above
@@ -58,7 +88,7 @@ class Vault:
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         """``embedder`` lets several vaults share one loaded model (its name must match)."""
         self.settings = settings
-        self.files = VaultFiles(settings.vault_dir, settings.index_dir)
+        self.files = VaultFiles(settings.vault_dir, settings.index_dir, settings.max_note_bytes)
         self._index: Index | None = None
         self._embedder = embedder if embedder and embedder.name == settings.model else None
         # None: a search that needs the model loads it. A number: a server loading it in
@@ -88,6 +118,11 @@ class Vault:
         self.close()
 
     # ---- index lifecycle -----------------------------------------------------------
+
+    def start_background(self) -> None:
+        """For long-running servers: load the model in a background thread, so keyword
+        searches are answered meanwhile."""
+        self.embedder().start_loading()
 
     def embedder(self) -> Embedder:
         if self._embedder is None:
@@ -124,9 +159,15 @@ class Vault:
             return self._index
 
     def reindex(
-        self, *, full: bool = False, vectors: bool = True, progress: Progress | None = None
+        self,
+        *,
+        full: bool = False,
+        vectors: bool = True,
+        progress: Progress | None = None,
+        paths: Iterable[str] | None = None,
     ) -> ReindexReport:
-        """Bring the index in step with the files; ``full`` rebuilds it from nothing."""
+        """Bring the index in step with the files; ``full`` rebuilds it from nothing;
+        ``paths`` limits the look to those files and folders (a watcher's hints)."""
         if full:
             self.close()
             for path in (self.settings.db_path, self.settings.db_path.with_suffix(".duckdb.wal")):
@@ -135,7 +176,7 @@ class Vault:
         index = self._open_index(write=True)
         self.files.remove_stale_temp_files()
         report = Syncer(self.settings, index, self.files).run(
-            vectors=vectors, embedder=self.embedder, progress=progress
+            vectors=vectors, embedder=self.embedder, progress=progress, hints=paths
         )
         report.notices[:0] = self.notices
         self.notices = []
@@ -446,7 +487,7 @@ class Vault:
             folder += "/" + safe_file_name(values["project"])[:-3]
         path = self.files.create(f"{folder}/{safe_file_name(title)}", text)
         if self.settings.db_path.exists():
-            self.refresh()
+            self.refresh(paths=[path.relative_to(self.settings.vault_dir).as_posix()])
         return path
 
     def edit_note(self, ref: str, edits: Sequence[Edit], expected_hash: str) -> dict[str, Any]:
@@ -471,7 +512,7 @@ class Vault:
         if new_text == text:
             return {"path": rel, "hash": expected_hash, "changed": False, "uri": uri}
         new_hash = self.files.replace(row["file"], new_text, expected_hash)
-        self.refresh()
+        self.refresh(paths=[row["file"]])
         return {"path": rel, "hash": new_hash, "changed": True, "uri": uri}
 
     def move_note(self, ref: str, to: str, expected_hash: str) -> dict[str, Any]:
@@ -493,7 +534,7 @@ class Vault:
             return {"path": target, "moved": False, "hash": row["hash"], "uri": note_uri(row["id"])}
         linking = sorted({link["source"] for link in index.links_of(row["path"])[1]})
         self.files.move(row["file"], target, expected_hash)
-        self.refresh()
+        self.refresh(paths=[row["file"], target])
         broken = [
             {"source": link["source"], "line": link["line"], "target": link["target"]}
             for source in linking
@@ -520,7 +561,7 @@ class Vault:
         """
         _, row = self._row_to_change(ref, expected_hash)
         trash_path = self.files.trash(row["file"], expected_hash)
-        self.refresh()
+        self.refresh(paths=[row["file"]])
         return {
             "path": row["path"],
             "trash_path": trash_path,
@@ -530,7 +571,7 @@ class Vault:
     def restore_note(self, trash_path: str, to: str | None = None) -> dict[str, Any]:
         """Bring a note back from the trash to where it was, or to ``to``."""
         restored = self.files.restore(trash_path, to)
-        self.refresh()
+        self.refresh(paths=[restored])
         row = self._reader().find_notes("path", restored)
         note_id = row[0]["id"] if row else restored
         return {
@@ -648,7 +689,8 @@ class Vault:
         end = _moment(until, "until", end_of_day=True) if until else now
         assert start is not None and end is not None
         events = []
-        for brief in self._reader().note_briefs(filters or Filters(include_expired=True)):
+        listed = (filters or Filters(include_expired=True)).notes_only()
+        for brief in self._reader().note_briefs(listed):
             changed = dt.datetime.fromtimestamp(brief["mtime_ns"] / 1e9).astimezone()
             created = _moment(brief["created"])
             in_range = [
@@ -688,7 +730,7 @@ class Vault:
             )
         if not (0 <= before <= 100 and 0 <= after <= 100):
             raise UsageError("before and after must be 0..100.")
-        briefs = self._reader().note_briefs(filters or Filters(include_expired=True))
+        briefs = self._reader().note_briefs((filters or Filters(include_expired=True)).notes_only())
         for b in briefs:
             b["_at"] = _moment(b["created"]) or _moment(b["date"]) or _epoch()
         briefs.sort(key=lambda b: (b["_at"], b["path"]))
@@ -715,10 +757,14 @@ class Vault:
             moment = _moment(anchor, "anchor")
             lo = hi = next((i for i, b in enumerate(briefs) if b["_at"] >= moment), len(briefs))
             centre = None
+        shown_before = [_brief_view(b) for b in briefs[max(0, lo - before) : lo]]
+        shown_after = [_brief_view(b) for b in briefs[hi : hi + after]]
+        # Sessions bring their decisions, outcomes and open items into the timeline.
+        self._session_summaries([*shown_before, *([centre] if centre else []), *shown_after])
         return {
             "anchor": {"by": how, "value": anchor or query, "note": centre},
-            "before": [_brief_view(b) for b in briefs[max(0, lo - before) : lo]],
-            "after": [_brief_view(b) for b in briefs[hi : hi + after]],
+            "before": shown_before,
+            "after": shown_after,
         }
 
     def _anchor_path(self, anchor: str, briefs: list[dict[str, Any]]) -> str | None:
@@ -727,6 +773,10 @@ class Vault:
         for b in briefs:
             if text in (b["session_id"], b["id"]):
                 return str(b["path"])
+        # A session id cut to 8 characters, as session file names and listings show it.
+        started = [b for b in briefs if len(text) >= 8 and (b["session_id"] or "").startswith(text)]
+        if len(started) == 1:
+            return str(started[0]["path"])
         try:
             return str(self._note_row(self._reader(), text)["path"])
         except NotFoundError:
@@ -787,10 +837,431 @@ class Vault:
             "broken_link_count": broken_count,
         }
 
-    def refresh(self) -> ReindexReport:
-        """Bring the index up to date after a write: keyword at once, vectors when the
-        model is already loaded (a long-running server), else at the next reindex."""
-        return self.reindex(vectors=self._embedder is not None and self._embedder.loaded)
+    # ---- sessions ------------------------------------------------------------------
+
+    def import_sessions(
+        self,
+        source: str | Path | None = None,
+        *,
+        project: str | Path | None = None,
+        since: str | None = None,
+        progress: Progress | None = None,
+        home: Path | None = None,
+    ) -> SessionImportReport:
+        """Import Claude Code transcripts as session notes under ``sessions/<project>/``.
+
+        Idempotent and incremental: a session's note is found by its ``session_id``
+        (wherever a person moved it) and rewritten only when the transcript grew; its
+        summary and every other edit are kept (``sessions.render_note``). A transcript
+        whose size and mtime, and whose note, are as the last import left them is not
+        even read. A transcript that cannot be read, or a note that cannot be updated,
+        is reported and skipped. The index is refreshed once at the end, not per note:
+        a refresh rebuilds the keyword index, seconds on a large vault.
+
+        Raises:
+            NotFoundError: no transcripts folder (or no folder for ``project``).
+            UsageError: a bad ``since`` or a ``project`` that does not fit ``source``.
+            RefusedError: a git merge or rebase is in progress in the vault.
+        """
+        began = time.perf_counter()
+        cutoff = _moment(since, "since") if since else None
+        if project is not None:  # "." or "~/code/x": Claude Code names folders by absolute path
+            project = os.path.abspath(os.path.expanduser(project))
+        files = transcripts_at(source, project=project, since=cutoff, home=home)
+        self.files.refuse_during_git_operation()  # else every note would fail alike
+        report = SessionImportReport(transcripts=len(files))
+        state = self._import_state(report)
+        progress = progress or NoProgress()
+        progress.start("Importing sessions", len(files))
+        todo: list[TranscriptFile] = []
+        for transcript in files:
+            done = self._unchanged_source(transcript, state)
+            if done is None:
+                todo.append(transcript)
+                continue
+            report.unchanged += 1
+            report.sessions.append({**done, "action": "unchanged"})
+            progress.advance(1)
+        recorded: list[dict[str, Any]] = []
+        try:
+            for transcript, parsed in _parse_transcripts(todo):
+                row = self._import_transcript(transcript, parsed, state.known, report)
+                if row is not None:
+                    recorded.append(row)
+                progress.advance(1)
+        finally:
+            progress.finish()
+        if report.new or report.updated:
+            self._refresh_after_import(report, progress)
+        if recorded and report.index != "busy":
+            with contextlib.suppress(IndexBusyError):
+                self._open_index(write=True).record_session_sources(recorded)
+        report.seconds = time.perf_counter() - began
+        return report
+
+    def _import_state(self, report: SessionImportReport) -> _ImportState:
+        """What the import needs to know before reading transcripts: session_id -> the
+        note that holds it (from the index, plus files the index has not seen yet), and
+        what the last import recorded. When another process holds the index (a running
+        MCP server that has written), the session notes' frontmatter is read instead."""
+        on_disk, _ = self.files.scan()
+        try:
+            index = self._reader()
+        except IndexBusyError:
+            report.index = "busy"
+            report.notices.append(
+                "The index is in use by another markvault process: session notes were found "
+                "by reading sessions/, and the index will catch up at the next reindex."
+            )
+            known = self._scan_session_ids(on_disk, lambda rel, st: rel.startswith("sessions/"))
+            return _ImportState(known, on_disk, {}, {})
+        states = index.file_states()
+        unseen = self._scan_session_ids(
+            on_disk,
+            lambda rel, st: rel not in states or states[rel][:3] != (st.file, st.mtime_ns, st.size),
+        )
+        known = {**index.session_notes(), **unseen}
+        return _ImportState(known, on_disk, states, index.session_sources())
+
+    def _scan_session_ids(
+        self, on_disk: Mapping[str, FileStat], wanted: Callable[[str, FileStat], bool]
+    ) -> dict[str, dict[str, Any]]:
+        """session_id -> note, of the files that ``wanted(path, stat)`` picks."""
+        found: dict[str, dict[str, Any]] = {}
+        for rel, st in sorted(on_disk.items()):
+            if not wanted(rel, st):
+                continue
+            try:
+                _, text = self.files.read(st.file, self.settings.max_note_bytes)
+            except MarkvaultError:
+                continue
+            sid = _session_id_of(text)
+            if sid:
+                found.setdefault(sid, {"path": rel, "file": st.file})
+        return found
+
+    @staticmethod
+    def _unchanged_source(transcript: TranscriptFile, state: _ImportState) -> dict[str, Any] | None:
+        """The report entry of a transcript the last import saw as it is now and whose
+        note nobody has changed since (on disk as indexed, with the hash recorded);
+        None when it must be read."""
+        seen = state.sources.get(_source_key(transcript.path))
+        if (
+            seen is None
+            or seen["size"] != transcript.size
+            or seen["mtime"] != transcript.mtime
+            or seen["renderer"] != renderer_fingerprint()
+        ):
+            return None
+        st, indexed = state.on_disk.get(seen["path"]), state.states.get(seen["path"])
+        if (
+            st is None
+            or indexed is None
+            or indexed != (st.file, st.mtime_ns, st.size, seen["hash"])
+        ):
+            return None
+        return {
+            "session_id": seen["session_id"],
+            "source": str(transcript.path),
+            "path": seen["path"],
+        }
+
+    def _import_transcript(
+        self,
+        transcript: TranscriptFile,
+        parsed: Session | str,
+        known: dict[str, dict[str, Any]],
+        report: SessionImportReport,
+    ) -> dict[str, Any] | None:
+        """Write one parsed transcript's note; the source record to keep, if any."""
+        if isinstance(parsed, str):
+            report.failed += 1
+            report.errors.append({"source": str(transcript.path), "message": parsed})
+            return None
+        session = parsed
+        report.read += 1
+        report.malformed_lines += session.malformed_lines
+        report.oversized_lines += session.oversized_lines
+        report.redactions += session.redactions
+        entry: dict[str, Any] = {"session_id": session.session_id, "source": str(transcript.path)}
+        if not session.events:  # nothing said yet (Claude Code makes such files): no note
+            report.empty += 1
+            report.sessions.append({**entry, "action": "empty", "path": None})
+            return None
+        try:
+            action, rel, data = self._write_session(session, known)
+        except MarkvaultError as exc:
+            report.failed += 1
+            report.errors.append({"source": str(transcript.path), "message": str(exc)})
+            return None
+        if action == "new":
+            report.new += 1
+        elif action == "updated":
+            report.updated += 1
+        else:
+            report.unchanged += 1
+        report.sessions.append({**entry, "action": action, "path": rel})
+        if len(data) > self.settings.max_note_bytes:
+            report.notices.append(
+                f"{rel} is {len(data) / 1048576:.1f} MiB, over the "
+                f"{self.settings.max_note_bytes:,} bytes a note may have: it is kept but not "
+                "indexed."
+            )
+        return {
+            "source": _source_key(transcript.path),
+            "size": transcript.size,
+            "mtime": transcript.mtime,
+            "renderer": renderer_fingerprint(),
+            "session_id": session.session_id,
+            "path": rel,
+            "hash": content_hash(data),
+        }
+
+    def _write_session(
+        self, session: Session, known: dict[str, dict[str, Any]]
+    ) -> tuple[str, str, bytes]:
+        """("new" | "updated" | "unchanged", vault path, the note's bytes now).
+
+        An existing note is replaced only if it still has the hash it was read with, so
+        an edit made meanwhile is never lost (the import reports a conflict instead).
+        """
+        row = known.get(session.session_id)
+        if row is not None:
+            try:
+                data, text = self.files.read(row["file"], self.settings.max_note_bytes)
+            except NotFoundError:
+                row = None  # deleted since the index saw it: written anew below
+        if row is None:
+            rel = note_path(session)
+            text = render_note(session)
+            try:
+                self.files.create(rel, text)
+                known[session.session_id] = {"path": rel, "file": rel}
+                return "new", rel, text.encode("utf-8")
+            except ConflictError:
+                # A note is there already: ours from an import the index has not seen.
+                data, text = self.files.read(rel, self.settings.max_note_bytes)
+                if _session_id_of(text) != session.session_id:
+                    raise
+                row = {"path": rel, "file": rel}
+        new_text = render_note(session, text)
+        if new_text == text:
+            return "unchanged", row["path"], data
+        check_writable(text, row["path"])
+        self.files.replace(row["file"], new_text, content_hash(data))
+        return "updated", row["path"], new_text.encode("utf-8")
+
+    def _refresh_after_import(self, report: SessionImportReport, progress: Progress) -> None:
+        if report.index == "busy":
+            return
+        try:
+            # Not limited to the notes written now: a stat scan is cheap next to the
+            # keyword rebuild, and it also catches up notes an earlier import wrote while
+            # another process held the index.
+            self.refresh(progress)
+            report.index = "refreshed"
+        except IndexBusyError:
+            report.index = "busy"
+            report.notices.append(
+                "The notes are written, but another markvault process holds the index: "
+                "run `vault reindex` when it is free to make them searchable."
+            )
+
+    def list_sessions(
+        self,
+        *,
+        project: str | None = None,
+        cwd: str | None = None,
+        has_summary: bool | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> dict[str, Any]:
+        """Session notes, newest first: all, a project's (name or working folder), with or
+        without a summary, active between ``since`` and ``until``."""
+        _check_page(limit, offset)
+        for name, value in (("since", since), ("until", until)):
+            _moment(value, name)  # a bad date is a UsageError, not an empty list
+        total, rows = self._reader().list_sessions(
+            project=project,
+            cwd=cwd,
+            has_summary=has_summary,
+            since=since,
+            until=until,
+            limit=limit,
+            offset=offset,
+        )
+        shown = offset + len(rows)
+        return {
+            "total": total,
+            "offset": offset,
+            "next_offset": shown if shown < total else None,
+            "sessions": [_session_view(r) for r in rows],
+        }
+
+    def session_projects(self) -> dict[str, Any]:
+        """Projects with counts of sessions (summarised or not) and other notes, the
+        folders their sessions ran in, and when each was last active."""
+        return {"projects": self._reader().project_overview()}
+
+    def read_session(
+        self,
+        ref: str,
+        *,
+        lines: tuple[int, int] | None = None,
+        query: str | None = None,
+        max_chars: int = PAGE_CHARS,
+        max_matches: int = 50,
+    ) -> dict[str, Any]:
+        """A session note in pages, like ``get``, with its summary parsed; or, with
+        ``query``, the transcript lines that hold the query's words (within ``lines``),
+        each with the turn it belongs to and a line range to read next.
+
+        Raises:
+            NotFoundError: no such session. UsageError: not a session note; bad range.
+        """
+        index = self._reader()
+        row = self._session_row(index, ref)
+        data, text = self.files.read(row["file"], self.settings.max_note_bytes)
+        summary = read_summary(text)
+        meta = json.loads(row["metadata"] or "{}")
+        about = {
+            "session": {
+                "session_id": meta.get("session_id"),
+                "project": row["project"],
+                "cwd": meta.get("cwd"),
+                "started": _text_or_none(meta.get("started")),
+                "ended": _text_or_none(meta.get("ended")),
+                "turns": _int_or_none(meta.get("turns")),
+            },
+            "has_summary": summary is not None,
+            "summary": summary.to_dict() if summary else None,
+        }
+        if query is None:
+            view = self.get(row["path"], lines, max_chars)
+            view.pop("chunks", None)  # a transcript has hundreds; pages are read by lines
+            return {**view, **about}
+        if not query.strip():
+            raise UsageError("The query is empty.", "Give words to find in the transcript.")
+        all_lines = text.splitlines()
+        start, end = lines or (1, len(all_lines))
+        if start < 1 or end < start:
+            raise UsageError(f"Bad line range {start}:{end}.", 'Use lines "A:B" with 1 <= A <= B.')
+        body_line = split_frontmatter(text.lstrip("\ufeff"))[2]  # frontmatter is no turn
+        first = max(start, body_line)
+        matches, total, how = _find_lines(all_lines, query, first, min(end, len(all_lines)))
+        return {
+            "id": row["id"],
+            "path": row["path"],
+            "title": row["title"],
+            "uri": note_uri(row["id"]),
+            "hash": content_hash(data),
+            "total_lines": len(all_lines),
+            "query": query,
+            "match": how,
+            "total_matches": total,
+            "matches": matches[:max_matches],
+            **about,
+        }
+
+    def save_session_summary(
+        self, ref: str, summary: SessionSummary | Mapping[str, Any], expected_hash: str
+    ) -> dict[str, Any]:
+        """Write a session's structured summary into its ``## Summary`` section (replacing
+        the previous one; the transcript and everything else stay byte for byte) and
+        merge its tags, if the note's hash is still ``expected_hash``.
+
+        Raises:
+            UsageError: no hash, an empty or malformed summary, not a session note.
+            ConflictError: the hash is stale. NotFoundError: no such session.
+            RefusedError: conflict markers, unsafe path, a git operation in progress.
+        """
+        if not expected_hash:
+            raise UsageError(
+                "Saving a summary needs the note's current hash.",
+                "Read the session first (read_session / vault sessions show) and pass its hash.",
+            )
+        if not isinstance(summary, SessionSummary):
+            summary = SessionSummary.from_dict(summary)
+        index = self._reader()
+        row = self._session_row(index, ref)
+        rel, uri = row["path"], note_uri(row["id"])
+        data, text = self.files.read(row["file"], self.settings.max_note_bytes)
+        check_hash(rel, content_hash(data), expected_hash)
+        check_writable(text, rel)
+        new_text = set_summary(text, summary)
+        saved = read_summary(new_text)
+        result: dict[str, Any] = {"path": rel, "id": row["id"], "uri": uri}
+        if new_text == text:
+            return {**result, "hash": expected_hash, "changed": False, "summary": _dict(saved)}
+        new_hash = self.files.replace(row["file"], new_text, expected_hash)
+        self.refresh(paths=[row["file"]])
+        return {**result, "hash": new_hash, "changed": True, "summary": _dict(saved)}
+
+    def _session_row(self, index: Index, ref: str) -> dict[str, Any]:
+        """The session note ``ref`` names: a session id (or its first 8+ characters, as
+        in file names), or a note id, path or URI."""
+        text = ref.strip()
+        if not text:
+            raise UsageError("No session given.", "Pass a session id, or a note id or path.")
+        rows = index.sessions_by_prefix(text, 50) if len(text) >= 4 else []
+        exact = [r for r in rows if json.loads(r["metadata"] or "{}").get("session_id") == text]
+        if exact or len(rows) == 1:
+            row = (exact or rows)[0]
+        elif len(rows) > 1:
+            raise UsageError(
+                f"Several sessions start with {text!r}.", "Give more of the session id."
+            )
+        else:
+            try:
+                row = self._note_row(index, text)
+            except NotFoundError:
+                raise NotFoundError(
+                    f"No session or note {text!r}.",
+                    "Pass a session id (or its first 8 characters), a note id or a path; "
+                    "list sessions with list_sessions (vault sessions list).",
+                ) from None
+        if (row["kind"] or "").lower() != "session":
+            raise UsageError(
+                f"{row['path']} is not a session note.",
+                "Read other notes with get; list sessions with list_sessions.",
+            )
+        return row
+
+    def _session_summaries(self, views: Iterable[dict[str, Any]]) -> None:
+        """Add each session note's decisions, outcomes and open items to its listing
+        entry, so that a timeline shows them in time order beside the notes."""
+        index = self._reader()
+        for view in views:
+            if (view.get("kind") or "").lower() != "session":
+                continue
+            rows = index.find_notes("path", view["path"])
+            if not rows:
+                continue
+            try:
+                _, text = self.files.read(rows[0]["file"], self.settings.max_note_bytes)
+            except MarkvaultError:
+                continue
+            summary = read_summary(text)
+            if summary is None:
+                continue
+            for key in ("decisions", "outcomes", "open_items"):
+                items = getattr(summary, key)
+                if items:
+                    view[key] = list(items)
+
+    def refresh(
+        self, progress: Progress | None = None, paths: Iterable[str] | None = None
+    ) -> ReindexReport:
+        """Bring the index up to date after a write or a watcher's hint (``paths``):
+        keyword at once, vectors when the model is already loaded (a long-running
+        server), else at the next reindex."""
+        return self.reindex(
+            vectors=self._embedder is not None and self._embedder.loaded,
+            progress=progress,
+            paths=paths,
+        )
 
     def _template(self, kind: str) -> str:
         for folder in self.template_dirs():
@@ -885,6 +1356,196 @@ def _brief_view(brief: dict[str, Any]) -> dict[str, Any]:
         "uri": note_uri(brief["id"]),
         "hash": brief["hash"],
     }
+
+
+@dataclass
+class SessionImportReport:
+    """What an import of Claude Code transcripts did."""
+
+    transcripts: int = 0  # transcripts found
+    read: int = 0  # transcripts read (the others were as the last import left them)
+    new: int = 0  # notes created
+    updated: int = 0  # notes whose transcript grew (summary and edits kept)
+    unchanged: int = 0
+    empty: int = 0  # transcripts without a message yet: no note
+    failed: int = 0  # transcripts unreadable, or notes that could not be updated
+    malformed_lines: int = 0  # skipped and counted, never fatal
+    oversized_lines: int = 0
+    redactions: int = 0  # secrets replaced by [REDACTED]
+    index: str = "unchanged"  # "refreshed", "unchanged", or "busy" (another process has it)
+    seconds: float = 0.0
+    sessions: list[dict[str, Any]] = field(default_factory=list)  # session_id, action, path
+    errors: list[dict[str, str]] = field(default_factory=list)  # source, message
+    notices: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["seconds"] = round(self.seconds, 3)
+        return data
+
+
+@dataclass(frozen=True)
+class _ImportState:
+    known: dict[str, dict[str, Any]]  # session_id -> {path, file} of its note
+    on_disk: Mapping[str, FileStat]  # the vault's notes now
+    states: Mapping[str, tuple[str, int, int, str]]  # as indexed: file, mtime, size, hash
+    sources: Mapping[str, dict[str, Any]]  # transcript -> what the last import recorded
+
+
+# Transcripts are parsed in worker processes when there are this many (CPU-bound Python:
+# JSON, redaction patterns).
+PARALLEL_MIN_TRANSCRIPTS = 16
+TRANSCRIPT_BATCH = 8
+
+
+def _source_key(path: Path) -> str:
+    return os.path.abspath(path)
+
+
+@functools.cache
+def renderer_fingerprint() -> str:
+    """Identifies the code that turns transcripts into notes: a transcript recorded
+    under another renderer is read again, so a new markvault re-renders its notes."""
+    source = Path(sessions_module.__file__ or "sessions.py")
+    try:
+        return hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    except OSError:  # no source beside the code (a zipped install): go by version
+        return "version-" + importlib.metadata.version("markvault")
+
+
+def _read_transcript_batch(batch: list[tuple[str, str]]) -> list[Session | str]:
+    """read_transcript over (path, session id) pairs; an error becomes its message
+    (exceptions lose their hint when pickled back from a worker)."""
+    out: list[Session | str] = []
+    for path, sid in batch:
+        try:
+            out.append(read_transcript(path, session_id=sid))
+        except MarkvaultError as exc:
+            out.append(str(exc))
+    return out
+
+
+def _parse_transcripts(
+    todo: list[TranscriptFile],
+) -> Iterator[tuple[TranscriptFile, Session | str]]:
+    """Each transcript with its parsed session (or error message), in order; parsed in
+    worker processes when there are many, as ``sync.read_files`` reads notes."""
+    workers = min(os.cpu_count() or 1, 8)
+    pairs = [(str(t.path), t.session_id) for t in todo]
+    if len(todo) < PARALLEL_MIN_TRANSCRIPTS or workers < 2:
+        for transcript, pair in zip(todo, pairs, strict=True):
+            yield transcript, _read_transcript_batch([pair])[0]
+        return
+    batches = [
+        list(range(i, min(i + TRANSCRIPT_BATCH, len(todo))))
+        for i in range(0, len(todo), TRANSCRIPT_BATCH)
+    ]
+    done = 0
+    try:
+        # forkserver: workers start from a clean process, not a fork of one holding DuckDB.
+        context = multiprocessing.get_context("forkserver")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            jobs = [[pairs[i] for i in batch] for batch in batches]
+            for batch, results in zip(batches, pool.map(_read_transcript_batch, jobs), strict=True):
+                for i, parsed in zip(batch, results, strict=True):
+                    yield todo[i], parsed
+                done += 1
+    except (BrokenProcessPool, OSError):
+        # Workers cannot start everywhere (e.g. a __main__ read from stdin): go on here.
+        for batch in batches[done:]:
+            for i in batch:
+                yield todo[i], _read_transcript_batch([pairs[i]])[0]
+
+
+def _session_id_of(text: str) -> str | None:
+    """The ``session_id`` in a note's frontmatter, if it has one."""
+    fm_text, _, _ = split_frontmatter(text.lstrip("\ufeff"))
+    if fm_text is None:
+        return None
+    meta, _problem = load_frontmatter(fm_text)
+    value = meta.get("session_id")
+    return str(value) if value not in (None, "") else None
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value in (None, "") else str(value)
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _dict(summary: SessionSummary | None) -> dict[str, Any] | None:
+    return summary.to_dict() if summary else None
+
+
+def _session_view(row: dict[str, Any]) -> dict[str, Any]:
+    """What a session listing shows of one session note."""
+    return {
+        "session_id": row["session_id"],
+        "id": row["id"],
+        "path": row["path"],
+        "title": row["title"],
+        "project": row["project"],
+        "cwd": row["cwd"],
+        "git_branch": row["git_branch"],
+        "started": row["started"] or row["created"],
+        "ended": row["ended"],
+        "turns": _int_or_none(row["turns"]),
+        "has_summary": bool(row["has_summary"]),
+        "tags": list(row["tags"] or []),
+        "uri": note_uri(row["id"]),
+        "hash": row["hash"],
+    }
+
+
+# A turn or section heading of a session note: "### 09:15 User", "## Summary".
+_TURN_HEADING = re.compile(r"^(#{2,3}) +(.+?)\s*$")
+MATCH_CHARS = 300
+
+
+def _find_lines(
+    lines: list[str], query: str, start: int, end: int
+) -> tuple[list[dict[str, Any]], int, str]:
+    """(matches, how many, "all" | "some") of lines ``start``..``end`` holding the
+    query's words, compared as search compares them (folded, stemmed; CJK bigrams).
+
+    Lines with every word come first; only when there are none, lines with some of
+    them. Each match names the heading it sits under and suggests lines to read.
+    """
+    wanted = set(tokenize(query))
+    if not wanted:
+        raise UsageError("The query has no words to look for.", 'Example: query="rounding"')
+    heading: tuple[int, str] | None = None
+    every: list[dict[str, Any]] = []
+    some: list[dict[str, Any]] = []
+    in_fence = False
+    for number in range(1, end + 1):
+        line = lines[number - 1]
+        if line.lstrip().startswith(("```", "~~~")):
+            in_fence = not in_fence
+        found = _TURN_HEADING.match(line) if not in_fence else None
+        if found:
+            heading = (number, found.group(2))
+        if number < start:
+            continue
+        common = wanted & set(tokenize(line))
+        if not common:
+            continue
+        turn_line = heading[0] if heading else 1
+        entry = {
+            "line": number,
+            "text": line.strip()[:MATCH_CHARS],
+            "under": heading[1] if heading else None,
+            "read": f"{turn_line}:{number + 20}",
+        }
+        (every if common == wanted else some).append(entry)
+    if every or not some:
+        return every, len(every), "all"
+    return some, len(some), "some"
 
 
 def _first_line(content: str) -> str:

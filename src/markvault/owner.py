@@ -1,0 +1,663 @@
+"""Many processes, one index: one owner process serves the others over a local socket.
+
+DuckDB lets one process write a database file, and then no other process may even
+read it. So for each index, exactly one process - the owner - opens the DuckDB file,
+runs the watcher (when it is a server) and loads the embedding model; every other
+`vault` process (more MCP servers, CLI commands) sends its calls to the owner over a
+Unix socket. The owner is whichever process first takes an exclusive ``flock`` on
+``<index>/<vault>.owner.lock``; the kernel drops that lock when the process dies,
+even by kill -9, and the next caller takes over: it reconnects to a new owner or
+becomes the owner itself. Nobody waits on DuckDB's own lock, so no caller ever sees a
+lock error, each change is indexed and embedded once, and a write through any
+process is visible to all at once (there is one index).
+
+The protocol is JSON lines: ``{"id", "method", "args", "kwargs"}`` in,
+``{"id", "result"}`` or ``{"id", "error"}`` out, with ``{"id", "progress"}`` lines
+before the answer of a long call. Values that are not JSON (filters, edits, paths,
+search results, reindex reports) travel as ``{"__type__": ...}`` objects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import socket
+import socketserver
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from . import errors
+from .config import Settings
+from .edit import Edit
+from .errors import MarkvaultError
+from .index import Filters
+from .model import Hit, ReindexReport, SearchResult
+from .sync import Progress
+from .vault import Vault
+from .watch import WatchBatch, Watcher, vault_callback
+
+# Calls that change nothing: safe to send again after the owner was replaced.
+READ_METHODS = frozenset(
+    {
+        "search",
+        "search_batch",
+        "get",
+        "get_many",
+        "status",
+        "pending",
+        "trash",
+        "topics",
+        "topic_points",
+        "recent",
+        "timeline",
+        "related",
+        "link_path",
+        "vault_map",
+        "written",
+        "list_sessions",
+        "read_session",
+        "session_projects",
+        "template_dirs",
+    }
+)
+WRITE_METHODS = frozenset(
+    {
+        "reindex",
+        "refresh",
+        "new_note",
+        "edit_note",
+        "move_note",
+        "delete_note",
+        "restore_note",
+        "learn_knowledge",
+        "store_document",
+        "import_sessions",
+        "save_session_summary",
+    }
+)
+READ_RETRIES = 5
+CONNECT_WAIT_SECONDS = 60.0  # an owner may be building a large index before it answers
+MAX_LINE = 256 * 1024 * 1024
+
+
+def lock_path(settings: Settings) -> Path:
+    return settings.db_path.with_name(settings.db_path.name + ".owner.lock")
+
+
+def socket_path(settings: Settings) -> Path:
+    """A short path (sockets are limited to ~100 bytes) private to this user."""
+    digest = hashlib.blake2b(str(settings.db_path).encode(), digest_size=8).hexdigest()
+    folder = Path(tempfile.gettempdir()) / f"markvault-{os.getuid()}"
+    return folder / f"{digest}.sock"
+
+
+class OwnerLock:
+    """The exclusive, crash-proof claim on an index (an flock the kernel releases)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def try_acquire(self) -> bool:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                return False
+            raise
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+        return True
+
+    def acquire_blocking(self) -> None:
+        """Wait until the current owner, if any, lets go (exits or dies)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def holder(self) -> int | None:
+        """The pid written by the current owner, if readable."""
+        try:
+            return int(self.path.read_text().strip() or 0) or None
+        except (OSError, ValueError):
+            return None
+
+    def release(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                os.close(self._fd)
+            self._fd = None
+
+
+# ---- values on the wire --------------------------------------------------------------
+
+
+def encode(value: Any) -> Any:
+    """Python values -> JSON values, tagging the types the facade takes and returns."""
+    if isinstance(value, Filters | Edit):
+        return {"__type__": type(value).__name__, **dataclasses.asdict(value)}
+    if isinstance(value, SearchResult):
+        data = value.to_json()
+        data["hits"] = [dict(h.to_json(), text=h.text) for h in value.hits]
+        return {"__type__": "SearchResult", **data}
+    if isinstance(value, ReindexReport):
+        return {"__type__": "ReindexReport", **value.to_json()}
+    if isinstance(value, Path):
+        return {"__type__": "Path", "value": str(value)}
+    if isinstance(value, dict):
+        return {str(k): encode(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [encode(v) for v in value]
+    if isinstance(value, Iterator):
+        return [encode(v) for v in value]
+    return value
+
+
+def decode(value: Any) -> Any:
+    if isinstance(value, list):
+        return [decode(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    kind = value.get("__type__")
+    if kind is None:
+        return {k: decode(v) for k, v in value.items()}
+    data = {k: v for k, v in value.items() if k != "__type__"}
+    if kind == "Filters":
+        return Filters(**data)
+    if kind == "Edit":
+        return Edit(**data)
+    if kind == "Path":
+        return Path(data["value"])
+    if kind == "ReindexReport":
+        data.pop("vectors_ready", None)
+        return ReindexReport(**{k: v for k, v in data.items() if k in _REPORT_FIELDS})
+    if kind == "SearchResult":
+        hits = [_hit(h) for h in data["hits"]]
+        result = SearchResult(
+            data["query"],
+            data["mode"],
+            hits,
+            data["timings_ms"],
+            data["total"],
+            data["warnings"],
+            data.get("counts", {}),
+            data.get("shortcut", False),
+        )
+        return result
+    raise ValueError(f"unknown value type {kind!r} on the wire")
+
+
+_REPORT_FIELDS = {f.name for f in dataclasses.fields(ReindexReport)}
+_HIT_FIELDS = {f.name for f in dataclasses.fields(Hit)}
+
+
+def _hit(data: dict[str, Any]) -> Hit:
+    return Hit(**{k: v for k, v in data.items() if k in _HIT_FIELDS})
+
+
+def _error_json(exc: MarkvaultError) -> dict[str, Any]:
+    return {
+        "type": type(exc).__name__,
+        "message": exc.message,
+        "hint": exc.hint,
+        "exit_code": exc.exit_code,
+    }
+
+
+def _raise_error(data: dict[str, Any]) -> None:
+    cls = getattr(errors, str(data.get("type")), None)
+    if not (isinstance(cls, type) and issubclass(cls, MarkvaultError)):
+        cls = MarkvaultError
+    exc = cls(data.get("message", "the index owner failed"), data.get("hint"))
+    raise exc
+
+
+# ---- the owner's side ------------------------------------------------------------------
+
+
+class _RelayProgress:
+    """A progress object that forwards to the caller's, over the connection."""
+
+    def __init__(self, send: Callable[[Any], None]) -> None:
+        self._send = send
+
+    def start(self, label: str, total: int) -> None:
+        self._send(["start", label, total])
+
+    def advance(self, n: int) -> None:
+        self._send(["advance", n])
+
+    def finish(self) -> None:
+        self._send(["finish"])
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    server: _SocketServer
+
+    def handle(self) -> None:
+        owner = self.server.owner
+        owner.client_connected()
+        try:
+            while True:
+                line = self.rfile.readline(MAX_LINE)
+                if not line:
+                    return
+                self._answer(owner, line)
+        except (BrokenPipeError, ConnectionResetError):
+            return
+        finally:
+            owner.client_disconnected()
+
+    def _answer(self, owner: IndexOwner, line: bytes) -> None:
+        try:
+            request = json.loads(line)
+            rid = request.get("id")
+        except (json.JSONDecodeError, AttributeError):
+            self._send({"id": None, "error": {"type": "UsageError", "message": "bad request"}})
+            return
+
+        def progress(event: Any) -> None:
+            self._send({"id": rid, "progress": event})
+
+        try:
+            result = owner.run(
+                request["method"], request.get("args", []), request.get("kwargs", {}), progress
+            )
+            self._send({"id": rid, "result": encode(result)})
+        except MarkvaultError as exc:
+            self._send({"id": rid, "error": _error_json(exc)})
+        except Exception as exc:  # a bug must not take the owner down for everyone
+            print(f"markvault owner: {type(exc).__name__}: {exc}", file=sys.stderr)
+            message = f"internal error in the index owner: {type(exc).__name__}: {exc}"
+            self._send({"id": rid, "error": {"type": "MarkvaultError", "message": message}})
+
+    def _send(self, data: dict[str, Any]) -> None:
+        self.wfile.write(json.dumps(data, ensure_ascii=False, default=str).encode() + b"\n")
+        self.wfile.flush()
+
+
+class _SocketServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    owner: IndexOwner
+
+
+class IndexOwner:
+    """Owns one index for this process and serves it to the others."""
+
+    def __init__(self, vault: Vault, lock: OwnerLock) -> None:
+        self.vault = vault
+        self.lock = lock
+        self.calls = threading.RLock()  # one facade call at a time, like VaultService
+        self.path = socket_path(vault.settings)
+        self._server: _SocketServer | None = None
+        self._thread: threading.Thread | None = None
+        self._clients = 0
+        self.watcher: Watcher | None = None
+
+    def start_watching(
+        self,
+        poll: bool | None = None,
+        on_report: Callable[[WatchBatch, ReindexReport], None] | None = None,
+    ) -> None:
+        """Keep the index in step with the files (servers and `vault watch` do this)."""
+        if self.watcher is None:
+            settings = self.vault.settings
+            self.watcher = Watcher(
+                settings.vault_dir,
+                vault_callback(self.vault, self.calls, on_report=on_report),
+                index_dir=settings.index_dir,
+                poll=poll,
+            )
+            self.watcher.start()
+
+    def status(self) -> dict[str, Any]:
+        with self.calls:
+            data = self.vault.status()
+        data["watcher"] = self.watcher.status() if self.watcher else None
+        return data
+
+    def serve(self) -> None:
+        """Listen on the socket in a background thread (we hold the lock, so a socket
+        file already there is a dead owner's)."""
+        _private_folder(self.path.parent)
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        server = _SocketServer(str(self.path), _Handler)
+        server.owner = self
+        os.chmod(self.path, 0o600)
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.5}, daemon=True
+        )
+        self._thread.start()
+
+    def run(
+        self,
+        method: str,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        progress: Callable[[Any], None] | None = None,
+    ) -> Any:
+        if method == "ping":
+            return "pong"
+        if method == "status":
+            return self.status()
+        if method not in READ_METHODS and method not in WRITE_METHODS:
+            raise errors.UsageError(f"Unknown call {method!r}.")
+        call_args = [decode(a) for a in args]
+        call_kwargs = {k: decode(v) for k, v in kwargs.items()}
+        if call_kwargs.get("progress") == "__progress__":
+            call_kwargs["progress"] = _RelayProgress(progress) if progress else None
+        with self.calls:
+            result = getattr(self.vault, method)(*call_args, **call_kwargs)
+            if isinstance(result, Iterator):
+                result = list(result)
+            return result
+
+    def client_connected(self) -> None:
+        self._clients += 1
+
+    def client_disconnected(self) -> None:
+        self._clients -= 1
+
+    @property
+    def clients(self) -> int:
+        return self._clients
+
+    def close(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop(1.0)  # a sync in progress finishes in its daemon thread
+            self.watcher = None
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+        with self.calls:
+            self.vault.close()
+        self.lock.release()
+
+
+# ---- everyone's side -------------------------------------------------------------------
+
+
+class OwnerLostError(errors.IndexBusyError):
+    """The owner went away in the middle of a write."""
+
+
+class SharedVault:
+    """The facade the CLI and the MCP server use: the local ``Vault`` when this process
+    owns the index, the owner's over the socket otherwise, taking over when it dies."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        connect_wait: float = CONNECT_WAIT_SECONDS,
+        must_own: bool = False,
+    ) -> None:
+        """``must_own``: wait until this process owns the index (`vault watch`)."""
+        self.settings = settings
+        self._background = False
+        self._watch = False
+        self._poll: bool | None = None
+        self._must_own = must_own
+        self._on_report: Callable[[WatchBatch, ReindexReport], None] | None = None
+        self._connect_wait = connect_wait
+        self._lock = OwnerLock(lock_path(settings))
+        self._owner: IndexOwner | None = None
+        self._sock: socket.socket | None = None
+        self._file: Any = None
+        self._next_id = 0
+        self._io = threading.Lock()
+        self._model_wait: float | None = None
+        self._attach()
+
+    @property
+    def model_wait(self) -> float | None:
+        """See ``Vault.model_wait``; applies where the model lives (the owner)."""
+        return self._model_wait
+
+    @model_wait.setter
+    def model_wait(self, value: float | None) -> None:
+        self._model_wait = value
+        if self._owner is not None:
+            self._owner.vault.model_wait = value
+
+    # -- who owns the index
+
+    @property
+    def is_owner(self) -> bool:
+        return self._owner is not None
+
+    @property
+    def local(self) -> Vault | None:
+        """This process's own ``Vault``, when it is the owner."""
+        return self._owner.vault if self._owner else None
+
+    def _attach(self) -> None:
+        """Connect to the owner, or become it; wait while an owner is starting."""
+        if self._must_own:
+            self._lock.acquire_blocking()
+            self._become_owner()
+            return
+        deadline = time.monotonic() + self._connect_wait
+        delay = 0.01
+        while True:
+            if self._connect():
+                return
+            if self._lock.try_acquire():
+                self._become_owner()
+                return
+            if time.monotonic() > deadline:
+                pid = self._lock.holder()
+                raise errors.IndexBusyError(
+                    f"The index is held by process {pid or '?'}, which does not answer.",
+                    "Wait for it to finish, or stop it; its lock goes with it.",
+                )
+            time.sleep(delay)  # an owner is between taking the lock and listening
+            delay = min(delay * 2, 0.2)
+
+    def _connect(self) -> bool:
+        path = socket_path(self.settings)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(str(path))
+        except OSError:
+            sock.close()
+            return False
+        self._sock = sock
+        self._file = sock.makefile("rwb")
+        return True
+
+    def _become_owner(self) -> None:
+        vault = Vault(self.settings)
+        vault.model_wait = self._model_wait
+        self._owner = IndexOwner(vault, self._lock)
+        self._owner.serve()
+        self._start_owner_work()
+
+    def start_background(self, *, watch: bool = True, poll: bool | None = None) -> None:
+        """For long-running servers: wherever this process owns the index (now, or
+        after taking over from a dead owner), load the model in the background and
+        watch the files."""
+        self._background, self._watch, self._poll = True, watch, poll
+        self._start_owner_work()
+
+    def on_sync(self, report: Callable[[WatchBatch, ReindexReport], None]) -> None:
+        """Call ``report`` after each sync the watcher runs here (`vault watch` prints)."""
+        self._on_report = report
+
+    def _start_owner_work(self) -> None:
+        if self._owner is None or not self._background:
+            return
+        self._owner.vault.start_background()
+        if self._watch:
+            self._owner.start_watching(self._poll, self._on_report)
+
+    def _disconnect(self) -> None:
+        with contextlib.suppress(OSError):
+            if self._file is not None:
+                self._file.close()
+            if self._sock is not None:
+                self._sock.close()
+        self._sock = self._file = None
+
+    def close(self) -> None:
+        self._disconnect()
+        if self._owner is not None:
+            self._owner.close()
+            self._owner = None
+
+    def __enter__(self) -> SharedVault:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- calls
+
+    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Run a facade method here (owner) or at the owner. When the owner dies, this
+        process reconnects to the next one (or becomes it) and sends a read again; a
+        write is sent only to an owner that just answered a ping, so it fails only when
+        the owner dies during that very write."""
+        for _attempt in range(READ_RETRIES + 1):
+            if self._owner is not None:
+                with self._owner.calls:
+                    result = getattr(self._owner.vault, method)(*args, **kwargs)
+                    return list(result) if isinstance(result, Iterator) else result
+            try:
+                if method in WRITE_METHODS:
+                    self._ensure_live()
+                    if self._owner is not None:
+                        continue  # this process took over: run it here
+                return self._remote(method, args, kwargs)
+            except (OSError, EOFError, json.JSONDecodeError):
+                self._disconnect()
+                self._attach()
+                if method not in READ_METHODS:
+                    raise OwnerLostError(
+                        "The process that owned the index stopped during this change.",
+                        "Read the note again to see whether the change was made, then retry.",
+                    ) from None
+        raise errors.IndexBusyError(
+            "The index changed hands too often to answer.", "Retry in a moment."
+        )
+
+    def _ensure_live(self) -> None:
+        """Reconnect until an owner answers a ping (a dying owner's socket can accept a
+        connection and then reset it)."""
+        for _ in range(READ_RETRIES + 1):
+            try:
+                if self._remote("ping", (), {}) == "pong":
+                    return
+            except (OSError, EOFError, json.JSONDecodeError):
+                pass
+            self._disconnect()
+            self._attach()
+            if self._owner is not None:
+                return
+
+    def _remote(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        progress: Progress | None = kwargs.pop("progress", None)
+        if progress is not None:
+            kwargs["progress"] = "__progress__"
+        with self._io:
+            if self._file is None:
+                raise ConnectionError("not connected")
+            self._next_id += 1
+            rid = self._next_id
+            request = {"id": rid, "method": method, "args": encode(list(args))}
+            request["kwargs"] = encode(kwargs)
+            self._file.write(json.dumps(request, ensure_ascii=False).encode() + b"\n")
+            self._file.flush()
+            while True:
+                line = self._file.readline(MAX_LINE)
+                if not line:
+                    raise EOFError("the index owner closed the connection")
+                reply = json.loads(line)
+                if "progress" in reply:
+                    if progress is not None:
+                        _relay(progress, reply["progress"])
+                    continue
+                if "error" in reply:
+                    _raise_error(reply["error"])
+                return decode(reply.get("result"))
+
+    def __getattr__(self, name: str) -> Any:
+        if name in READ_METHODS or name in WRITE_METHODS:
+            return lambda *args, **kwargs: self.call(name, *args, **kwargs)
+        raise AttributeError(name)
+
+    # -- the parts of Vault that are not calls
+
+    def embedder(self) -> Any:
+        if self._owner is None:
+            raise errors.UsageError("Only the owner of the index loads the model.")
+        return self._owner.vault.embedder()
+
+    def status(self) -> dict[str, Any]:
+        """The owner's ``Vault.status`` and its watcher's, plus who owns the index."""
+        if self._owner is not None:
+            return {**self._owner.status(), "owner": self.owner_info()}
+        return {**self.call("status"), "owner": self.owner_info()}
+
+    def watch_forever(self, stop: threading.Event, poll: bool | None = None) -> None:
+        """`vault watch`: as the owner, keep the index fresh until ``stop`` is set."""
+        assert self._owner is not None, "watching needs ownership (must_own=True)"
+        self.start_background(watch=True, poll=poll)
+        while not stop.wait(0.5):  # short waits keep Ctrl-C responsive
+            pass
+
+    def owner_info(self) -> dict[str, Any]:
+        return {
+            "owner_pid": os.getpid() if self.is_owner else self._lock.holder(),
+            "this_process_owns": self.is_owner,
+            "clients": self._owner.clients if self._owner else None,
+        }
+
+
+def _relay(progress: Progress, event: list[Any]) -> None:
+    if event[0] == "start":
+        progress.start(str(event[1]), int(event[2]))
+    elif event[0] == "advance":
+        progress.advance(int(event[1]))
+    else:
+        progress.finish()
+
+
+def _private_folder(folder: Path) -> None:
+    """Create the socket folder, or check that the one there is ours alone: another
+    user's folder would let them answer our calls."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = os.lstat(folder)
+    if os.path.islink(folder) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise errors.ConfigError(
+            f"{folder} is not a private folder of this user; markvault will not put its "
+            "socket there.",
+            "Remove it, or set TMPDIR to a folder only you can write.",
+        )

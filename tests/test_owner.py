@@ -1,0 +1,130 @@
+"""Many processes on one vault: one owns the index, the others ask it; when the owner
+dies, another takes over. RELIABILITY 18 and 21 with real `vault mcp` processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from markvault.config import Settings
+from markvault.owner import SharedVault
+
+from .conftest import WriteNotes
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def server(vault_dir: Path) -> StdioServerParameters:
+    index = str(vault_dir.parent / "index")
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "markvault.cli", "--vault", str(vault_dir), "--index", index, "mcp"],
+    )
+
+
+async def call(client: Client, tool: str, **args: Any) -> Any:
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, result.content[0].text
+    data = result.structured_content
+    return result.content[0].text if data is None or list(data) == ["result"] else data
+
+
+def cli(vault_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    index = str(vault_dir.parent / "index")
+    return subprocess.run(
+        [sys.executable, "-m", "markvault.cli", "--vault", str(vault_dir), "--index", index, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+async def test_five_servers_and_the_cli_share_one_index(write: WriteNotes, vault_dir: Path) -> None:
+    write({"notes/a.md": "# Alpha\n\nquokka census\n"})
+    with anyio.fail_after(240):
+        async with AsyncExitStack() as stack:
+            clients = [await stack.enter_async_context(Client(server(vault_dir))) for _ in range(5)]
+            owners = []
+            for client in clients:
+                status = await call(client, "status")
+                assert status["notes"] == 1
+                owners.append(status["owner"])
+            assert sum(o["this_process_owns"] for o in owners) == 1
+            assert len({o["owner_pid"] for o in owners}) == 1
+
+            made = await call(
+                clients[3], "create_note", kind="note", title="Numbat", content="numbat"
+            )
+            for client in clients:  # visible everywhere at once: there is one index
+                assert "Numbat.md" in await call(client, "search", query="numbat", mode="keyword")
+            found = cli(vault_dir, "search", "numbat", "--mode", "keyword", "--json")
+            assert found.returncode == 0, found.stderr
+            assert json.loads(found.stdout)["hits"][0]["id"] == made["id"]
+
+            # kill -9 the owner: the others take over, nothing is lost, no lock error.
+            owner_pid = owners[0]["owner_pid"]
+            survivors = [
+                c for c, o in zip(clients, owners, strict=True) if not o["this_process_owns"]
+            ]
+            os.kill(owner_pid, signal.SIGKILL)
+            for client in survivors:
+                text = await call(client, "search", query="numbat OR quokka", mode="keyword")
+                assert "Numbat.md" in text and "notes/a.md" in text
+            new_owners = {(await call(c, "status"))["owner"]["owner_pid"] for c in survivors}
+            assert len(new_owners) == 1 and owner_pid not in new_owners
+
+
+def test_a_process_that_owns_the_index_serves_the_next(write: WriteNotes, vault_dir: Path) -> None:
+    write({"a.md": "apple"})
+    settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
+    with SharedVault(settings) as first:
+        first.reindex(vectors=False)
+        assert first.is_owner
+        result = cli(vault_dir, "status", "--json")
+        assert result.returncode == 0, result.stderr
+        status = json.loads(result.stdout)
+        assert status["owner"] == {
+            "owner_pid": os.getpid(),
+            "this_process_owns": False,
+            "clients": None,
+        }
+    # The owner has gone: the next command owns the index itself.
+    assert json.loads(cli(vault_dir, "status", "--json").stdout)["owner"]["this_process_owns"]
+
+
+def test_commands_started_at_once_never_see_a_lock_error(
+    write: WriteNotes, vault_dir: Path
+) -> None:
+    """RELIABILITY 18: six processes race to open a vault with no index yet."""
+    write({f"n{i}.md": f"note {i} about walrus" for i in range(20)})
+    index = str(vault_dir.parent / "index")
+    base = [sys.executable, "-m", "markvault.cli", "--vault", str(vault_dir), "--index", index]
+    procs = [
+        subprocess.Popen(
+            [*base, "search", "walrus", "--mode", "keyword", "--json", "--limit", "50"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
+    for proc in procs:
+        out, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err
+        assert "lock" not in err.lower()
+        assert len(json.loads(out)["hits"]) == 20

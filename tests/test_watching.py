@@ -1,0 +1,111 @@
+"""The watcher inside the owner: `vault watch` and `vault mcp` keep the index fresh for
+every process, after edits, renames and git operations (RELIABILITY 16, 25, 26)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from .conftest import WriteNotes
+
+
+def cli(vault_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    index = str(vault_dir.parent / "index")
+    return subprocess.run(
+        [sys.executable, "-m", "markvault.cli", "--vault", str(vault_dir), "--index", index, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def found(vault_dir: Path, word: str) -> set[str]:
+    result = cli(vault_dir, "search", word, "--mode", "keyword", "--json", "--limit", "100")
+    assert result.returncode in (0, 1), result.stderr
+    return {h["path"] for h in json.loads(result.stdout)["hits"]}
+
+
+def eventually(check: Callable[[], bool], seconds: float = 20.0) -> None:
+    """Wait for an outcome another process produces (no event to await across processes)."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "not within the time allowed"
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def watching(write: WriteNotes, vault_dir: Path) -> Iterator[subprocess.Popen[str]]:
+    write({"notes/a.md": "# A\n\napple\n", "notes/b.md": "# B\n\nbanana\n"})
+    index = str(vault_dir.parent / "index")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "markvault.cli",
+            "--vault",
+            str(vault_dir),
+            "--index",
+            index,
+            "watch",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:  # wait until it owns the index and watches
+        if line.startswith("Watching"):
+            break
+    yield proc
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_vault_watch_keeps_every_process_fresh(
+    watching: subprocess.Popen[str], vault_dir: Path
+) -> None:
+    status = json.loads(cli(vault_dir, "status", "--json").stdout)
+    assert status["owner"]["owner_pid"] == watching.pid
+    assert status["watcher"]["mode"] == "events"
+    eventually(lambda: found(vault_dir, "apple") == {"notes/a.md"})
+    # An editor saving the vim way: write a backup, rename over the original.
+    tmp = vault_dir / "notes/.a.md.swp"
+    tmp.write_text("# A\n\napricot\n")
+    tmp.replace(vault_dir / "notes/a.md")
+    eventually(lambda: found(vault_dir, "apricot") == {"notes/a.md"})
+    assert found(vault_dir, "apple") == set()
+    # A rename and a new folder: no ghost of the old path.
+    (vault_dir / "notes/b.md").rename(vault_dir / "notes/banana.md")
+    (vault_dir / "new").mkdir()
+    (vault_dir / "new/c.md").write_text("# C\n\ncherry\n")
+    eventually(lambda: found(vault_dir, "banana") == {"notes/banana.md"})
+    eventually(lambda: found(vault_dir, "cherry") == {"new/c.md"})
+    assert cli(vault_dir, "status", "--json").returncode == 0
+
+
+def test_a_checkout_converges_once_git_is_done(
+    watching: subprocess.Popen[str], vault_dir: Path
+) -> None:
+    """RELIABILITY 25, scaled down: hundreds of files change under git's index.lock; once
+    the lock is gone the index equals a fresh scan."""
+    git = vault_dir / ".git"
+    git.mkdir()
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    (git / "index.lock").write_text("")
+    for i in range(300):
+        (vault_dir / f"notes/n{i}.md").write_text(f"# N{i}\n\nwalrus {i}\n")
+    (vault_dir / "notes/a.md").unlink()
+    (git / "index.lock").unlink()
+    (git / "HEAD").write_text("ref: refs/heads/other\n")
+    eventually(lambda: len(found(vault_dir, "walrus")) == 100, seconds=60)  # limit 100
+    eventually(lambda: json.loads(cli(vault_dir, "status", "--json").stdout)["notes"] == 301, 60)
+    final = json.loads(cli(vault_dir, "status", "--json").stdout)
+    assert final["pending"] == {"new": 0, "changed": 0, "deleted": 0}
+    assert found(vault_dir, "apple") == set()
