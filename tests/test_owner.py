@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from markvault.config import Settings
-from markvault.owner import SharedVault
+from markvault.owner import SharedVault, lock_path
 
 from .conftest import WriteNotes
 
@@ -82,6 +83,20 @@ async def test_five_servers_and_the_cli_share_one_index(write: WriteNotes, vault
                 c for c, o in zip(clients, owners, strict=True) if not o["this_process_owns"]
             ]
             os.kill(owner_pid, signal.SIGKILL)
+            # A survivor takes over at once, before anyone calls, and watches the files.
+            settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
+            holder = lock_path(settings)
+            deadline = time.monotonic() + 30
+            while holder.read_text().strip() in ("", str(owner_pid)):
+                assert time.monotonic() < deadline, "no survivor took over"
+                await anyio.sleep(0.05)
+            (vault_dir / "notes/by-hand.md").write_text("# By hand\n\nplatypus\n")
+            deadline = time.monotonic() + 30
+            while (
+                "by-hand.md" not in cli(vault_dir, "search", "platypus", "--mode", "keyword").stdout
+            ):
+                assert time.monotonic() < deadline, "the new owner does not watch"
+                await anyio.sleep(0.1)
             for client in survivors:
                 text = await call(client, "search", query="numbat OR quokka", mode="keyword")
                 assert "Numbat.md" in text and "notes/a.md" in text

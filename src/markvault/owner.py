@@ -426,6 +426,9 @@ class SharedVault:
         self._poll: bool | None = None
         self._must_own = must_own
         self._on_report: Callable[[WatchBatch, ReindexReport], None] | None = None
+        self._state = threading.RLock()  # ownership changes: a call's failover, standby
+        self._standby: threading.Thread | None = None
+        self._closing = False
         self._connect_wait = connect_wait
         self._lock = OwnerLock(lock_path(settings))
         self._owner: IndexOwner | None = None
@@ -460,6 +463,12 @@ class SharedVault:
 
     def _attach(self) -> None:
         """Connect to the owner, or become it; wait while an owner is starting."""
+        with self._state:
+            self._attach_locked()
+
+    def _attach_locked(self) -> None:
+        if self._owner is not None:
+            return  # the standby thread took over meanwhile
         if self._must_own:
             self._lock.acquire_blocking()
             self._become_owner()
@@ -468,6 +477,8 @@ class SharedVault:
         delay = 0.01
         while True:
             if self._connect():
+                if self._background:
+                    self._start_standby()
                 return
             if self._lock.try_acquire():
                 self._become_owner()
@@ -506,6 +517,30 @@ class SharedVault:
         watch the files."""
         self._background, self._watch, self._poll = True, watch, poll
         self._start_owner_work()
+        self._start_standby()
+
+    def _start_standby(self) -> None:
+        """A server that is not the owner waits on the owner's lock in a thread, to take
+        over - watcher and model included - the moment the owner exits or dies, not only
+        at its next call."""
+        if self._standby is not None or self._owner is not None or self._must_own:
+            return
+        lock = OwnerLock(lock_path(self.settings))
+
+        def wait_and_take_over() -> None:
+            lock.acquire_blocking()
+            with self._state:
+                self._standby = None
+                if self._closing or self._owner is not None:
+                    lock.release()
+                    return
+                self._lock = lock
+                self._become_owner()
+
+        self._standby = threading.Thread(
+            target=wait_and_take_over, name="markvault-standby", daemon=True
+        )
+        self._standby.start()
 
     def on_sync(self, report: Callable[[WatchBatch, ReindexReport], None]) -> None:
         """Call ``report`` after each sync the watcher runs here (`vault watch` prints)."""
@@ -527,10 +562,12 @@ class SharedVault:
         self._sock = self._file = None
 
     def close(self) -> None:
-        self._disconnect()
-        if self._owner is not None:
-            self._owner.close()
-            self._owner = None
+        with self._state:
+            self._closing = True
+            self._disconnect()
+            if self._owner is not None:
+                self._owner.close()
+                self._owner = None
 
     def __enter__(self) -> SharedVault:
         return self
