@@ -143,3 +143,48 @@ def test_commands_started_at_once_never_see_a_lock_error(
         assert proc.returncode == 0, err
         assert "lock" not in err.lower()
         assert len(json.loads(out)["hits"]) == 20
+
+
+def test_reads_during_a_long_sync_are_answered_not_left_waiting(
+    write: WriteNotes, vault_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RELIABILITY 39: while the owner builds (here: holds the index for a long sync),
+    a search from another process is answered at once, marked as building."""
+    import threading
+
+    from markvault import owner as owner_module
+    from markvault.errors import IndexBusyError
+
+    monkeypatch.setattr(owner_module, "BUSY_ANSWER_SECONDS", 0.2)
+    write({"a.md": "apple"})
+    settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
+    with SharedVault(settings) as first:
+        first.reindex(vectors=False)
+        assert first.local is not None and first._owner is not None
+        building, release = threading.Event(), threading.Event()
+
+        def long_sync() -> None:
+            assert first._owner is not None
+            with first._owner.calls:
+                first.local.activity = ("Reading notes", 1200, 20000)  # type: ignore[union-attr]
+                building.set()
+                release.wait(30)
+                first.local.activity = None  # type: ignore[union-attr]
+
+        worker = threading.Thread(target=long_sync)
+        worker.start()
+        building.wait(10)
+        try:
+            with SharedVault(settings) as second:
+                assert not second.is_owner
+                started = time.monotonic()
+                result = second.search("apple", mode="keyword")
+                assert time.monotonic() - started < 5
+                assert result.hits == []
+                assert "being built (reading notes: 1,200 of 20,000)" in result.warnings[0]
+                with pytest.raises(IndexBusyError, match="being built"):
+                    second.get("a.md")
+        finally:
+            release.set()
+            worker.join()
+        assert [h.path for h in first.search("apple", mode="keyword").hits] == ["a.md"]

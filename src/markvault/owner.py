@@ -86,6 +86,7 @@ WRITE_METHODS = frozenset(
     }
 )
 READ_RETRIES = 5
+BUSY_ANSWER_SECONDS = 3.0  # a read waits this long for a running sync, then says so
 CONNECT_WAIT_SECONDS = 60.0  # an owner may be building a large index before it answers
 MAX_LINE = 256 * 1024 * 1024
 
@@ -333,8 +334,7 @@ class IndexOwner:
             self.watcher.start()
 
     def status(self) -> dict[str, Any]:
-        with self.calls:
-            data = self.vault.status()
+        data = self.call("status", [], {})
         data["watcher"] = self.watcher.status() if self.watcher else None
         return data
 
@@ -370,11 +370,34 @@ class IndexOwner:
         call_kwargs = {k: decode(v) for k, v in kwargs.items()}
         if call_kwargs.get("progress") == "__progress__":
             call_kwargs["progress"] = _RelayProgress(progress) if progress else None
-        with self.calls:
-            result = getattr(self.vault, method)(*call_args, **call_kwargs)
-            if isinstance(result, Iterator):
-                result = list(result)
-            return result
+        return self.call(method, call_args, call_kwargs)
+
+    def call(self, method: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """Run a facade method. A read that finds the index busy with a long sync (a
+        first build, a big checkout) is answered within seconds, saying so, rather than
+        left waiting (RELIABILITY 39)."""
+        wait = BUSY_ANSWER_SECONDS if method in READ_METHODS else -1
+        if not self.calls.acquire(timeout=wait):
+            return self._busy_answer(method, args, kwargs)
+        try:
+            result = getattr(self.vault, method)(*args, **kwargs)
+            return list(result) if isinstance(result, Iterator) else result
+        finally:
+            self.calls.release()
+
+    def _busy_answer(self, method: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        activity = self.vault.activity
+        doing = (
+            f"{activity[0].lower()}: {activity[1]:,} of {activity[2]:,}"
+            if activity
+            else "a sync is running"
+        )
+        message = f"the index is being built ({doing}); results will come when it is done"
+        if method == "search":
+            query = str(args[0] if args else kwargs.get("query", ""))
+            mode = str(kwargs.get("mode", "hybrid"))
+            return SearchResult(query, mode, [], {"total": 0.0}, 0, [message])
+        raise errors.IndexBusyError(message[0].upper() + message[1:] + ".", "Retry shortly.")
 
     def client_connected(self) -> None:
         self._clients += 1
@@ -584,9 +607,7 @@ class SharedVault:
         the owner dies during that very write."""
         for _attempt in range(READ_RETRIES + 1):
             if self._owner is not None:
-                with self._owner.calls:
-                    result = getattr(self._owner.vault, method)(*args, **kwargs)
-                    return list(result) if isinstance(result, Iterator) else result
+                return self._owner.call(method, list(args), kwargs)
             try:
                 if method in WRITE_METHODS:
                     self._ensure_live()

@@ -95,6 +95,9 @@ class Vault:
         # the background answers from keywords after waiting that long.
         self.model_wait: float | None = None
         self.notices: list[str] = []
+        # (stage, done, total) while a sync runs: other threads read it to say why the
+        # index is busy (a tuple is replaced whole, so reading needs no lock).
+        self.activity: tuple[str, int, int] | None = None
 
     @classmethod
     def open(
@@ -175,9 +178,13 @@ class Vault:
                     path.unlink()
         index = self._open_index(write=True)
         self.files.remove_stale_temp_files()
-        report = Syncer(self.settings, index, self.files).run(
-            vectors=vectors, embedder=self.embedder, progress=progress, hints=paths
-        )
+        tracked = ActivityProgress(progress, self)
+        try:
+            report = Syncer(self.settings, index, self.files).run(
+                vectors=vectors, embedder=self.embedder, progress=tracked, hints=paths
+            )
+        finally:
+            self.activity = None
         report.notices[:0] = self.notices
         self.notices = []
         return report
@@ -1615,3 +1622,27 @@ def fill_template(template: str, values: dict[str, Any]) -> str:
 
 def _plain_yaml(value: str) -> bool:
     return bool(_PLAIN_YAML.match(value)) and not _YAML_SPECIAL.match(value)
+
+
+class ActivityProgress:
+    """Passes progress on, and keeps the vault's ``activity`` up to date."""
+
+    def __init__(self, inner: Progress | None, vault: Vault) -> None:
+        self.inner = inner
+        self.vault = vault
+
+    def start(self, label: str, total: int) -> None:
+        self.vault.activity = (label, 0, total)
+        if self.inner is not None:
+            self.inner.start(label, total)
+
+    def advance(self, n: int) -> None:
+        if self.vault.activity is not None:
+            label, done, total = self.vault.activity
+            self.vault.activity = (label, done + n, total)
+        if self.inner is not None:
+            self.inner.advance(n)
+
+    def finish(self) -> None:
+        if self.inner is not None:
+            self.inner.finish()
