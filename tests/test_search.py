@@ -204,3 +204,23 @@ def test_only_quotes_make_a_phrase() -> None:
     assert not plan.constrained and plan.terms == ["机器", "器学", "学习"]
     assert query.parse('"机器学习"').constrained
     assert query.parse("e-mail").terms == ["e", "mail"]
+
+
+def test_expired_notes_ranked_first_do_not_crowd_out_current_ones(
+    write: WriteNotes, open_vault: OpenVault
+) -> None:
+    """Expired and superseded chunks are dropped after ranking: a current note ranked
+    below many of them still comes back."""
+    notes: dict[str, str | bytes] = {
+        f"old/{i}.md": f"---\nvalid_until: 2020-01-01\n---\n# Old {i}\n\nwombat wombat wombat\n"
+        for i in range(150)
+    }
+    notes["gone.md"] = "---\nsuperseded_by: current\n---\n# Gone\n\nwombat wombat\n"
+    notes["current.md"] = "---\nid: current\n---\n# Current\n\nwombat and many other words here\n"
+    write(notes)
+    v = open_vault()
+    v.reindex(vectors=False)
+    hits = v.search("wombat", mode="keyword", limit=5).hits
+    assert [h.path for h in hits] == ["current.md"]
+    every = v.search("wombat", mode="keyword", limit=200, filters=Filters(include_expired=True))
+    assert len(every.hits) == 152

@@ -44,6 +44,9 @@ KW_DELTA_MIN = 5_000
 KW_DELTA_SHARE = 0.2
 KW_COMPACT_MIN_ROWS = 200_000
 KW_COMPACT_SHARE = 0.1
+# Up to this many chunks of expired or superseded notes are dropped from results after
+# ranking; more, and the ranking query joins each candidate with its note instead.
+EXPIRED_INLINE_MAX = 20_000
 BM25_K1 = 1.2
 BM25_B = 0.75
 LOCK_WAIT_SECONDS = 10.0
@@ -292,7 +295,7 @@ class Index:
         self._matrix: tuple[str, np.ndarray, np.ndarray] | None = None
         self._counts: tuple[str, int, int] | None = None  # cached embedding_counts
         self._tables: dict[str, bool] = {}  # cached _has_table answers
-        self._expired: tuple[str, int] | None = None  # (day, notes no longer current)
+        self._expired: tuple[str, np.ndarray] | None = None  # (day, chunks not current)
 
     # ---- opening -----------------------------------------------------------------
 
@@ -924,9 +927,13 @@ class Index:
             scored = f"SELECT * FROM ({scored}) WHERE {condition}"
         # With a check still to come, over-fetch: most candidates usually pass.
         fetch = limit if verify is None else max(limit * 20, 1000)
-        if not self.filters_apply(filters):
-            sql = f"SELECT chunk_id, score FROM ({scored}) ORDER BY score DESC, chunk_id LIMIT ?"
-            rows = self.con.execute(sql, [fetch]).fetchall()
+        expired = (
+            self.expired_chunk_ids()
+            if filters.is_empty() and not filters.include_expired
+            else np.empty(0, np.int64)
+        )
+        if filters.is_empty() and len(expired) <= EXPIRED_INLINE_MAX:
+            rows = self._top_without(scored, fetch, expired)
         else:
             where, params = filters.sql()
             sql = f"""
@@ -946,6 +953,20 @@ class Index:
             if len(kept) >= limit:
                 break
         return kept[:limit]
+
+    def _top_without(self, scored: str, fetch: int, expired: np.ndarray) -> list[Any]:
+        """The ``fetch`` best of ``scored`` leaving out ``expired`` chunks: asks for a few
+        more than needed, and for all it could need only when those were not enough."""
+        sql = f"SELECT chunk_id, score FROM ({scored}) ORDER BY score DESC, chunk_id LIMIT ?"
+        if len(expired) == 0:
+            return self.con.execute(sql, [fetch]).fetchall()
+        gone = set(expired.tolist())
+        for extra in (min(len(expired), max(fetch, 100)), len(expired)):
+            rows = self.con.execute(sql, [fetch + extra]).fetchall()
+            kept = [r for r in rows if r[0] not in gone]
+            if len(kept) >= fetch or len(rows) < fetch + extra:
+                return kept[:fetch]
+        return kept[:fetch]
 
     def chunk_tokens(self, ids: Sequence[int]) -> dict[int, str]:
         """The search tokens of each chunk id."""
@@ -971,15 +992,22 @@ class Index:
 
     def filters_apply(self, filters: Filters) -> bool:
         """Whether ``filters`` can leave anything out (a join per query otherwise)."""
-        return not filters.is_empty() or (not filters.include_expired and self._expired_notes() > 0)
+        return not filters.is_empty() or (
+            not filters.include_expired and len(self.expired_chunk_ids()) > 0
+        )
 
-    def _expired_notes(self) -> int:
+    def expired_chunk_ids(self) -> np.ndarray:
+        """Sorted ids of the chunks of notes that are no longer current (past
+        ``valid_until``, superseded): usually few, so searches drop them from their
+        results instead of joining every candidate with its note."""
         today = dt.date.today().isoformat()
         if self._expired is None or self._expired[0] != today:
-            row = self.con.execute(
-                f"SELECT count(*) FROM notes n WHERE NOT {CURRENT_SQL}", [today]
-            ).fetchone()
-            self._expired = (today, int(row[0]) if row else 0)
+            rows = self.con.execute(
+                f"SELECT c.id FROM chunks c JOIN notes n ON n.path = c.path "
+                f"WHERE NOT {CURRENT_SQL} ORDER BY c.id",
+                [today],
+            ).fetchall()
+            self._expired = (today, np.array([r[0] for r in rows], dtype=np.int64))
         return self._expired[1]
 
     def chunk_ids_matching(self, filters: Filters) -> np.ndarray:

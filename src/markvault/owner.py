@@ -349,7 +349,7 @@ class IndexOwner:
         os.chmod(self.path, 0o600)
         self._server = server
         self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.5}, daemon=True
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
         self._thread.start()
 
@@ -419,8 +419,14 @@ class IndexOwner:
             self._server = None
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
-        with self.calls:
-            self.vault.close()
+        # A sync still running in the watcher's thread may hold the index: do not wait
+        # for it past a second (a stopping server must exit within two); the process
+        # exits and DuckDB's write-ahead log makes the next open whole.
+        if self.calls.acquire(timeout=1.0):
+            try:
+                self.vault.close()
+            finally:
+                self.calls.release()
         self.lock.release()
 
 

@@ -253,9 +253,11 @@ class Searcher:
         run.timings["embed_query"] = run.timings.get("embed_query", 0.0) + embed_ms
         ids, matrix = self.index.vector_matrix(self.model)
         scores = matrix @ qv
-        if self.index.filters_apply(filters):
+        if not filters.is_empty():
             mask = np.isin(ids, self.index.chunk_ids_matching(filters))
             scores = np.where(mask, scores, -np.inf)
+        elif not filters.include_expired and len(expired := self.index.expired_chunk_ids()):
+            scores = np.where(np.isin(ids, expired, invert=True), scores, -np.inf)
         constrained = plan is not None and plan.constrained
         # Required and excluded words bind the vector side too: take more, check them.
         k = min(wanted * 4 if constrained else wanted, len(ids))
