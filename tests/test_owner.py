@@ -18,7 +18,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from markvault.config import Settings
-from markvault.owner import SharedVault, lock_path
+from markvault.owner import SharedVault
 
 from .conftest import WriteNotes
 
@@ -83,13 +83,13 @@ async def test_five_servers_and_the_cli_share_one_index(write: WriteNotes, vault
                 c for c, o in zip(clients, owners, strict=True) if not o["this_process_owns"]
             ]
             os.kill(owner_pid, signal.SIGKILL)
-            # A survivor takes over at once, before anyone calls, and watches the files.
-            settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
-            holder = lock_path(settings)
-            deadline = time.monotonic() + 30
-            while holder.read_text().strip() in ("", str(owner_pid)):
-                assert time.monotonic() < deadline, "no survivor took over"
-                await anyio.sleep(0.05)
+            # Calls made right away, while a standby takes over, are answered promptly.
+            started = time.monotonic()
+            for client in survivors:
+                text = await call(client, "search", query="numbat OR quokka", mode="keyword")
+                assert "Numbat.md" in text and "notes/a.md" in text
+            assert time.monotonic() - started < 20
+            # The new owner watches the files.
             (vault_dir / "notes/by-hand.md").write_text("# By hand\n\nplatypus\n")
             deadline = time.monotonic() + 30
             while (
@@ -97,9 +97,6 @@ async def test_five_servers_and_the_cli_share_one_index(write: WriteNotes, vault
             ):
                 assert time.monotonic() < deadline, "the new owner does not watch"
                 await anyio.sleep(0.1)
-            for client in survivors:
-                text = await call(client, "search", query="numbat OR quokka", mode="keyword")
-                assert "Numbat.md" in text and "notes/a.md" in text
             new_owners = {(await call(c, "status"))["owner"]["owner_pid"] for c in survivors}
             assert len(new_owners) == 1 and owner_pid not in new_owners
 

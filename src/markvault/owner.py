@@ -491,27 +491,29 @@ class SharedVault:
         return self._owner.vault if self._owner else None
 
     def _attach(self) -> None:
-        """Connect to the owner, or become it; wait while an owner is starting."""
-        with self._state:
-            self._attach_locked()
+        """Connect to the owner, or become it; wait while an owner is starting.
 
-    def _attach_locked(self) -> None:
-        if self._owner is not None:
-            return  # the standby thread took over meanwhile
+        The state lock is held only for each attempt, never across the wait: this
+        process's standby thread may be the one about to become the owner.
+        """
         if self._must_own:
             self._lock.acquire_blocking()
-            self._become_owner()
+            with self._state:
+                self._become_owner()
             return
         deadline = time.monotonic() + self._connect_wait
         delay = 0.01
         while True:
-            if self._connect():
-                if self._background:
-                    self._start_standby()
-                return
-            if self._lock.try_acquire():
-                self._become_owner()
-                return
+            with self._state:
+                if self._owner is not None:
+                    return  # the standby thread took over meanwhile
+                if self._connect():
+                    if self._background:
+                        self._start_standby()
+                    return
+                if self._lock.try_acquire():
+                    self._become_owner()
+                    return
             if time.monotonic() > deadline:
                 pid = self._lock.holder()
                 raise errors.IndexBusyError(
