@@ -21,8 +21,8 @@ demo: $(STAMP)
 	$(BIN)/vault --vault vault reindex
 	$(BIN)/vault --vault vault search "how do I connect Claude Code"
 	@echo
-	@echo "Connect Claude Code to this vault:"
-	@echo "  claude mcp add markvault -- $(CURDIR)/$(BIN)/vault --vault $(CURDIR)/vault mcp"
+	@echo "Connect Claude Code to this vault (runs claude mcp add, or prints what to paste):"
+	@echo "  $(CURDIR)/$(BIN)/vault --vault $(CURDIR)/vault mcp install"
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
