@@ -45,13 +45,16 @@ async def call(client: Client, tool: str, **args: Any) -> Any:
     return result.content[0].text if data is None or list(data) == ["result"] else data
 
 
-def cli(vault_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def cli(
+    vault_dir: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     index = str(vault_dir.parent / "index")
     return subprocess.run(
         [sys.executable, "-m", "markvault.cli", "--vault", str(vault_dir), "--index", index, *args],
         capture_output=True,
         text=True,
         timeout=120,
+        env=env,
     )
 
 
@@ -107,7 +110,11 @@ def test_a_process_that_owns_the_index_serves_the_next(write: WriteNotes, vault_
     with SharedVault(settings) as first:
         first.reindex(vectors=False)
         assert first.is_owner
-        result = cli(vault_dir, "status", "--json")
+        # Another TMPDIR (an MCP client may start servers with a bare environment)
+        # still finds this owner: its socket is named in the lock file.
+        other_tmp = vault_dir.parent / "other-tmp"
+        other_tmp.mkdir()
+        result = cli(vault_dir, "status", "--json", env={**os.environ, "TMPDIR": str(other_tmp)})
         assert result.returncode == 0, result.stderr
         status = json.loads(result.stdout)
         assert status["owner"] == {
@@ -185,3 +192,29 @@ def test_reads_during_a_long_sync_are_answered_not_left_waiting(
             release.set()
             worker.join()
         assert [h.path for h in first.search("apple", mode="keyword").hits] == ["a.md"]
+
+
+@pytest.mark.model
+def test_the_owner_embeds_a_keyword_only_index_without_holding_it(
+    bundled_copy: Path, tmp_path: Path
+) -> None:
+    """A server that loads the model on a keyword-only index embeds it in small groups
+    in the background; other processes' reads are answered meanwhile, not held up."""
+    settings = Settings.load(vault=bundled_copy, index=tmp_path / "index")
+    with SharedVault(settings) as owner:
+        owner.reindex(vectors=False)
+        assert owner.status()["vectors"]["embedded"] == 0
+        owner.start_background(watch=False)
+        with SharedVault(settings) as other:
+            slowest = 0.0
+            deadline = time.monotonic() + 300
+            while not other.status()["vectors"]["ready"]:
+                assert time.monotonic() < deadline, "the backfill did not finish"
+                started = time.monotonic()
+                result = other.search("duckdb", mode="keyword")
+                slowest = max(slowest, time.monotonic() - started)
+                assert result.hits and not any("being built" in w for w in result.warnings)
+                time.sleep(0.2)
+            assert slowest < 3.0
+            hits = other.search("how do I connect Claude Code", mode="vector").hits
+            assert hits[0].path == "notes/Connecting Claude Code.md"

@@ -87,6 +87,8 @@ WRITE_METHODS = frozenset(
 )
 READ_RETRIES = 5
 BUSY_ANSWER_SECONDS = 3.0  # a read waits this long for a running sync, then says so
+BACKFILL_GROUP = 64  # chunks embedded per turn in the background
+BACKFILL_IDLE_SECONDS = 300.0  # a check for missing vectors when nothing woke it
 CONNECT_WAIT_SECONDS = 60.0  # an owner may be building a large index before it answers
 MAX_LINE = 256 * 1024 * 1024
 
@@ -140,9 +142,24 @@ class OwnerLock:
     def holder(self) -> int | None:
         """The pid written by the current owner, if readable."""
         try:
-            return int(self.path.read_text().strip() or 0) or None
+            return int(self.path.read_text().split("\n")[0].strip() or 0) or None
         except (OSError, ValueError):
             return None
+
+    def socket(self) -> Path | None:
+        """Where the current owner listens, as it wrote it: processes with another
+        TMPDIR (an MCP server started by a client with a bare environment) still meet."""
+        try:
+            lines = self.path.read_text().split("\n")
+        except OSError:
+            return None
+        return Path(lines[1]) if len(lines) > 1 and lines[1].strip() else None
+
+    def record(self, socket: Path) -> None:
+        """Write our pid and socket into the lock file (we hold the lock)."""
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, f"{os.getpid()}\n{socket}\n".encode(), 0)
 
     def release(self) -> None:
         if self._fd is not None:
@@ -316,6 +333,40 @@ class IndexOwner:
         self._thread: threading.Thread | None = None
         self._clients = 0
         self.watcher: Watcher | None = None
+        self._backfill: threading.Thread | None = None
+        self._wake = threading.Event()  # set after writes and syncs: new chunks to embed
+        self._stopping = threading.Event()
+
+    def start_backfill(self) -> None:
+        """Embed chunks that have no vector yet, a small group at a time, letting every
+        other call in between: a first embedding of a vault takes minutes to hours and
+        must not hold the index that long (syncs embed inline only a few chunks)."""
+        if self._backfill is None:
+            self._backfill = threading.Thread(
+                target=self._backfill_loop, name="markvault-backfill", daemon=True
+            )
+            self._backfill.start()
+
+    def _backfill_loop(self) -> None:
+        embedder = self.vault.embedder()
+        while not embedder.wait(1.0):
+            if self._stopping.is_set() or embedder.load_error:
+                return
+        while not self._stopping.is_set():
+            try:
+                # The index is held only to read and to store; the model works without it.
+                with self.calls:
+                    todo = self.vault.chunks_without_vectors(BACKFILL_GROUP)
+                if todo:
+                    vectors = embedder.encode([text for _, text in todo])
+                    with self.calls:
+                        self.vault.add_vectors([h for h, _ in todo], vectors)
+            except Exception as exc:  # the next write or sync tries again
+                print(f"markvault: embedding in the background failed: {exc}", file=sys.stderr)
+                todo = []
+            if not todo:
+                self._wake.wait(BACKFILL_IDLE_SECONDS)
+                self._wake.clear()
 
     def start_watching(
         self,
@@ -325,9 +376,15 @@ class IndexOwner:
         """Keep the index in step with the files (servers and `vault watch` do this)."""
         if self.watcher is None:
             settings = self.vault.settings
+
+            def synced(batch: WatchBatch, report: ReindexReport) -> None:
+                self._wake.set()
+                if on_report is not None:
+                    on_report(batch, report)
+
             self.watcher = Watcher(
                 settings.vault_dir,
-                vault_callback(self.vault, self.calls, on_report=on_report),
+                vault_callback(self.vault, self.calls, on_report=synced),
                 index_dir=settings.index_dir,
                 poll=poll,
             )
@@ -347,6 +404,7 @@ class IndexOwner:
         server = _SocketServer(str(self.path), _Handler)
         server.owner = self
         os.chmod(self.path, 0o600)
+        self.lock.record(self.path)
         self._server = server
         self._thread = threading.Thread(
             target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -384,6 +442,8 @@ class IndexOwner:
             return list(result) if isinstance(result, Iterator) else result
         finally:
             self.calls.release()
+            if method in WRITE_METHODS:
+                self._wake.set()
 
     def _busy_answer(self, method: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         activity = self.vault.activity
@@ -410,6 +470,8 @@ class IndexOwner:
         return self._clients
 
     def close(self) -> None:
+        self._stopping.set()
+        self._wake.set()
         if self.watcher is not None:
             self.watcher.stop(1.0)  # a sync in progress finishes in its daemon thread
             self.watcher = None
@@ -524,7 +586,7 @@ class SharedVault:
             delay = min(delay * 2, 0.2)
 
     def _connect(self) -> bool:
-        path = socket_path(self.settings)
+        path = self._lock.socket() or socket_path(self.settings)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(str(path))
@@ -581,6 +643,7 @@ class SharedVault:
         if self._owner is None or not self._background:
             return
         self._owner.vault.start_background()
+        self._owner.start_backfill()
         if self._watch:
             self._owner.start_watching(self._poll, self._on_report)
 

@@ -192,7 +192,11 @@ class Syncer:
         embedder: Callable[[], Embedder] | None = None,
         progress: Progress | None = None,
         hints: Iterable[str] | None = None,
+        embed_limit: int | None = None,
     ) -> ReindexReport:
+        """``embed_limit``: embed only when at most this many chunks lack a vector (a
+        server's sync must not hold the index for a long embedding; its background
+        backfill does that work group by group)."""
         started = time.perf_counter()
         progress = progress or NoProgress()
         report = ReindexReport(vectors=vectors)
@@ -228,7 +232,7 @@ class Syncer:
             self.index.compact_keyword_index()
 
         if vectors and embedder is not None:
-            self._embed(embedder(), report, progress)
+            self._embed(embedder(), report, progress, embed_limit)
 
         stats = self.index.stats()
         report.notes = stats["notes"]
@@ -252,9 +256,18 @@ class Syncer:
             [(rid, resolver.resolve(src, target, style)) for rid, src, target, style in rows]
         )
 
-    def _embed(self, embedder: Embedder, report: ReindexReport, progress: Progress) -> None:
+    def _embed(
+        self,
+        embedder: Embedder,
+        report: ReindexReport,
+        progress: Progress,
+        limit: int | None = None,
+    ) -> None:
         model = self.settings.model
         missing = self.index.missing_embeddings(model)
+        if limit is not None and len(missing) > limit:
+            report.notices.append(f"{len(missing)} chunks wait for vectors (embedded later)")
+            return
         if missing:
             self.index.ensure_embedding_table(model, embedder.dim)
             missing = self.index.missing_embeddings(model)

@@ -56,7 +56,7 @@ from .sessions import (
     set_summary,
     transcripts_at,
 )
-from .sync import NoProgress, Progress, Syncer
+from .sync import EMBED_GROUP, NoProgress, Progress, Syncer
 from .text import tokenize
 
 KIND_FOLDERS = {kind: folder for folder, kind in FOLDER_KINDS.items()}
@@ -67,6 +67,9 @@ MIN_PAGE_CHARS = 500
 MAX_PAGE_CHARS = 80_000  # the most one MCP read may return
 MAX_GET_NOTES = 50
 MAX_LISTED = 200  # links, backlinks and chunks listed with a note
+# A write or a watcher's sync embeds its new chunks at once when there are at most this
+# many; more (a first build, a checkout) are left to the background backfill.
+INLINE_EMBED_MAX = 256
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 # In frontmatter a placeholder may sit in quotes: "{{title}}".
 # Values YAML reads back unchanged without quotes (no ": ", " #", flow or quote marks).
@@ -168,9 +171,11 @@ class Vault:
         vectors: bool = True,
         progress: Progress | None = None,
         paths: Iterable[str] | None = None,
+        embed_limit: int | None = None,
     ) -> ReindexReport:
         """Bring the index in step with the files; ``full`` rebuilds it from nothing;
-        ``paths`` limits the look to those files and folders (a watcher's hints)."""
+        ``paths`` limits the look to those files and folders (a watcher's hints);
+        ``embed_limit``: leave vectors for later when more chunks than that lack one."""
         if full:
             self.close()
             for path in (self.settings.db_path, self.settings.db_path.with_suffix(".duckdb.wal")):
@@ -181,7 +186,11 @@ class Vault:
         tracked = ActivityProgress(progress, self)
         try:
             report = Syncer(self.settings, index, self.files).run(
-                vectors=vectors, embedder=self.embedder, progress=tracked, hints=paths
+                vectors=vectors,
+                embedder=self.embedder,
+                progress=tracked,
+                hints=paths,
+                embed_limit=embed_limit,
             )
         finally:
             self.activity = None
@@ -1268,7 +1277,28 @@ class Vault:
             vectors=self._embedder is not None and self._embedder.loaded,
             progress=progress,
             paths=paths,
+            embed_limit=INLINE_EMBED_MAX,
         )
+
+    def chunks_without_vectors(self, limit: int = EMBED_GROUP) -> list[tuple[str, str]]:
+        """Up to ``limit`` (content hash, text the model reads) of chunks that have no
+        vector yet, when the model is loaded (a server's background backfill)."""
+        if self._embedder is None or not self._embedder.loaded:
+            return []
+        return self._open_index(write=True).missing_embeddings(self.settings.model)[:limit]
+
+    def add_vectors(self, hashes: Sequence[str], vectors: Any) -> None:
+        """Store vectors computed for ``chunks_without_vectors`` (outside any lock)."""
+        if not hashes or self._embedder is None:
+            return
+        index = self._open_index(write=True)
+        model = self.settings.model
+        index.ensure_embedding_table(model, self._embedder.dim)
+        # A sync may have embedded some of them meanwhile, or dropped their chunks.
+        still = {h for h, _ in index.missing_embeddings(model)}
+        keep = [i for i, h in enumerate(hashes) if h in still]
+        if keep:
+            index.add_embeddings(model, [hashes[i] for i in keep], vectors[keep])
 
     def _template(self, kind: str) -> str:
         for folder in self.template_dirs():
