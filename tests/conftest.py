@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from mcp import StdioServerParameters
 
 from markvault import Vault
 
@@ -88,3 +91,33 @@ def bundled_copy(tmp_path: Path) -> Path:
     target = tmp_path / "vault"
     shutil.copytree(BUNDLED_VAULT, target)
     return target
+
+
+def vault_argv(vault_dir: Path, *args: str) -> list[str]:
+    """`vault --vault DIR --index DIR/../index ARGS` as a fresh Python process runs it."""
+    index = str(vault_dir.parent / "index")
+    return [
+        sys.executable,
+        "-m",
+        "markvault.cli",
+        "--vault",
+        str(vault_dir),
+        "--index",
+        index,
+        *args,
+    ]
+
+
+def run_cli(
+    vault_dir: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The CLI in its own process (another process than the test's, on purpose)."""
+    return subprocess.run(
+        vault_argv(vault_dir, *args), capture_output=True, text=True, timeout=120, env=env
+    )
+
+
+def stdio_server(vault_dir: Path) -> StdioServerParameters:
+    """`vault mcp` over stdio, as Claude Code starts it."""
+    argv = vault_argv(vault_dir, "mcp")
+    return StdioServerParameters(command=argv[0], args=argv[1:])

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from markvault import Vault
 from markvault.mcp_server import WRITE_TOOLS, build_server
 
-from .conftest import WriteNotes
+from .conftest import WriteNotes, stdio_server
 
 pytestmark = pytest.mark.anyio
 
@@ -135,18 +134,7 @@ async def test_create_note_and_resource(vault: Vault) -> None:
 
 async def test_stdio_server_as_claude_code_starts_it(vault: Vault, vault_dir: Path) -> None:
     vault.close()
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-m",
-            "markvault.cli",
-            "--vault",
-            str(vault_dir),
-            "--index",
-            str(vault_dir.parent / "index"),
-            "mcp",
-        ],
-    )
+    params = stdio_server(vault_dir)
     with anyio.fail_after(60):
         async with Client(params) as client:
             result = await client.call_tool("search", {"query": "quokka", "mode": "keyword"})

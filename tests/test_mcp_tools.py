@@ -7,18 +7,17 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from markvault import Vault
 from markvault.mcp_server import build_server
 
-from .conftest import WriteNotes
+from .conftest import WriteNotes, stdio_server
 
 pytestmark = pytest.mark.anyio
 
@@ -225,18 +224,7 @@ async def test_every_tool_in_memory(vault: Vault, vault_dir: Path) -> None:
 
 async def test_every_tool_over_stdio(vault: Vault, vault_dir: Path) -> None:
     vault.close()
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-m",
-            "markvault.cli",
-            "--vault",
-            str(vault_dir),
-            "--index",
-            str(vault_dir.parent / "index"),
-            "mcp",
-        ],
-    )
+    params = stdio_server(vault_dir)
     with anyio.fail_after(120):
         async with Client(params) as client:
             await exercise_every_tool(client, vault_dir)

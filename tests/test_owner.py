@@ -15,12 +15,12 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from markvault.config import Settings
 from markvault.owner import SharedVault
 
-from .conftest import WriteNotes
+from .conftest import WriteNotes, run_cli, stdio_server
 
 pytestmark = pytest.mark.anyio
 
@@ -30,14 +30,6 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def server(vault_dir: Path) -> StdioServerParameters:
-    index = str(vault_dir.parent / "index")
-    return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "markvault.cli", "--vault", str(vault_dir), "--index", index, "mcp"],
-    )
-
-
 async def call(client: Client, tool: str, **args: Any) -> Any:
     result = await client.call_tool(tool, args)
     assert not result.is_error, result.content[0].text
@@ -45,24 +37,13 @@ async def call(client: Client, tool: str, **args: Any) -> Any:
     return result.content[0].text if data is None or list(data) == ["result"] else data
 
 
-def cli(
-    vault_dir: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    index = str(vault_dir.parent / "index")
-    return subprocess.run(
-        [sys.executable, "-m", "markvault.cli", "--vault", str(vault_dir), "--index", index, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
-
-
 async def test_five_servers_and_the_cli_share_one_index(write: WriteNotes, vault_dir: Path) -> None:
     write({"notes/a.md": "# Alpha\n\nquokka census\n"})
     with anyio.fail_after(240):
         async with AsyncExitStack() as stack:
-            clients = [await stack.enter_async_context(Client(server(vault_dir))) for _ in range(5)]
+            clients = [
+                await stack.enter_async_context(Client(stdio_server(vault_dir))) for _ in range(5)
+            ]
             owners = []
             for client in clients:
                 status = await call(client, "status")
@@ -76,7 +57,7 @@ async def test_five_servers_and_the_cli_share_one_index(write: WriteNotes, vault
             )
             for client in clients:  # visible everywhere at once: there is one index
                 assert "Numbat.md" in await call(client, "search", query="numbat", mode="keyword")
-            found = cli(vault_dir, "search", "numbat", "--mode", "keyword", "--json")
+            found = run_cli(vault_dir, "search", "numbat", "--mode", "keyword", "--json")
             assert found.returncode == 0, found.stderr
             assert json.loads(found.stdout)["hits"][0]["id"] == made["id"]
 
@@ -96,7 +77,8 @@ async def test_five_servers_and_the_cli_share_one_index(write: WriteNotes, vault
             (vault_dir / "notes/by-hand.md").write_text("# By hand\n\nplatypus\n")
             deadline = time.monotonic() + 30
             while (
-                "by-hand.md" not in cli(vault_dir, "search", "platypus", "--mode", "keyword").stdout
+                "by-hand.md"
+                not in run_cli(vault_dir, "search", "platypus", "--mode", "keyword").stdout
             ):
                 assert time.monotonic() < deadline, "the new owner does not watch"
                 await anyio.sleep(0.1)
@@ -114,7 +96,9 @@ def test_a_process_that_owns_the_index_serves_the_next(write: WriteNotes, vault_
         # still finds this owner: its socket is named in the lock file.
         other_tmp = vault_dir.parent / "other-tmp"
         other_tmp.mkdir()
-        result = cli(vault_dir, "status", "--json", env={**os.environ, "TMPDIR": str(other_tmp)})
+        result = run_cli(
+            vault_dir, "status", "--json", env={**os.environ, "TMPDIR": str(other_tmp)}
+        )
         assert result.returncode == 0, result.stderr
         status = json.loads(result.stdout)
         assert status["owner"] == {
@@ -123,7 +107,7 @@ def test_a_process_that_owns_the_index_serves_the_next(write: WriteNotes, vault_
             "clients": None,
         }
     # The owner has gone: the next command owns the index itself.
-    assert json.loads(cli(vault_dir, "status", "--json").stdout)["owner"]["this_process_owns"]
+    assert json.loads(run_cli(vault_dir, "status", "--json").stdout)["owner"]["this_process_owns"]
 
 
 def test_commands_started_at_once_never_see_a_lock_error(

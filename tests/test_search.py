@@ -224,3 +224,15 @@ def test_expired_notes_ranked_first_do_not_crowd_out_current_ones(
     assert [h.path for h in hits] == ["current.md"]
     every = v.search("wombat", mode="keyword", limit=200, filters=Filters(include_expired=True))
     assert len(every.hits) == 152
+
+
+def test_line_ranges_read_the_same_in_both_faces() -> None:
+    from markvault.vault import parse_lines
+
+    assert parse_lines("10:40") == (10, 40)
+    assert parse_lines("120:") == (120, 10**9)
+    assert parse_lines(":5") == (1, 5)
+    assert parse_lines("7") == (7, 7)
+    assert parse_lines(None) is None
+    with pytest.raises(UsageError, match="Bad line range"):
+        parse_lines("a:b")

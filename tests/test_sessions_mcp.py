@@ -4,16 +4,16 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from markvault import Vault
 from markvault.mcp_server import WRITE_TOOLS, build_server
 
+from .conftest import stdio_server
 from .test_mcp_tools import call, error
 from .test_sessions import SID
 from .test_sessions_import import K_CWD, OTHER_SID, transcripts
@@ -136,18 +136,7 @@ async def test_session_tools_in_memory(vault: Vault) -> None:
 
 async def test_session_tools_over_stdio(vault: Vault, vault_dir: Path) -> None:
     vault.close()
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-m",
-            "markvault.cli",
-            "--vault",
-            str(vault_dir),
-            "--index",
-            str(vault_dir.parent / "index"),
-            "mcp",
-        ],
-    )
+    params = stdio_server(vault_dir)
     with anyio.fail_after(120):
         async with Client(params) as client:
             await exercise_session_tools(client)

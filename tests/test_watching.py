@@ -5,28 +5,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from .conftest import WriteNotes
-
-
-def cli(vault_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    index = str(vault_dir.parent / "index")
-    return subprocess.run(
-        [sys.executable, "-m", "markvault.cli", "--vault", str(vault_dir), "--index", index, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+from .conftest import WriteNotes, run_cli, vault_argv
 
 
 def found(vault_dir: Path, word: str) -> set[str]:
-    result = cli(vault_dir, "search", word, "--mode", "keyword", "--json", "--limit", "100")
+    result = run_cli(vault_dir, "search", word, "--mode", "keyword", "--json", "--limit", "100")
     assert result.returncode in (0, 1), result.stderr
     return {h["path"] for h in json.loads(result.stdout)["hits"]}
 
@@ -42,19 +31,8 @@ def eventually(check: Callable[[], bool], seconds: float = 20.0) -> None:
 @pytest.fixture
 def watching(write: WriteNotes, vault_dir: Path) -> Iterator[subprocess.Popen[str]]:
     write({"notes/a.md": "# A\n\napple\n", "notes/b.md": "# B\n\nbanana\n"})
-    index = str(vault_dir.parent / "index")
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "markvault.cli",
-            "--vault",
-            str(vault_dir),
-            "--index",
-            index,
-            "watch",
-            "--json",
-        ],
+        vault_argv(vault_dir, "watch", "--json"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -71,7 +49,7 @@ def watching(write: WriteNotes, vault_dir: Path) -> Iterator[subprocess.Popen[st
 def test_vault_watch_keeps_every_process_fresh(
     watching: subprocess.Popen[str], vault_dir: Path
 ) -> None:
-    status = json.loads(cli(vault_dir, "status", "--json").stdout)
+    status = json.loads(run_cli(vault_dir, "status", "--json").stdout)
     assert status["owner"]["owner_pid"] == watching.pid
     assert status["watcher"]["mode"] == "events"
     eventually(lambda: found(vault_dir, "apple") == {"notes/a.md"})
@@ -87,7 +65,7 @@ def test_vault_watch_keeps_every_process_fresh(
     (vault_dir / "new/c.md").write_text("# C\n\ncherry\n")
     eventually(lambda: found(vault_dir, "banana") == {"notes/banana.md"})
     eventually(lambda: found(vault_dir, "cherry") == {"new/c.md"})
-    assert cli(vault_dir, "status", "--json").returncode == 0
+    assert run_cli(vault_dir, "status", "--json").returncode == 0
 
 
 def test_a_checkout_converges_once_git_is_done(
@@ -105,7 +83,9 @@ def test_a_checkout_converges_once_git_is_done(
     (git / "index.lock").unlink()
     (git / "HEAD").write_text("ref: refs/heads/other\n")
     eventually(lambda: len(found(vault_dir, "walrus")) == 100, seconds=60)  # limit 100
-    eventually(lambda: json.loads(cli(vault_dir, "status", "--json").stdout)["notes"] == 301, 60)
-    final = json.loads(cli(vault_dir, "status", "--json").stdout)
+    eventually(
+        lambda: json.loads(run_cli(vault_dir, "status", "--json").stdout)["notes"] == 301, 60
+    )
+    final = json.loads(run_cli(vault_dir, "status", "--json").stdout)
     assert final["pending"] == {"new": 0, "changed": 0, "deleted": 0}
     assert found(vault_dir, "apple") == set()

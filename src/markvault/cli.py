@@ -18,7 +18,7 @@ from .index import SCOPES, Filters
 from .model import ReindexReport, SearchResult
 from .owner import SharedVault
 from .parse import parse_yaml_value
-from .vault import PAGE_CHARS
+from .vault import PAGE_CHARS, parse_lines
 
 F = TypeVar("F", bound=Callable[..., Any])
 RANK_LABELS = {"keyword": "kw", "vector": "vec"}
@@ -432,22 +432,6 @@ def search(
 # ---- get, status, new -----------------------------------------------------------------
 
 
-def _line_range(value: str | None) -> tuple[int, int] | None:
-    if not value:
-        return None
-    start, sep, end = value.partition(":")
-    try:
-        a = int(start) if start else 1
-        b = int(end) if end else 10**9
-    except ValueError:
-        raise UsageError(
-            f"Bad --lines {value!r}.", "Use --lines A:B, e.g. --lines 10:40."
-        ) from None
-    if not sep:
-        b = a
-    return a, b
-
-
 @main.command()
 @click.argument("refs", nargs=-1)
 @click.option("--pattern", metavar="GLOB", help="Every note whose path matches, e.g. 'notes/*'.")
@@ -482,7 +466,7 @@ def get(
     vault = open_vault(ctx)
     if len(refs) == 1 and not pattern:
         whole = vault.settings.max_note_bytes  # a person reading in a terminal gets it all
-        item = vault.get(refs[0], _line_range(lines), max_chars or whole)
+        item = vault.get(refs[0], parse_lines(lines), max_chars or whole)
         if as_json:
             emit_json(item)
         else:
@@ -1229,7 +1213,7 @@ def sessions_show(
     vault = open_vault(ctx)
     result = vault.read_session(
         ref,
-        lines=_line_range(lines),
+        lines=parse_lines(lines),
         query=query,
         max_chars=max_chars or vault.settings.max_note_bytes,
     )

@@ -22,7 +22,7 @@ from .errors import MarkvaultError, NotFoundError
 from .index import Filters
 from .model import SearchResult
 from .owner import SharedVault
-from .vault import MAX_PAGE_CHARS, MIN_PAGE_CHARS, PAGE_CHARS, Vault
+from .vault import MAX_PAGE_CHARS, MIN_PAGE_CHARS, PAGE_CHARS, Vault, parse_lines
 
 T = TypeVar("T")
 MODEL_WAIT_SECONDS = 3.0
@@ -116,16 +116,6 @@ def format_index(result: SearchResult) -> str:
     if not result.hits:
         lines.append("no matches: try other words, mode hybrid or deep, or fewer filters")
     return "\n".join(lines)
-
-
-def _lines(value: str | None) -> tuple[int, int] | None:
-    if not value:
-        return None
-    a, _, b = value.partition(":")
-    try:
-        return int(a or 1), int(b) if b else 10**9
-    except ValueError:
-        raise ToolError('lines must look like "10:40" or "120:".') from None
 
 
 def _filters(
@@ -290,7 +280,7 @@ def _read_tools(server: MCPServer, service: VaultService) -> None:
                 "read long notes page by page with lines."
             )
         if ref and not refs and not pattern:
-            return service.call(lambda v: v.get(ref, _lines(lines), max_chars))
+            return service.call(lambda v: v.get(ref, parse_lines(lines), max_chars))
         if lines:
             raise ToolError("lines is for one note: pass ref alone.")
         targets = ([ref] if ref else []) + (refs or [])
@@ -529,7 +519,11 @@ def _session_tools(server: MCPServer, service: VaultService) -> None:
             raise ToolError("max_matches must be 1..500.")
         return service.call(
             lambda v: v.read_session(
-                ref, lines=_lines(lines), query=query, max_chars=max_chars, max_matches=max_matches
+                ref,
+                lines=parse_lines(lines),
+                query=query,
+                max_chars=max_chars,
+                max_matches=max_matches,
             )
         )
 

@@ -121,9 +121,7 @@ class OwnerLock:
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 return False
             raise
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        self._fd = fd
+        self._claim(fd)
         return True
 
     def acquire_blocking(self) -> None:
@@ -131,9 +129,14 @@ class OwnerLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        self._claim(fd)
+
+    def _claim(self, fd: int, socket: Path | None = None) -> None:
+        """Hold ``fd`` (locked) and write our pid, and our socket once listening."""
         self._fd = fd
+        tail = f"{socket}\n" if socket else ""
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n{tail}".encode(), 0)
 
     @property
     def held(self) -> bool:
@@ -158,8 +161,7 @@ class OwnerLock:
     def record(self, socket: Path) -> None:
         """Write our pid and socket into the lock file (we hold the lock)."""
         if self._fd is not None:
-            os.ftruncate(self._fd, 0)
-            os.pwrite(self._fd, f"{os.getpid()}\n{socket}\n".encode(), 0)
+            self._claim(self._fd, socket)
 
     def release(self) -> None:
         if self._fd is not None:

@@ -181,7 +181,8 @@ class Syncer:
         progress.finish()
         gone = (set(known) | set(skipped_before)) - set(on_disk)
         if hint_list is not None:
-            gone = {p for p in gone if _within(p, hint_list)}
+            nfc = [unicodedata.normalize("NFC", h) for h in hint_list]
+            gone = {p for p in gone if _within(p, nfc)}
         changes.removed = sorted(gone)
         return changes
 
@@ -286,6 +287,6 @@ class Syncer:
 
 
 def _within(path: str, hints: list[str]) -> bool:
-    """Whether ``path`` is one of the hinted files or lies in a hinted folder."""
-    nfc = [unicodedata.normalize("NFC", h) for h in hints]
-    return any(not h or path == h or path.startswith(h + "/") for h in nfc)
+    """Whether ``path`` is one of the hinted files or lies in a hinted folder (hints
+    in NFC, as index paths are)."""
+    return any(not h or path == h or path.startswith(h + "/") for h in hints)

@@ -1676,3 +1676,22 @@ class ActivityProgress:
     def finish(self) -> None:
         if self.inner is not None:
             self.inner.finish()
+
+
+def parse_lines(value: str | None) -> tuple[int, int] | None:
+    """ "A:B", "A:" (to the end), ":B" or "A" (one line) as a 1-based range, for both faces.
+
+    Raises:
+        UsageError: anything else.
+    """
+    if not value:
+        return None
+    start, sep, end = value.strip().partition(":")
+    try:
+        a = int(start) if start else 1
+        b = int(end) if end else 10**9
+    except ValueError:
+        raise UsageError(
+            f"Bad line range {value!r}.", 'Give lines as "A:B", "A:" or ":B", e.g. "10:40".'
+        ) from None
+    return (a, b) if sep else (a, a)
