@@ -85,7 +85,8 @@ WRITE_METHODS = frozenset(
         "save_session_summary",
     }
 )
-READ_RETRIES = 5
+READ_RETRIES = 5  # reconnections to find a live owner before a write
+CLOSE_WAIT_SECONDS = 1.5  # a stopping owner waits this long for a call under way
 BUSY_ANSWER_SECONDS = 3.0  # a read waits this long for a running sync, then says so
 BACKFILL_GROUP = 64  # chunks embedded per turn in the background
 BACKFILL_IDLE_SECONDS = 300.0  # a check for missing vectors when nothing woke it
@@ -278,17 +279,17 @@ class _Handler(socketserver.StreamRequestHandler):
 
     def handle(self) -> None:
         owner = self.server.owner
-        owner.client_connected()
+        owner.client_connected(self.request)
         try:
             while True:
                 line = self.rfile.readline(MAX_LINE)
                 if not line:
                     return
                 self._answer(owner, line)
-        except (BrokenPipeError, ConnectionResetError):
+        except (BrokenPipeError, ConnectionResetError, OSError):
             return
         finally:
-            owner.client_disconnected()
+            owner.client_disconnected(self.request)
 
     def _answer(self, owner: IndexOwner, line: bytes) -> None:
         try:
@@ -308,6 +309,9 @@ class _Handler(socketserver.StreamRequestHandler):
             self._send({"id": rid, "result": encode(result)})
         except MarkvaultError as exc:
             self._send({"id": rid, "error": _error_json(exc)})
+        except ConnectionAbortedError:
+            # Closing: the call did not run; the caller sends it to the next owner.
+            self._send({"id": rid, "declined": True})
         except Exception as exc:  # a bug must not take the owner down for everyone
             print(f"markvault owner: {type(exc).__name__}: {exc}", file=sys.stderr)
             message = f"internal error in the index owner: {type(exc).__name__}: {exc}"
@@ -333,7 +337,8 @@ class IndexOwner:
         self.path = socket_path(vault.settings)
         self._server: _SocketServer | None = None
         self._thread: threading.Thread | None = None
-        self._clients = 0
+        self._conns: set[socket.socket] = set()
+        self.closed = False
         self.watcher: Watcher | None = None
         self._backfill: threading.Thread | None = None
         self._wake = threading.Event()  # set after writes and syncs: new chunks to embed
@@ -420,6 +425,8 @@ class IndexOwner:
         kwargs: dict[str, Any],
         progress: Callable[[Any], None] | None = None,
     ) -> Any:
+        if self.closed:
+            raise ConnectionAbortedError("the index owner is closing")
         if method == "ping":
             return "pong"
         if method == "status":
@@ -439,6 +446,9 @@ class IndexOwner:
         wait = BUSY_ANSWER_SECONDS if method in READ_METHODS else -1
         if not self.calls.acquire(timeout=wait):
             return self._busy_answer(method, args, kwargs)
+        if self.closed:  # it closed while this call waited: never reopen the index
+            self.calls.release()
+            raise ConnectionAbortedError("the index owner is closing")
         try:
             result = getattr(self.vault, method)(*args, **kwargs)
             return list(result) if isinstance(result, Iterator) else result
@@ -461,15 +471,15 @@ class IndexOwner:
             return SearchResult(query, mode, [], {"total": 0.0}, 0, [message])
         raise errors.IndexBusyError(message[0].upper() + message[1:] + ".", "Retry shortly.")
 
-    def client_connected(self) -> None:
-        self._clients += 1
+    def client_connected(self, conn: socket.socket) -> None:
+        self._conns.add(conn)
 
-    def client_disconnected(self) -> None:
-        self._clients -= 1
+    def client_disconnected(self, conn: socket.socket) -> None:
+        self._conns.discard(conn)
 
     @property
     def clients(self) -> int:
-        return self._clients
+        return len(self._conns)
 
     def close(self) -> None:
         self._stopping.set()
@@ -477,16 +487,20 @@ class IndexOwner:
         if self.watcher is not None:
             self.watcher.stop(1.0)  # a sync in progress finishes in its daemon thread
             self.watcher = None
+        self.closed = True  # no call starts from now on; each client fails over
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
-        # A sync still running in the watcher's thread may hold the index: do not wait
-        # for it past a second (a stopping server must exit within two); the process
-        # exits and DuckDB's write-ahead log makes the next open whole.
-        if self.calls.acquire(timeout=1.0):
+        for conn in list(self._conns):
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RD)  # a call under way still sends its answer
+        # Wait for a call or sync under way (a thread must not be inside DuckDB while the
+        # interpreter exits), but not forever: past that the process exits anyway and
+        # DuckDB's write-ahead log makes the next open whole.
+        if self.calls.acquire(timeout=CLOSE_WAIT_SECONDS):
             try:
                 self.vault.close()
             finally:
@@ -495,6 +509,10 @@ class IndexOwner:
 
 
 # ---- everyone's side -------------------------------------------------------------------
+
+
+class _Declined(ConnectionError):
+    """The owner was closing and did not run the call: safe to send it again."""
 
 
 class OwnerLostError(errors.IndexBusyError):
@@ -674,11 +692,13 @@ class SharedVault:
     # -- calls
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """Run a facade method here (owner) or at the owner. When the owner dies, this
-        process reconnects to the next one (or becomes it) and sends a read again; a
-        write is sent only to an owner that just answered a ping, so it fails only when
-        the owner dies during that very write."""
-        for _attempt in range(READ_RETRIES + 1):
+        """Run a facade method here (owner) or at the owner. A call the owner declined
+        because it was closing is sent again to the next owner (or run here, if this
+        process becomes it), whatever it is; after an owner died mid-call only a read is
+        sent again. A write goes only to an owner that just answered a ping, so it fails
+        only when the owner dies during that very write."""
+        deadline = time.monotonic() + self._connect_wait
+        while True:
             if self._owner is not None:
                 return self._owner.call(method, list(args), kwargs)
             try:
@@ -687,6 +707,9 @@ class SharedVault:
                     if self._owner is not None:
                         continue  # this process took over: run it here
                 return self._remote(method, args, kwargs)
+            except _Declined:
+                self._disconnect()
+                self._attach()
             except (OSError, EOFError, json.JSONDecodeError):
                 self._disconnect()
                 self._attach()
@@ -695,9 +718,10 @@ class SharedVault:
                         "The process that owned the index stopped during this change.",
                         "Read the note again to see whether the change was made, then retry.",
                     ) from None
-        raise errors.IndexBusyError(
-            "The index changed hands too often to answer.", "Retry in a moment."
-        )
+            if time.monotonic() > deadline:
+                raise errors.IndexBusyError(
+                    "The index changed hands too often to answer.", "Retry in a moment."
+                )
 
     def _ensure_live(self) -> None:
         """Reconnect until an owner answers a ping (a dying owner's socket can accept a
@@ -735,6 +759,8 @@ class SharedVault:
                     if progress is not None:
                         _relay(progress, reply["progress"])
                     continue
+                if reply.get("declined"):
+                    raise _Declined("the index owner is closing")
                 if "error" in reply:
                     _raise_error(reply["error"])
                 return decode(reply.get("result"))
