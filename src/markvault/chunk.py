@@ -23,10 +23,13 @@ CHUNKER_VERSION = "1"
 
 # The standard library's engine: several times faster than `regex` for these classes.
 _WORDS_AND_MARKS = re.compile(r"\w+|[^\w\s]")
-_LONG_ASCII = re.compile(r"\b[A-Za-z0-9]{7,}")
-_VERY_LONG_ASCII = re.compile(r"\b[A-Za-z0-9]{11,}")
+# An ASCII word of 7+ letters, with its letters 8-11 captured when it has 11+: one pass
+# counts both (a run of [A-Za-z0-9] has no word boundary inside, so matches only start
+# where a word does).
+_LONG_ASCII = re.compile(r"\b[A-Za-z0-9]{7}([A-Za-z0-9]{4})?")
 _NON_ASCII_LETTER = re.compile(r"[^\x00-\x7f\s\u2000-\u206f\u3000-\u303f\uff00-\uff0f]")
 _SENTENCE_END = regex.compile(r"(?<=[.!?。！？；;])\s+|(?<=[。！？])")
+_AFTER_SPACE = regex.compile(r"(?<=\s)")
 
 
 def estimate_pieces(text: str) -> int:
@@ -37,11 +40,8 @@ def estimate_pieces(text: str) -> int:
     character, Cyrillic close to one per letter, accented Latin splits a word up).
     Counted with a few regular-expression passes, as this runs on every block.
     """
-    pieces = (
-        len(_WORDS_AND_MARKS.findall(text))
-        + len(_LONG_ASCII.findall(text))
-        + len(_VERY_LONG_ASCII.findall(text))
-    )
+    longs = _LONG_ASCII.findall(text)  # "" for 7-10 letters, the 4 letters for 11+
+    pieces = len(_WORDS_AND_MARKS.findall(text)) + 2 * len(longs) - longs.count("")
     if not text.isascii():
         pieces += len(_NON_ASCII_LETTER.findall(text))
     return pieces
@@ -130,31 +130,37 @@ class _Builder:
         """Split a long text block by lines, then long lines by sentences, then words."""
         for line_no in range(block.start, block.end + 1):
             line = self.lines[line_no - 1] if line_no <= len(self.lines) else ""
-            for piece in self._split_line(line):
-                size = estimate_pieces(piece)
+            for piece, size in self._split_line(line):
                 if self.full(size):
                     self.flush()
                 self._headings_only = False
                 self.add_piece(line_no, line_no, piece, size)
 
-    def _split_line(self, line: str) -> list[str]:
+    def _split_line(self, line: str) -> list[tuple[str, int]]:
+        """(piece, its estimated size) of ``line``, each piece within the budget."""
         limit = self.budget()
-        if estimate_pieces(line) <= limit:
-            return [line]
-        out: list[str] = []
+        size = estimate_pieces(line)
+        if size <= limit:
+            return [(line, size)]
+        out: list[tuple[str, int]] = []
         for sentence in _SENTENCE_END.split(line):
-            if estimate_pieces(sentence) <= limit:
-                out.append(sentence)
+            size = estimate_pieces(sentence)
+            if size <= limit:
+                out.append((sentence, size))
                 continue
+            # Every word but the last ends in whitespace, so no estimated piece spans two
+            # words and their estimates add up: a running sum, not a re-count per word.
             words: list[str] = []
-            for word in regex.split(r"(?<=\s)", sentence):
+            size = 0
+            for word in _AFTER_SPACE.split(sentence):
                 words.append(word)
-                if estimate_pieces("".join(words)) >= limit - 8:
-                    out.append("".join(words))
-                    words = []
+                size += estimate_pieces(word)
+                if size >= limit - 8:
+                    out.append(("".join(words), size))
+                    words, size = [], 0
             if words:
-                out.append("".join(words))
-        return [s for s in out if s.strip()]
+                out.append(("".join(words), size))
+        return [(s, n) for s, n in out if s.strip()]
 
     def flush(self) -> None:
         if not self._parts:

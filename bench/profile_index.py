@@ -1,0 +1,332 @@
+"""Where a cold keyword index spends its time and memory, stage by stage.
+
+    python bench/profile_index.py /path/to/notes                 # stages of a cold build
+    python bench/profile_index.py /path/to/notes --alternatives  # + postings built other ways
+    python bench/profile_index.py /path/to/notes --hot parse     # cProfile of one stage
+
+Runs the stages of ``vault reindex --no-vectors`` one after the other in this one process
+(no worker processes, so CPU time is the work itself): scan, read, hash, parse, chunk,
+tokenize, the worker-to-parent transfer (pickle), the DuckDB inserts, link resolution,
+the fts build and the postings/vocabulary build. For each stage it prints wall and CPU
+seconds, the peak RSS reached during the stage (the kernel's high-water mark, reset
+before each stage through ``/proc/self/clear_refs``) and the RSS after it.
+
+CPU seconds are steadier than wall seconds on a shared machine; still, compare figures
+from the same run. Measures and prints; never asserts. Only reads ``src/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import os
+import pickle
+import pstats
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from markvault.chunk import chunk_note
+from markvault.config import Settings
+from markvault.files import VaultFiles, content_hash
+from markvault.index import FTS_SCHEMA, Index, NoteRecord
+from markvault.links import LinkResolver
+from markvault.parse import parse_note
+from markvault.text import tokenize
+from markvault.vault import chunk_fingerprint
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def peak_mb() -> float:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def reset_peak() -> None:
+    """Set the RSS high-water mark to the current RSS (Linux 4.0+)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+
+
+@dataclass
+class Stage:
+    name: str
+    wall: float
+    cpu: float
+    peak: float
+    after: float
+    note: str = ""
+
+
+class Stages:
+    def __init__(self, hot: str | None) -> None:
+        self.rows: list[Stage] = []
+        self.hot = hot
+        self.profiles: dict[str, str] = {}
+
+    @contextmanager
+    def stage(self, name: str, note: str = "") -> Iterator[Stage]:
+        gc.collect()
+        reset_peak()
+        row = Stage(name, 0.0, 0.0, 0.0, 0.0, note)
+        profiler = cProfile.Profile() if self.hot and self.hot in name else None
+        wall, cpu = time.perf_counter(), time.process_time()
+        if profiler:
+            profiler.enable()
+        try:
+            yield row
+        finally:
+            if profiler:
+                profiler.disable()
+            row.wall = time.perf_counter() - wall
+            row.cpu = time.process_time() - cpu
+            row.peak = peak_mb()
+            row.after = rss_mb()
+            self.rows.append(row)
+            print(
+                f"  {name:<34} wall {row.wall:7.2f} s  cpu {row.cpu:7.2f} s  "
+                f"peak {row.peak:7.0f} MB  after {row.after:7.0f} MB  {row.note}",
+                flush=True,
+            )
+            if profiler:
+                out = io.StringIO()
+                pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(25)
+                self.profiles[name] = out.getvalue()
+
+    def markdown(self, title: str) -> str:
+        total_wall = sum(r.wall for r in self.rows)
+        total_cpu = sum(r.cpu for r in self.rows)
+        lines = [
+            f"#### {title}",
+            "",
+            "| stage | wall s | CPU s | share of CPU | peak RSS MB | RSS after MB | note |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for r in self.rows:
+            share = f"{100 * r.cpu / total_cpu:.0f}%" if total_cpu else "-"
+            lines.append(
+                f"| {r.name} | {r.wall:.2f} | {r.cpu:.2f} | {share} | {r.peak:.0f} | "
+                f"{r.after:.0f} | {r.note} |"
+            )
+        lines.append(f"| **total** | {total_wall:.2f} | {total_cpu:.2f} | | | | |")
+        return "\n".join(lines)
+
+
+def profile_build(corpus: Path, workdir: Path, stages: Stages, alternatives: bool) -> None:
+    vault_dir = workdir / "vault"
+    if not vault_dir.exists():
+        shutil.copytree(corpus, vault_dir, symlinks=True)
+    index_dir = workdir / "index"
+    shutil.rmtree(index_dir, ignore_errors=True)
+    settings = Settings.load(vault_dir, index_dir, env={})
+    files = VaultFiles(settings.vault_dir, settings.index_dir, settings.max_note_bytes)
+
+    with stages.stage("scan (walk + stat)") as s:
+        on_disk, _ = files.scan()
+        s.note = f"{len(on_disk)} files"
+    stats = list(on_disk.values())
+
+    with stages.stage("read (bytes + UTF-8)") as s:
+        raw = [(st, *files.read(st.file, settings.max_note_bytes)) for st in stats]
+        s.note = f"{sum(len(d) for _, d, _ in raw) / 2**20:.1f} MiB"
+
+    with stages.stage("content hash (blake2b)"):
+        hashes = [content_hash(data) for _, data, _ in raw]
+
+    with stages.stage("parse (frontmatter + markdown-it)") as s:
+        notes = [
+            parse_note(st.path, text, max_frontmatter_bytes=settings.max_frontmatter_bytes)
+            for st, _, text in raw
+        ]
+        s.note = f"{sum(len(n.links) for n in notes)} links"
+
+    with stages.stage("chunk") as s:
+        chunked = []
+        for note, (_, _, text) in zip(notes, raw, strict=True):
+            lines = (text[1:] if text.startswith("\ufeff") else text).split("\n")
+            chunked.append(chunk_note(note, [line.rstrip("\r") for line in lines], settings.chunk))
+        n_chunks = sum(len(c) for c in chunked)
+        s.note = f"{n_chunks} chunks"
+
+    with stages.stage("tokenize (fts text per chunk)") as s:
+        tokens = [
+            [" ".join(tokenize(f"{note.title} {c.context}\n{c.text}")) for c in chunks]
+            for note, chunks in zip(notes, chunked, strict=True)
+        ]
+        n_tokens = sum(t.count(" ") + 1 for ts in tokens for t in ts if t)
+        s.note = f"{n_tokens / 1e6:.1f} M tokens"
+
+    records = [
+        NoteRecord(
+            replace(note, body="", blocks=(), sections=(), code_lines=frozenset()),
+            chunks,
+            toks,
+            st.file,
+            h,
+            st.mtime_ns,
+            st.size,
+        )
+        for (st, _, _), note, chunks, toks, h in zip(
+            raw, notes, chunked, tokens, hashes, strict=True
+        )
+    ]
+    del raw, notes, chunked, tokens
+    gc.collect()
+
+    with stages.stage("pickle round trip (workers -> parent)") as s:
+        blobs = [pickle.dumps(records[i : i + 64]) for i in range(0, len(records), 64)]
+        size = sum(len(b) for b in blobs)
+        records = [r for b in blobs for r in pickle.loads(b)]
+        del blobs
+        s.note = f"{size / 2**20:.0f} MiB pickled"
+
+    index = Index.open(settings, write=True, chunk_fingerprint=chunk_fingerprint(settings.chunk))
+    timings: dict[str, float] = {"insert": 0.0}
+    original_insert_table = index._insert_table
+
+    def timed_insert_table(name: str, table: Any, extra: str | None = None) -> None:
+        started = time.perf_counter()
+        original_insert_table(name, table, extra)
+        timings["insert"] += time.perf_counter() - started
+
+    index._insert_table = timed_insert_table  # type: ignore[method-assign]
+    with stages.stage("apply (rows -> Arrow -> INSERT)") as s:
+        index.apply(records, [], [])
+        s.note = f"of which INSERT {timings['insert']:.2f} s wall"
+    n_records = len(records)
+    del records
+    gc.collect()
+
+    with stages.stage("links (resolve)") as s:
+        resolver = LinkResolver(index.note_link_keys())
+        rows = index.links_to_resolve(None)
+        index.set_link_targets([(rid, resolver.resolve(src, t, st)) for rid, src, t, st in rows])
+        s.note = f"{len(rows)} links"
+
+    con = index.con
+    from markvault.index import _load_extension
+
+    with stages.stage("fts: create_fts_index"):
+        _load_extension(con, settings, "fts")
+        con.execute(
+            "PRAGMA create_fts_index('chunks', 'id', 'fts_text', stemmer='none', "
+            "stopwords='none', ignore='\\s+', strip_accents=0, lower=0, overwrite=1)"
+        )
+    terms_rows = con.execute(f"SELECT count(*) FROM {FTS_SCHEMA}.terms").fetchone()
+    with stages.stage("postings + vocab from fts tables") as s:
+        con.execute("BEGIN")
+        con.execute(
+            f"""CREATE OR REPLACE TABLE postings AS
+            SELECT t.termid::INTEGER AS termid, d.name AS chunk_id,
+                   count(*)::INTEGER AS tf, any_value(d.len)::INTEGER AS dl
+            FROM {FTS_SCHEMA}.terms t JOIN {FTS_SCHEMA}.docs d USING (docid)
+            GROUP BY t.termid, d.name ORDER BY t.termid, d.name"""
+        )
+        con.execute(
+            f"CREATE OR REPLACE TABLE vocab AS SELECT term, termid::INTEGER AS termid, "
+            f"df::INTEGER AS df FROM {FTS_SCHEMA}.dict ORDER BY term"
+        )
+        con.execute("COMMIT")
+        s.note = f"{terms_rows[0] if terms_rows else 0} fts term rows"
+    with stages.stage("drop fts index + checkpoint"):
+        con.execute("PRAGMA drop_fts_index('chunks')")
+        con.execute("CHECKPOINT")
+    postings = con.execute("SELECT count(*) FROM postings").fetchone()
+    print(f"  ({n_records} notes, {postings[0] if postings else 0} postings)", flush=True)
+
+    if alternatives:
+        alternative_postings(con, stages)
+    index.close()
+    size = sum(p.stat().st_size for p in index_dir.glob("*.duckdb*"))
+    print(f"  index file: {size / 2**20:.1f} MiB", flush=True)
+
+
+def alternative_postings(con: Any, stages: Stages) -> None:
+    """The same postings built straight from ``fts_text`` in SQL (no fts tables)."""
+    with stages.stage("alt: postings by SQL from fts_text") as s:
+        con.execute("BEGIN")
+        con.execute(
+            """CREATE OR REPLACE TEMP TABLE kw_all AS
+            SELECT chunk_id, term, count(*)::INTEGER AS tf FROM (
+                SELECT id AS chunk_id, unnest(string_split(fts_text, ' ')) AS term FROM chunks)
+            WHERE term <> '' GROUP BY chunk_id, term"""
+        )
+        con.execute(
+            """CREATE OR REPLACE TABLE vocab2 AS
+            SELECT term, (row_number() OVER (ORDER BY term))::INTEGER AS termid,
+                   count(*)::INTEGER AS df
+            FROM kw_all GROUP BY term ORDER BY term"""
+        )
+        con.execute(
+            """CREATE OR REPLACE TABLE postings2 AS
+            SELECT v.termid, k.chunk_id, k.tf, s.dl::INTEGER AS dl
+            FROM kw_all k JOIN vocab2 v USING (term)
+                 JOIN (SELECT chunk_id, sum(tf) AS dl FROM kw_all GROUP BY chunk_id) s
+                 USING (chunk_id)
+            ORDER BY v.termid, k.chunk_id"""
+        )
+        con.execute("DROP TABLE kw_all")
+        con.execute("COMMIT")
+        same = con.execute(
+            """SELECT count(*) FROM (
+                SELECT v.term, p.chunk_id, p.tf, p.dl FROM postings p JOIN vocab v USING (termid)
+                EXCEPT SELECT v.term, p.chunk_id, p.tf, p.dl FROM postings2 p
+                JOIN vocab2 v USING (termid))"""
+        ).fetchone()
+        s.note = f"rows differing from fts-built postings: {same[0] if same else '?'}"
+    con.execute("DROP TABLE postings2")
+    con.execute("DROP TABLE vocab2")
+
+
+def hot_profile(stages: Stages) -> None:
+    for name, text in stages.profiles.items():
+        print(f"\n---- cProfile: {name} ----\n{text}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("corpus", type=Path, help="a folder of Markdown notes (copied first)")
+    p.add_argument("--workdir", type=Path, help="keep the copy and index here")
+    p.add_argument("--alternatives", action="store_true", help="also time other postings builds")
+    p.add_argument("--hot", help="cProfile the stage whose name contains this word")
+    p.add_argument("--label", help="title of the printed table")
+    args = p.parse_args(argv)
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="mv-profile-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    stages = Stages(args.hot)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"profile of a cold keyword build of {args.corpus} (load average {load})", flush=True)
+    try:
+        profile_build(args.corpus, workdir, stages, args.alternatives)
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    load_end = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print()
+    print(stages.markdown(args.label or str(args.corpus)))
+    print(f"\nload average {load} at start, {load_end} at end; {os.cpu_count()} cores")
+    hot_profile(stages)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
