@@ -39,6 +39,12 @@ HIT_FIELDS = frozenset(
 )
 
 
+@pytest.fixture(scope="session")
+def encoder_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder for the session's ONNX export of the packaged model (made once)."""
+    return tmp_path_factory.mktemp("encoders")
+
+
 @pytest.fixture
 def vault_dir(tmp_path: Path) -> Path:
     path = tmp_path / "vault"

@@ -16,8 +16,8 @@ pytestmark = pytest.mark.model
 
 
 @pytest.fixture(scope="session")
-def embedder() -> Embedder:
-    e = Embedder("all-MiniLM-L6-v2")
+def embedder(encoder_cache: Path) -> Embedder:
+    e = Embedder("all-MiniLM-L6-v2", encoder_cache)
     assert e.dim == 384
     return e
 

@@ -38,8 +38,12 @@ def model_path(name: str) -> str:
 
 
 class Embedder:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, cache_dir: Path | None = None) -> None:
+        """``cache_dir``: where the ONNX export of the model is kept (see encoder.py)."""
         self.name = name
+        self.cache_dir = cache_dir
+        self.backend = "torch"
+        self.fallback_reason: str | None = None
         self._model: Any = None
         self._lock = threading.Lock()
         self._ready = threading.Event()
@@ -76,6 +80,14 @@ class Embedder:
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from . import encoder
+
+        self.backend = encoder.backend_choice()
+        if self.backend != "torch":
+            try:
+                return encoder.load(path, self.cache_dir, self.backend)
+            except encoder.EncoderUnavailable as exc:
+                self.backend, self.fallback_reason = "torch", str(exc)
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 
@@ -109,6 +121,9 @@ class Embedder:
     def encode_query(self, text: str) -> np.ndarray:
         """One query's vector, computed on one thread: for a single short text more
         threads gain nothing and their spinning takes the CPU from the index's work."""
+        model = self.load()
+        if self.backend != "torch":  # the ONNX encoder keeps a one-thread session for this
+            return np.asarray(model.encode_one(text), dtype=np.float32)
         import torch
 
         threads = torch.get_num_threads()

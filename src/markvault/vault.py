@@ -132,7 +132,7 @@ class Vault:
 
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = Embedder(self.settings.model)
+            self._embedder = Embedder(self.settings.model, self.settings.index_dir / "encoders")
         return self._embedder
 
     def _open_index(self, write: bool) -> Index:
