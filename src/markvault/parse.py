@@ -1,8 +1,8 @@
 """Text -> ParsedNote: frontmatter, title, headings, tags and links. Pure, no I/O.
 
 Frontmatter is located by hand so that line numbers stay exact (python-frontmatter
-strips the body), then loaded through python-frontmatter's YAML handler with a
-loader that reads YAML the way people mean it in notes:
+strips the body), then loaded with PyYAML (all python-frontmatter's YAML handler
+does) in one pass, with a loader that reads YAML the way people mean it in notes:
 
 - only ``true``/``false`` are booleans (``draft: no`` stays the string "no");
 - numbers with leading zeros stay strings (``id: 0123`` is "0123", not octal 83);
@@ -25,7 +25,6 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import unquote
 
-import frontmatter
 import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -63,8 +62,9 @@ _FENCE_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n|]*?)(?:\\?\|([^\[\]\n]*))?\]\]")
 # Obsidian: a tag starts after whitespace or at line start, has letters, digits,
-# _ - / in any script, and is not only digits.
-_TAG = re.compile(r"(?:(?<=\s)|^)#([^\s!-,.:-@\[-^`{-~]+)", re.MULTILINE)
+# _ - / in any script, and is not only digits. ("Not after a non-space" says the same as
+# "after a space or at a line start", and lets the engine look for "#" first.)
+_TAG = re.compile(r"(?<!\S)#([^\s!-,.:-@\[-^`{-~]+)")
 _TAG_CHARS = re.compile(r"[\w\-/]+")
 _MD_LINK = re.compile(
     r"(?<!!)\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\(\s*(?:<([^>\n]*)>|([^\s()<>]+))"
@@ -161,16 +161,21 @@ def load_frontmatter(fm_text: str) -> tuple[dict[str, Any], str | None]:
     """(mapping, problem). Never raises: bad YAML yields ({}, reason)."""
     if not fm_text.strip():
         return {}, None
+    # Composed once: the node tree is measured (alias bombs) and then built into values,
+    # which is what yaml.load does after composing.
+    loader = NoteYamlLoader(fm_text)
     try:
-        node = yaml.compose(fm_text, Loader=NoteYamlLoader)
+        node = loader.get_single_node()
         if node is not None and _expanded_size(node) > MAX_YAML_NODES:
             return {}, f"frontmatter unsafe: aliases expand past {MAX_YAML_NODES} nodes; ignored"
-        data = frontmatter.YAMLHandler().load(fm_text, Loader=NoteYamlLoader)
+        data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return {}, f"invalid YAML frontmatter ({reason}); ignored"
     except (RecursionError, ValueError, TypeError) as exc:
         return {}, f"invalid YAML frontmatter ({type(exc).__name__}); ignored"
+    finally:
+        loader.dispose()
     if data is None:
         return {}, None
     if not isinstance(data, dict):
@@ -299,15 +304,22 @@ def _tags_and_links(tokens: list[Token], body_line: int, path: str) -> tuple[lis
             in_heading = False
         elif tok.type == "inline" and tok.map:
             first = body_line + tok.map[0]
-            content = _INLINE_CODE.sub(lambda m: " " * len(m.group()), tok.content)
-            for m in _WIKILINK.finditer(content):
-                line = first + content.count("\n", 0, m.start())
-                links.append(_wikilink(m.group(1), m.group(2), m.group(3), line))
-            if not in_heading:
+            content = tok.content
+            # Each pattern needs its marker; most blocks have none, and a substring test
+            # is far cheaper than a regular-expression scan that finds nothing.
+            if "`" in content:
+                content = _INLINE_CODE.sub(lambda m: " " * len(m.group()), content)
+            if "[[" in content:
+                for m in _WIKILINK.finditer(content):
+                    line = first + content.count("\n", 0, m.start())
+                    links.append(_wikilink(m.group(1), m.group(2), m.group(3), line))
+            if not in_heading and "#" in content:
                 for m in _TAG.finditer(content):
                     tag = _clean_tag(m.group(1))
                     if tag:
                         tags.append(tag)
+            if "](" not in content:
+                continue
             for m in _MD_LINK.finditer(content):
                 line = first + content.count("\n", 0, m.start())
                 link = _markdown_link(m.group(1) or m.group(2) or "", path, line)
