@@ -43,6 +43,10 @@ class FileStat:
     size: int
 
 
+def _entry_name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
 def content_hash(data: bytes) -> str:
     """The hash every read returns and every change to a note must quote."""
     return hashlib.blake2b(data, digest_size=16).hexdigest()
@@ -120,17 +124,52 @@ class VaultFiles:
         root = str(self.root)
         start = os.path.join(root, rel_start) if rel_start else root
         index_dir = str(self.index_dir) if self.index_dir else None
-        for dirpath, dirnames, filenames in os.walk(start):
-            rel_dir = os.path.relpath(dirpath, root)
-            rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
-            dirnames[:] = sorted(
-                d
-                for d in dirnames
-                if not self.is_ignored(rel_dir + d, is_dir=True)
-                and os.path.join(dirpath, d) != index_dir
-            )
-            for name in sorted(filenames):
-                self._add_file(rel_dir, name, found, warnings)
+        self._walk_dir(rel_start, start, index_dir, found, warnings)
+
+    def _walk_dir(
+        self,
+        rel_dir: str,
+        full_dir: str,
+        index_dir: str | None,
+        found: dict[str, FileStat],
+        warnings: list[str],
+    ) -> None:
+        """One folder's notes (sorted), then its subfolders' (sorted, depth first), as
+        ``os.walk`` without following links; the directory entries' own stat is used, so
+        a file costs one ``lstat`` and no path is built twice."""
+        try:
+            with os.scandir(full_dir) as listing:
+                entries = list(listing)
+        except OSError:
+            return  # gone or unreadable: nothing to index there now
+        folders: list[os.DirEntry[str]] = []
+        files: list[os.DirEntry[str]] = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()  # a link to a folder counts as one, never entered
+            except OSError:
+                is_dir = False
+            (folders if is_dir else files).append(entry)
+        for entry in sorted(files, key=_entry_name):
+            name = entry.name
+            # The folders above were checked on the way down (no dot folder, none
+            # ignored), so only the name and the ignore rules are left to check.
+            if not name.lower().endswith(".md") or name.startswith("."):
+                continue
+            file = rel_dir + name
+            if self._spec is not None and self._spec.match_file(file):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue  # vanished: not a note now
+            self._add_stat(file, entry.path, st, found, warnings)
+        for entry in sorted(folders, key=_entry_name):
+            rel = rel_dir + entry.name
+            if self.is_ignored(rel, is_dir=True) or entry.path == index_dir:
+                continue
+            if not entry.is_symlink():
+                self._walk_dir(rel + "/", entry.path, index_dir, found, warnings)
 
     def _add_file(
         self, rel_dir: str, name: str, found: dict[str, FileStat], warnings: list[str]
@@ -145,17 +184,33 @@ class VaultFiles:
         full = os.path.join(str(self.root), file)
         try:
             st = os.lstat(full)
-            if stat_mod.S_ISLNK(st.st_mode):
-                target = Path(full).resolve()
-                if self.root not in target.parents:
-                    warnings.append(f"{file}: symlink out of the vault, skipped")
-                    return
-                st = os.stat(full)
         except OSError:
-            return  # vanished or dangling: not a note now
+            return  # vanished: not a note now
+        self._add_stat(file, full, st, found, warnings)
+
+    def _add_stat(
+        self,
+        file: str,
+        full: str,
+        st: os.stat_result,
+        found: dict[str, FileStat],
+        warnings: list[str],
+    ) -> None:
+        """``file`` (its ``lstat`` is ``st``) as a note, if it is a regular file or a
+        symlink that stays inside the vault."""
+        if stat_mod.S_ISLNK(st.st_mode):
+            target = Path(full).resolve()
+            if self.root not in target.parents:
+                warnings.append(f"{file}: symlink out of the vault, skipped")
+                return
+            try:
+                st = os.stat(full)
+            except OSError:
+                return  # dangling: not a note now
         if not stat_mod.S_ISREG(st.st_mode):
             return
-        key = unicodedata.normalize("NFC", file)
+        # ASCII is its own NFC form: most paths skip the normalization.
+        key = file if file.isascii() else unicodedata.normalize("NFC", file)
         if key in found:
             warnings.append(f"{file}: same name as {found[key].file} (Unicode form), skipped")
             return
