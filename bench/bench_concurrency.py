@@ -73,7 +73,7 @@ import gen_vault
 from markvault.config import Settings
 from markvault.errors import MarkvaultError
 from markvault.files import TEMP_PREFIX, content_hash
-from markvault.index import Filters
+from markvault.model import Filters
 from markvault.owner import SharedVault
 from markvault.vault import Vault
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from markvault.index import Filters
+from markvault.model import Filters
 from markvault.vault import Vault
 
 CORES = os.cpu_count() or 1

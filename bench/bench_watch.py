@@ -42,8 +42,7 @@ from pathlib import Path
 
 import gen_vault
 from markvault.config import Settings
-from markvault.index import Filters
-from markvault.model import ReindexReport
+from markvault.model import Filters, ReindexReport
 from markvault.vault import Vault
 from markvault.watch import GIT, WatchBatch, Watcher, vault_callback
 

@@ -7,9 +7,9 @@ import threading
 from pathlib import Path
 
 from markvault.config import Settings
-from markvault.edit import Edit
 from markvault.errors import ConflictError
 from markvault.files import TEMP_PREFIX
+from markvault.model import Edit
 from markvault.owner import SharedVault
 
 from .conftest import OpenVault, WriteNotes

@@ -41,7 +41,7 @@ def run_child(code: str, *args: str) -> subprocess.Popen[str]:
 WRITER = """
     import sys
     from markvault import Vault
-    from markvault.edit import Edit
+    from markvault.model import Edit
     v = Vault.open(sys.argv[1], sys.argv[2])
     from tests.test_crash import version_text, VERSIONS
     for n in range(1, VERSIONS):
@@ -135,7 +135,7 @@ def test_a_full_disk_keeps_the_original(write: WriteNotes, vault_dir: Path) -> N
     code = """
         import resource, signal, sys
         from markvault import Vault
-        from markvault.edit import Edit
+        from markvault.model import Edit
         from markvault.errors import MarkvaultError
         v = Vault.open(sys.argv[1], sys.argv[2])
         note = v.get("note.md")
@@ -199,7 +199,7 @@ def test_oversized_requests_are_refused(write: WriteNotes, open_vault: OpenVault
     assert not (v.settings.vault_dir / "notes/Huge.md").exists()
     note = v.get("a.md")
     with pytest.raises(RefusedError, match="size limit"):
-        from markvault.edit import Edit
+        from markvault.model import Edit
 
         v.edit_note("a.md", [Edit("append", "y" * 20_000_000)], note["hash"])
     assert (v.settings.vault_dir / "a.md").read_text() == "apple"

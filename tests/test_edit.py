@@ -6,8 +6,9 @@ import difflib
 
 import pytest
 
-from markvault.edit import Edit, apply_edit, check_writable
+from markvault.edit import apply_edit, check_writable
 from markvault.errors import ConflictError, RefusedError, UsageError
+from markvault.model import Edit
 
 NOTE = (
     "---\n"

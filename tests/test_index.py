@@ -10,7 +10,8 @@ import duckdb
 import pytest
 
 from markvault import Vault
-from markvault.index import BM25_B, BM25_K1, Filters, Index
+from markvault.index import BM25_B, BM25_K1, Index
+from markvault.model import Filters
 from markvault.text import tokenize
 
 from .conftest import OpenVault, WriteNotes, checksums

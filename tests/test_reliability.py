@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from markvault import ConflictError, RefusedError, Vault
-from markvault.edit import Edit
+from markvault.model import Edit
 
 from .conftest import OpenVault, WriteNotes, checksums
 

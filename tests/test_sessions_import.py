@@ -17,7 +17,7 @@ import pytest
 
 from markvault import Vault
 from markvault.errors import ConflictError, NotFoundError, RefusedError, UsageError
-from markvault.index import Filters
+from markvault.model import Filters
 from markvault.sessions import SessionSummary, read_summary
 
 from .conftest import checksums

@@ -15,13 +15,13 @@ from .errors import (
     RefusedError,
     UsageError,
 )
-from .index import Filters
-from .model import Hit, ReindexReport, SearchResult
+from .model import Edit, Filters, Hit, ReindexReport, SearchResult
 from .vault import Vault
 
 __all__ = [
     "ConfigError",
     "ConflictError",
+    "Edit",
     "Filters",
     "Hit",
     "IndexBusyError",

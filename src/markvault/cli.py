@@ -12,10 +12,8 @@ from typing import Any, TypeVar
 import click
 
 from .config import Settings
-from .edit import Edit, Op
 from .errors import MarkvaultError, UsageError
-from .index import SCOPES, Filters
-from .model import ReindexReport, SearchResult
+from .model import SCOPES, Edit, Filters, Op, ReindexReport, SearchResult
 from .owner import SharedVault
 from .parse import parse_yaml_value
 from .vault import PAGE_CHARS, parse_lines

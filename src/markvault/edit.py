@@ -9,41 +9,18 @@ headings markdown-it sees (so a ``#`` inside a code fence is not a heading).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
 from .errors import ConflictError, RefusedError, UsageError
+from .model import OPS, Edit
 from .parse import load_frontmatter, parse_note, split_frontmatter
-
-Op = Literal[
-    "append",
-    "prepend",
-    "replace_section",
-    "insert_before",
-    "insert_after",
-    "replace_text",
-    "set_key",
-    "remove_key",
-]
-OPS: tuple[str, ...] = Op.__args__  # type: ignore[attr-defined]
 
 # A merge conflict leaves both ends; a lone ======= is a setext heading underline.
 _CONFLICT_START = re.compile(r"^<{7}(?: |$)", re.MULTILINE)
 _CONFLICT_END = re.compile(r"^>{7}(?: |$)", re.MULTILINE)
 _TOP_KEY = re.compile(r"^([^\s#:][^:]*?)\s*:(?:\s|$)")
-
-
-@dataclass(frozen=True)
-class Edit:
-    op: Op
-    text: str = ""  # content to add, or the replacement
-    heading: str | None = None  # for section operations: "Heading" or "## Heading"
-    find: str | None = None  # for replace_text
-    count: int = 1  # expected occurrences for replace_text
-    key: str | None = None  # for set_key / remove_key
-    value: Any = None  # for set_key
 
 
 def check_writable(text: str, path: str) -> None:

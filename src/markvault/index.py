@@ -18,12 +18,10 @@ vector bound as a list parameter.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import datetime as dt
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +31,8 @@ import pyarrow as pa
 
 from .chunk import embed_input
 from .config import Settings
-from .errors import IndexBusyError, MarkvaultError, UsageError
-from .model import Chunk, ParsedNote
+from .errors import IndexBusyError, MarkvaultError
+from .model import SCOPES, Filters, NoteRecord
 
 SCHEMA_VERSION = "5"
 FTS_SCHEMA = "fts_main_chunks"
@@ -56,22 +54,9 @@ class IndexUnusable(Exception):
     """The file is missing, corrupt or from another schema: it must be rebuilt."""
 
 
-@dataclass(frozen=True)
-class NoteRecord:
-    """One note ready to be stored: parsed note, its chunks and file facts."""
-
-    note: ParsedNote
-    chunks: list[Chunk]
-    chunk_tokens: list[str]  # fts text per chunk
-    file: str  # the path as on disk (may differ from note.path in Unicode form)
-    hash: str
-    mtime_ns: int
-    size: int
-
-
-# Search scopes (``Filters.scope``): parts of session notes, told apart by the heading
-# path every chunk carries. "sessions" is note-level; the others pick chunks, so their
-# SQL needs ``chunks c`` joined (see ``Filters.notes_only``).
+# The SQL of each search scope (``model.SCOPES``) over ``chunks c``: "sessions" is
+# note-level; the others pick chunks, so their SQL needs ``chunks c`` joined (see
+# ``Filters.notes_only``).
 SCOPE_SQL: dict[str, str] = {
     "sessions": "",
     # The transcript's "### hh:mm User" turns ("### YYYY-MM-DD hh:mm User" on a later
@@ -85,127 +70,66 @@ SCOPE_SQL: dict[str, str] = {
     "outcomes": "lower(c.heading_path[-1]) = 'outcomes'",
     "open_items": "lower(c.heading_path[-1]) = 'open items'",
 }
-SCOPES = tuple(SCOPE_SQL)
+assert tuple(SCOPE_SQL) == SCOPES
 
 
-@dataclass
-class Filters:
-    """Which notes a search may return. Empty fields do not filter."""
-
-    kinds: list[str] = field(default_factory=list)
-    types: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)  # each must be present; "a" matches "a/b"
-    topics: list[str] = field(default_factory=list)
-    projects: list[str] = field(default_factory=list)
-    path_glob: str | None = None
-    since: str | None = None
-    until: str | None = None
-    meta: dict[str, str] = field(default_factory=dict)  # any frontmatter key = value
-    concepts: list[str] = field(default_factory=list)  # each must be present
-    files: list[str] = field(default_factory=list)  # referenced code paths: any matches
-    # Notes past their `valid_until`, or superseded, are left out unless asked for.
-    include_expired: bool = False
-    # One of SCOPES: session notes only, or only their prompts, decisions, outcomes or
-    # open items (a condition on chunks, not notes).
-    scope: str | None = None
-
-    def is_empty(self) -> bool:
-        """True when nothing but the validity rule filters (the index checks that one)."""
-        return not (
-            self.scope
-            or self.kinds
-            or self.types
-            or self.tags
-            or self.topics
-            or self.projects
-            or self.path_glob
-            or self.since
-            or self.until
-            or self.meta
-            or self.concepts
-            or self.files
+def filters_sql(filters: Filters) -> tuple[str, list[Any]]:
+    """A WHERE condition over ``notes n`` for ``filters``, and its parameters; a
+    chunk-level ``scope`` (prompts, decisions, ...) also needs ``chunks c`` joined."""
+    parts: list[str] = ["TRUE"]
+    params: list[Any] = []
+    if filters.scope is not None:
+        filters.check()
+        parts.append("lower(n.kind) = 'session'")
+        if SCOPE_SQL[filters.scope]:
+            parts.append(f"({SCOPE_SQL[filters.scope]})")
+    for column, values in (
+        ("kind", filters.kinds),
+        ("type", filters.types),
+        ("topic", filters.topics),
+        ("project", filters.projects),
+    ):
+        if values:
+            parts.append(f"lower(n.{column}) IN (SELECT unnest(?))")
+            params.append([v.lower() for v in values])
+    for tag in filters.tags:
+        tag = tag.lower().lstrip("#")
+        parts.append("len(list_filter(n.tags_lc, t -> t = ? OR starts_with(t, ?))) > 0")
+        params += [tag, tag + "/"]
+    if filters.path_glob:
+        parts.append("n.path GLOB ?")
+        params.append(filters.path_glob)
+    if filters.since:
+        parts.append("n.date >= ?")
+        params.append(filters.since)
+    if filters.until:
+        # A bare date includes that whole day.
+        parts.append("n.date <= ?")
+        params.append(filters.until + ("T99" if len(filters.until) == 10 else ""))
+    for key, value in filters.meta.items():
+        # The value equals a scalar, or is one item of a list.
+        parts.append(
+            "(json_extract_string(n.metadata, ?) = ? OR "
+            "list_contains(json_extract_string(n.metadata, ?), ?))"
         )
-
-    def notes_only(self) -> Filters:
-        """These filters without the chunk-level part of ``scope``, for queries over
-        ``notes n`` alone (listings, timelines): a scope then keeps its session notes."""
-        if self.scope is None or not SCOPE_SQL.get(self.scope):
-            return self
-        return dataclasses.replace(self, scope="sessions")
-
-    def check(self) -> None:
-        """Raises UsageError for an unknown scope or a date that is not ISO 8601."""
-        if self.scope is not None and self.scope not in SCOPE_SQL:
-            raise UsageError(f"Unknown scope {self.scope!r}.", f"Use one of: {', '.join(SCOPES)}.")
-        for name, value in (("since", self.since), ("until", self.until)):
-            if value is None:
-                continue
-            try:
-                dt.datetime.fromisoformat(value)
-            except ValueError:
-                raise UsageError(
-                    f"{name} {value!r} is not a date.", "Use ISO dates, e.g. 2026-01-31."
-                ) from None
-
-    def sql(self) -> tuple[str, list[Any]]:
-        """A WHERE condition over ``notes n`` and its parameters; a chunk-level ``scope``
-        (prompts, decisions, ...) also needs ``chunks c`` joined on the note's path."""
-        parts: list[str] = ["TRUE"]
-        params: list[Any] = []
-        if self.scope is not None:
-            self.check()
-            parts.append("lower(n.kind) = 'session'")
-            if SCOPE_SQL[self.scope]:
-                parts.append(f"({SCOPE_SQL[self.scope]})")
-        for column, values in (
-            ("kind", self.kinds),
-            ("type", self.types),
-            ("topic", self.topics),
-            ("project", self.projects),
-        ):
-            if values:
-                parts.append(f"lower(n.{column}) IN (SELECT unnest(?))")
-                params.append([v.lower() for v in values])
-        for tag in self.tags:
-            tag = tag.lower().lstrip("#")
-            parts.append("len(list_filter(n.tags_lc, t -> t = ? OR starts_with(t, ?))) > 0")
-            params += [tag, tag + "/"]
-        if self.path_glob:
-            parts.append("n.path GLOB ?")
-            params.append(self.path_glob)
-        if self.since:
-            parts.append("n.date >= ?")
-            params.append(self.since)
-        if self.until:
-            # A bare date includes that whole day.
-            parts.append("n.date <= ?")
-            params.append(self.until + ("T99" if len(self.until) == 10 else ""))
-        for key, value in self.meta.items():
-            # The value equals a scalar, or is one item of a list.
-            parts.append(
-                "(json_extract_string(n.metadata, ?) = ? OR "
-                "list_contains(json_extract_string(n.metadata, ?), ?))"
-            )
-            path = "$." + json.dumps(key)
-            params += [path, value, path + "[*]", value]
-        for concept in self.concepts:
-            parts.append("list_contains(list_transform(n.concepts, c -> lower(c)), ?)")
-            params.append(concept.lower())
-        if self.files:
-            # A referenced path matches exactly, by its tail ("x.py" for "src/x.py"), or
-            # as a glob ("src/*.py").
-            ors = []
-            for pattern in self.files:
-                pattern = pattern.strip().lstrip("./")
-                ors.append(
-                    "len(list_filter(n.files, f -> f = ? OR ends_with(f, ?) OR f GLOB ?)) > 0"
-                )
-                params += [pattern, "/" + pattern, pattern]
-            parts.append("(" + " OR ".join(ors) + ")")
-        if not self.include_expired:
-            parts.append(CURRENT_SQL)
-            params.append(dt.date.today().isoformat())
-        return " AND ".join(parts), params
+        path = "$." + json.dumps(key)
+        params += [path, value, path + "[*]", value]
+    for concept in filters.concepts:
+        parts.append("list_contains(list_transform(n.concepts, c -> lower(c)), ?)")
+        params.append(concept.lower())
+    if filters.files:
+        # A referenced path matches exactly, by its tail ("x.py" for "src/x.py"), or
+        # as a glob ("src/*.py").
+        ors = []
+        for pattern in filters.files:
+            pattern = pattern.strip().lstrip("./")
+            ors.append("len(list_filter(n.files, f -> f = ? OR ends_with(f, ?) OR f GLOB ?)) > 0")
+            params += [pattern, "/" + pattern, pattern]
+        parts.append("(" + " OR ".join(ors) + ")")
+    if not filters.include_expired:
+        parts.append(CURRENT_SQL)
+        params.append(dt.date.today().isoformat())
+    return " AND ".join(parts), params
 
 
 # Which session notes have a summary: a chunk under "Summary" (or a "Decisions",
@@ -935,7 +859,7 @@ class Index:
         if filters.is_empty() and len(expired) <= EXPIRED_INLINE_MAX:
             rows = self._top_without(scored, fetch, expired)
         else:
-            where, params = filters.sql()
+            where, params = filters_sql(filters)
             sql = f"""
                 SELECT s.chunk_id, s.score FROM ({scored}) s
                 JOIN chunks c ON c.id = s.chunk_id JOIN notes n ON n.path = c.path
@@ -990,12 +914,6 @@ class Index:
         ).fetchall()
         return [r[0] for r in rows]
 
-    def filters_apply(self, filters: Filters) -> bool:
-        """Whether ``filters`` can leave anything out (a join per query otherwise)."""
-        return not filters.is_empty() or (
-            not filters.include_expired and len(self.expired_chunk_ids()) > 0
-        )
-
     def expired_chunk_ids(self) -> np.ndarray:
         """Sorted ids of the chunks of notes that are no longer current (past
         ``valid_until``, superseded): usually few, so searches drop them from their
@@ -1012,7 +930,7 @@ class Index:
 
     def chunk_ids_matching(self, filters: Filters) -> np.ndarray:
         """Ids of the chunks of notes that pass ``filters``."""
-        where, params = filters.sql()
+        where, params = filters_sql(filters)
         rows = self.con.execute(
             f"SELECT c.id FROM chunks c JOIN notes n ON n.path = c.path WHERE {where}", params
         ).fetchall()
@@ -1103,7 +1021,7 @@ class Index:
     def note_briefs(self, filters: Filters | None = None) -> list[dict[str, Any]]:
         """What listings, timelines and the link graph need of each note that passes
         ``filters`` (all notes when None), ordered by path."""
-        where, params = ("TRUE", []) if filters is None else filters.sql()
+        where, params = ("TRUE", []) if filters is None else filters_sql(filters)
         return list(
             _dicts(
                 self.con.execute(

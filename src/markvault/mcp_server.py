@@ -17,10 +17,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.types import ToolAnnotations
 
-from .edit import Edit, Op
 from .errors import MarkvaultError, NotFoundError
-from .index import Filters
-from .model import SearchResult
+from .model import Edit, Filters, Op, SearchResult
 from .owner import SharedVault
 from .vault import MAX_PAGE_CHARS, MIN_PAGE_CHARS, PAGE_CHARS, Vault, parse_lines
 

@@ -38,11 +38,8 @@ from typing import Any
 
 from . import errors
 from .config import Settings
-from .edit import Edit
 from .errors import MarkvaultError
-from .index import Filters
-from .model import Hit, ReindexReport, SearchResult
-from .sync import Progress
+from .model import Edit, Filters, Hit, Progress, ReindexReport, SearchResult
 from .vault import Vault
 from .watch import WatchBatch, Watcher, vault_callback
 

@@ -16,39 +16,21 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 from .chunk import chunk_note
 from .config import Settings
 from .embed import Embedder
 from .errors import MarkvaultError, RefusedError
 from .files import FileStat, VaultFiles, content_hash
-from .index import Index, NoteRecord
+from .index import Index
 from .links import LinkResolver
-from .model import ReindexReport
+from .model import NoProgress, NoteRecord, Progress, ReindexReport
 from .parse import parse_note
 from .text import tokenize
 
 # Vectors are committed this many at a time: progress moves and an interrupted run
 # keeps its work, while sentence-transformers still sorts each group by length.
 EMBED_GROUP = 256
-
-
-class Progress(Protocol):
-    def start(self, label: str, total: int) -> None: ...
-    def advance(self, n: int) -> None: ...
-    def finish(self) -> None: ...
-
-
-class NoProgress:
-    def start(self, label: str, total: int) -> None:
-        pass
-
-    def advance(self, n: int) -> None:
-        pass
-
-    def finish(self) -> None:
-        pass
 
 
 @dataclass

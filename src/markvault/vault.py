@@ -8,7 +8,6 @@ owns the DuckDB file; ``files`` owns reading and writing vault files.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import datetime as dt
 import functools
 import hashlib
@@ -22,14 +21,14 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import sessions as sessions_module
 from .chunk import fingerprint
 from .config import ChunkParams, Settings
-from .edit import Edit, apply_edit, check_writable
+from .edit import apply_edit, check_writable
 from .embed import Embedder
 from .errors import (
     ConfigError,
@@ -41,8 +40,17 @@ from .errors import (
 )
 from .files import FileStat, VaultFiles, check_hash, content_hash, safe_file_name
 from .graph import LinkGraph
-from .index import Filters, Index, IndexUnusable
-from .model import KINDS, ReindexReport, SearchResult
+from .index import Index, IndexUnusable
+from .model import (
+    KINDS,
+    Edit,
+    Filters,
+    NoProgress,
+    Progress,
+    ReindexReport,
+    SearchResult,
+    SessionImportReport,
+)
 from .parse import FOLDER_KINDS, load_frontmatter, split_frontmatter
 from .search import Searcher, chunk_uri, note_uri
 from .sessions import (
@@ -56,7 +64,7 @@ from .sessions import (
     set_summary,
     transcripts_at,
 )
-from .sync import EMBED_GROUP, NoProgress, Progress, Syncer
+from .sync import EMBED_GROUP, Syncer
 from .text import tokenize
 
 KIND_FOLDERS = {kind: folder for folder, kind in FOLDER_KINDS.items()}
@@ -1393,32 +1401,6 @@ def _brief_view(brief: dict[str, Any]) -> dict[str, Any]:
         "uri": note_uri(brief["id"]),
         "hash": brief["hash"],
     }
-
-
-@dataclass
-class SessionImportReport:
-    """What an import of Claude Code transcripts did."""
-
-    transcripts: int = 0  # transcripts found
-    read: int = 0  # transcripts read (the others were as the last import left them)
-    new: int = 0  # notes created
-    updated: int = 0  # notes whose transcript grew (summary and edits kept)
-    unchanged: int = 0
-    empty: int = 0  # transcripts without a message yet: no note
-    failed: int = 0  # transcripts unreadable, or notes that could not be updated
-    malformed_lines: int = 0  # skipped and counted, never fatal
-    oversized_lines: int = 0
-    redactions: int = 0  # secrets replaced by [REDACTED]
-    index: str = "unchanged"  # "refreshed", "unchanged", or "busy" (another process has it)
-    seconds: float = 0.0
-    sessions: list[dict[str, Any]] = field(default_factory=list)  # session_id, action, path
-    errors: list[dict[str, str]] = field(default_factory=list)  # source, message
-    notices: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["seconds"] = round(self.seconds, 3)
-        return data
 
 
 @dataclass(frozen=True)
