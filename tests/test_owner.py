@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 
 from markvault.config import Settings
-from markvault.owner import SharedVault
+from markvault.vault import Vault
 
 from .conftest import WriteNotes, run_cli, stdio_server
 
@@ -89,9 +89,9 @@ async def test_five_servers_and_the_cli_share_one_index(write: WriteNotes, vault
 def test_a_process_that_owns_the_index_serves_the_next(write: WriteNotes, vault_dir: Path) -> None:
     write({"a.md": "apple"})
     settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
-    with SharedVault(settings) as first:
+    with Vault.connect(settings) as first:
         first.reindex(vectors=False)
-        assert first.is_owner
+        assert first.host.owner_info()["this_process_owns"]
         # Another TMPDIR (an MCP client may start servers with a bare environment)
         # still finds this owner: its socket is named in the lock file.
         other_tmp = vault_dir.parent / "other-tmp"
@@ -140,31 +140,31 @@ def test_reads_during_a_long_sync_are_answered_not_left_waiting(
     a search from another process is answered at once, marked as building."""
     import threading
 
-    from markvault import owner as owner_module
+    from markvault import host as host_module
     from markvault.errors import IndexBusyError
 
-    monkeypatch.setattr(owner_module, "BUSY_ANSWER_SECONDS", 0.2)
+    monkeypatch.setattr(host_module, "BUSY_ANSWER_SECONDS", 0.2)
     write({"a.md": "apple"})
     settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
-    with SharedVault(settings) as first:
+    with Vault.connect(settings) as first:
         first.reindex(vectors=False)
-        assert first.local is not None and first._owner is not None
+        local = first.host.local  # type: ignore[attr-defined]
+        assert local is not None
         building, release = threading.Event(), threading.Event()
 
         def long_sync() -> None:
-            assert first._owner is not None
-            with first._owner.calls:
-                first.local.activity = ("Reading notes", 1200, 20000)  # type: ignore[union-attr]
+            with local.calls:
+                local.core().activity = ("Reading notes", 1200, 20000)
                 building.set()
                 release.wait(30)
-                first.local.activity = None  # type: ignore[union-attr]
+                local.core().activity = None
 
         worker = threading.Thread(target=long_sync)
         worker.start()
         building.wait(10)
         try:
-            with SharedVault(settings) as second:
-                assert not second.is_owner
+            with Vault.connect(settings) as second:
+                assert not second.host.owner_info()["this_process_owns"]
                 started = time.monotonic()
                 result = second.search("apple", mode="keyword")
                 assert time.monotonic() - started < 5
@@ -185,11 +185,11 @@ def test_the_owner_embeds_a_keyword_only_index_without_holding_it(
     """A server that loads the model on a keyword-only index embeds it in small groups
     in the background; other processes' reads are answered meanwhile, not held up."""
     settings = Settings.load(vault=bundled_copy, index=tmp_path / "index")
-    with SharedVault(settings) as owner:
+    with Vault.connect(settings) as owner:
         owner.reindex(vectors=False)
         assert owner.status()["vectors"]["embedded"] == 0
-        owner.start_background(watch=False)
-        with SharedVault(settings) as other:
+        owner.host.start_background(watch=False)
+        with Vault.connect(settings) as other:
             slowest = 0.0
             deadline = time.monotonic() + 300
             while not other.status()["vectors"]["ready"]:

@@ -86,7 +86,7 @@ def test_rename_and_unchanged_text_are_never_re_embedded(
     (vault / "b.md").write_text("gamma changed", encoding="utf-8")
     report = vault_with.reindex()
     assert (report.renamed, report.updated, report.embedded) == (1, 1, 1)
-    index = vault_with._open_index(write=False)
+    index = vault_with.host.core()._open_index(write=False)
     assert index.embedding_counts("all-MiniLM-L6-v2") == (3, 3)
     assert vault_with.search("alpha", mode="vector").hits[0].path == "moved.md"
 
@@ -148,7 +148,7 @@ def test_a_server_answers_from_keywords_while_the_model_loads(
         v.reindex()  # vectors built with the shared, loaded model
     fresh = Embedder("all-MiniLM-L6-v2")  # not loaded yet, as in a server just started
     with Vault.open(vault_dir, vault_dir.parent / "index", embedder=fresh) as v:
-        v.model_wait = 0.0
+        v.host.model_wait = 0.0
         early = v.search("alpha")
         assert [h.path for h in early.hits] == ["a.md"]
         assert set(early.hits[0].ranks) == {"keyword"}

@@ -1,7 +1,7 @@
 """markvault: file-first memory for people and AI coding agents.
 
 The vault (Markdown files) is the truth; the DuckDB index beside it is derived
-and disposable. ``Vault`` is the one entry point both the CLI and the MCP
+and disposable. ``Vault`` (vault.py) is the one facade both the CLI and the MCP
 server use.
 """
 

@@ -13,10 +13,9 @@ import click
 
 from .config import Settings
 from .errors import MarkvaultError, UsageError
-from .model import SCOPES, Edit, Filters, Op, ReindexReport, SearchResult
-from .owner import SharedVault
+from .model import PAGE_CHARS, SCOPES, Edit, Filters, Op, ReindexReport, SearchResult
 from .parse import parse_yaml_value
-from .vault import PAGE_CHARS, parse_lines
+from .vault import Vault, parse_lines
 
 F = TypeVar("F", bound=Callable[..., Any])
 RANK_LABELS = {"keyword": "kw", "vector": "vec"}
@@ -123,11 +122,11 @@ def main(
     ctx.obj = {"vault": vault_dir, "index": index_dir, "model": model}
 
 
-def open_vault(ctx: click.Context) -> SharedVault:
-    """The vault's index: this process owns it, or asks the process that does (see
-    owner.py), so any number of commands and servers can run at once."""
+def open_vault(ctx: click.Context) -> Vault:
+    """The vault: this process owns its index, or asks the process that does (see
+    shared.py), so any number of commands and servers can run at once."""
     obj = ctx.find_root().obj
-    vault = SharedVault(Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"]))
+    vault = Vault.connect(Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"]))
     ctx.call_on_close(vault.close)
     return vault
 
@@ -1549,7 +1548,7 @@ def watch(ctx: click.Context, poll: bool | None, as_json: bool, quiet: bool) -> 
     settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
     if not quiet:
         click.echo(f"Waiting to own the index of {settings.vault_dir} …", err=True)
-    vault = SharedVault(settings, must_own=True)
+    vault = Vault.connect(settings, must_own=True)
     ctx.call_on_close(vault.close)
 
     def report(batch: WatchBatch, result: ReindexReport) -> None:
@@ -1563,11 +1562,11 @@ def watch(ctx: click.Context, poll: bool | None, as_json: bool, quiet: bool) -> 
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    vault.on_sync(report)
+    vault.host.on_sync(report)
     if not quiet:
         click.echo(f"Watching {settings.vault_dir} (Ctrl-C to stop).", err=True)
     try:
-        vault.watch_forever(stop, poll=poll)
+        vault.host.watch_forever(stop, poll=poll)
     except KeyboardInterrupt:
         pass
     if not quiet:

@@ -66,6 +66,10 @@ class VaultFiles:
         self.max_note_bytes = max_note_bytes  # a larger note would not be indexed
         self._spec = self._load_ignore()
 
+    def reload_ignore_rules(self) -> None:
+        """Read ``.markvaultignore`` again (it changed: the set of notes changed)."""
+        self._spec = self._load_ignore()
+
     def _load_ignore(self) -> pathspec.PathSpec | None:
         ignore = self.root / IGNORE_FILE
         if not ignore.is_file():

@@ -18,9 +18,8 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.types import ToolAnnotations
 
 from .errors import MarkvaultError, NotFoundError
-from .model import Edit, Filters, Op, SearchResult
-from .owner import SharedVault
-from .vault import MAX_PAGE_CHARS, MIN_PAGE_CHARS, PAGE_CHARS, Vault, parse_lines
+from .model import MAX_PAGE_CHARS, MIN_PAGE_CHARS, PAGE_CHARS, Edit, Filters, Op, SearchResult
+from .vault import Vault, parse_lines
 
 T = TypeVar("T")
 MODEL_WAIT_SECONDS = 3.0
@@ -73,11 +72,11 @@ WRITE_TOOLS = frozenset(
 class VaultService:
     """The server's one vault, used by one tool call at a time."""
 
-    def __init__(self, vault: Vault | SharedVault) -> None:
+    def __init__(self, vault: Vault) -> None:
         self.vault = vault
         self._lock = threading.Lock()
 
-    def call(self, fn: Callable[[Any], T]) -> T:
+    def call(self, fn: Callable[[Vault], T]) -> T:
         """Run a tool's work; our errors become tool errors the model can act on."""
         with self._lock:
             try:
@@ -85,7 +84,7 @@ class VaultService:
             except MarkvaultError as exc:
                 raise ToolError(str(exc)) from exc
 
-    def read(self, fn: Callable[[Any], T]) -> T:
+    def read(self, fn: Callable[[Vault], T]) -> T:
         """Run a resource read; our errors become resource errors with their message."""
         with self._lock:
             try:
@@ -146,15 +145,15 @@ def _filters(
     )
 
 
-def build_server(vault: Vault | SharedVault) -> MCPServer:
+def build_server(vault: Vault) -> MCPServer:
     service = VaultService(vault)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
         # Keyword searches are answered at once; the model (seconds to load) arrives
         # in the background, and hybrid calls wait briefly for it.
-        vault.model_wait = MODEL_WAIT_SECONDS
-        vault.start_background()
+        vault.host.model_wait = MODEL_WAIT_SECONDS
+        vault.host.start_background()
         try:
             yield
         finally:
@@ -611,5 +610,5 @@ def _resources_and_prompts(server: MCPServer, service: VaultService) -> None:
         )
 
 
-def serve_stdio(vault: Vault | SharedVault) -> None:
+def serve_stdio(vault: Vault) -> None:
     build_server(vault).run("stdio")

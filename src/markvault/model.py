@@ -13,6 +13,12 @@ from typing import Any, Literal, Protocol
 from .errors import UsageError
 
 KINDS = ("note", "session", "knowledge", "document")
+# One read returns at most this many characters: Claude Code cuts tool results above
+# ~25k tokens, and a character is at most about one token even in Chinese.
+PAGE_CHARS = 20_000
+MIN_PAGE_CHARS = 500
+MAX_PAGE_CHARS = 80_000  # the most one MCP read may return
+MAX_GET_NOTES = 50
 
 
 @dataclass(frozen=True)
