@@ -497,3 +497,18 @@ def test_the_bundled_vault_still_reads_after_an_import(bundled_copy: Path, proje
     finally:
         v.close()
         shutil.rmtree(bundled_copy.parent / "index", ignore_errors=True)
+
+
+def test_an_import_through_another_process_owning_the_index_reports(
+    vault_dir: Path, projects: Path
+) -> None:
+    """The report of an import sent to the owner comes back whole (it did not: it was
+    sent as its text)."""
+    from markvault.config import Settings
+
+    settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
+    with Vault.connect(settings) as owner, Vault.connect(settings) as client:
+        assert not client.host.owner_info()["this_process_owns"]
+        report = client.import_sessions(projects)
+        assert (report.new, report.index) == (2, "refreshed")
+        assert owner.list_sessions()["total"] == 2
