@@ -507,7 +507,7 @@ def embed_inputs(site: Site) -> list[tuple[str, str]]:
     settings = Settings.load(vault=site.vault, index=site.index)
     index = Index.open(settings, write=False, chunk_fingerprint=chunk_fingerprint(settings.chunk))
     try:
-        return index.missing_embeddings(settings.model)
+        return index.vectors.missing(settings.model)
     finally:
         index.close()
 

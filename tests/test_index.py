@@ -10,7 +10,8 @@ import duckdb
 import pytest
 
 from markvault import Vault
-from markvault.index import BM25_B, BM25_K1, Index
+from markvault.index import Index
+from markvault.index.keyword import BM25_B, BM25_K1
 from markvault.model import Filters
 from markvault.text import tokenize
 
@@ -139,7 +140,7 @@ def test_bm25_matches_a_reference_implementation(bundled_copy: Path, tmp_path: P
     with Vault.open(bundled_copy, tmp_path / "index") as v:
         v.reindex(vectors=False)
         index = v.host.core()._open_index(write=True)
-        docs = dict(index.con.execute("SELECT id, fts_text FROM chunks").fetchall())
+        docs = dict(index.store.con.execute("SELECT id, fts_text FROM chunks").fetchall())
         tokens = {cid: text.split() for cid, text in docs.items()}
         n = len(tokens)
         avgdl = sum(len(t) for t in tokens.values()) / n
@@ -154,7 +155,7 @@ def test_bm25_matches_a_reference_implementation(bundled_copy: Path, tmp_path: P
                     if tf:
                         norm = tf + BM25_K1 * (1 - BM25_B + BM25_B * len(t) / avgdl)
                         expected[cid] = expected.get(cid, 0) + idf * tf * (BM25_K1 + 1) / norm
-            ours = dict(index.bm25(terms, Filters(include_expired=True), 1000))
+            ours = dict(index.keyword.bm25(terms, Filters(include_expired=True), 1000))
             assert ours.keys() == expected.keys(), query
             for cid, score in expected.items():
                 assert abs(ours[cid] - score) < 1e-9, query
@@ -188,7 +189,7 @@ def test_ignored_files_and_folders(write: WriteNotes, open_vault: OpenVault) -> 
     )
     v = open_vault()
     v.reindex(vectors=False)
-    assert set(v.host.core()._open_index(write=False).file_states()) == {
+    assert set(v.host.core()._open_index(write=False).writes.file_states()) == {
         "keep.md",
         "UPPER.MD",
         "drafts/public.md",
@@ -233,12 +234,12 @@ def test_vault_config_file(write: WriteNotes, vault_dir: Path) -> None:
 
 def _keyword_state(index: Index) -> tuple[set[tuple[str, int, int, int]], dict[str, int], tuple]:
     postings = set(
-        index.con.execute(
+        index.store.con.execute(
             "SELECT v.term, p.chunk_id, p.tf, p.dl FROM postings p JOIN vocab v USING (termid)"
         ).fetchall()
     )
-    df = dict(index.con.execute("SELECT term, df FROM vocab").fetchall())
-    stats = index.con.execute("SELECT n, total FROM kw_stats").fetchone()
+    df = dict(index.store.con.execute("SELECT term, df FROM vocab").fetchall())
+    stats = index.store.con.execute("SELECT n, total FROM kw_stats").fetchone()
     return postings, df, tuple(stats or ())
 
 
@@ -258,17 +259,21 @@ def test_keyword_index_updated_in_place_equals_a_full_rebuild(
         report = v.reindex(vectors=False)
         assert (report.added, report.updated, report.removed, report.renamed) == (1, 1, 1, 1)
         index = v.host.core()._open_index(write=True)
-        assert not index.keyword_index_dirty()  # applied in place, not rebuilt
+        assert not index.keyword.dirty()  # applied in place, not rebuilt
         assert int(index.meta()["kw_appended"]) > 0
         queries = ["search index", "zebrafish", "vault note link", "搜索", "поиск", "tags"]
         in_place = {
-            q: index.bm25(list(dict.fromkeys(tokenize(q))), Filters(include_expired=True), 1000)
+            q: index.keyword.bm25(
+                list(dict.fromkeys(tokenize(q))), Filters(include_expired=True), 1000
+            )
             for q in queries
         }
         state = _keyword_state(index)
-        index.rebuild_keyword_index()
+        index.keyword.rebuild()
         rebuilt = {
-            q: index.bm25(list(dict.fromkeys(tokenize(q))), Filters(include_expired=True), 1000)
+            q: index.keyword.bm25(
+                list(dict.fromkeys(tokenize(q))), Filters(include_expired=True), 1000
+            )
             for q in queries
         }
         assert _keyword_state(index) == state
@@ -286,8 +291,8 @@ def test_compaction_keeps_the_keyword_index_identical(bundled_copy: Path, tmp_pa
         v.reindex(vectors=False)
         index = v.host.core()._open_index(write=True)
         before = _keyword_state(index)
-        ranked = index.bm25(["walrus"], Filters(), 10)
-        index.compact_keyword_index()
+        ranked = index.keyword.bm25(["walrus"], Filters(), 10)
+        index.keyword.compact()
         assert index.meta()["kw_appended"] == "0"
         assert _keyword_state(index) == before
-        assert index.bm25(["walrus"], Filters(), 10) == ranked
+        assert index.keyword.bm25(["walrus"], Filters(), 10) == ranked

@@ -3,6 +3,7 @@ timelines. Transcripts are in Claude Code's format (the fixture, and ones built 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -281,8 +282,9 @@ def test_a_busy_index_still_imports_and_says_so(
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
-        monkeypatch.setattr("markvault.index.LOCK_WAIT_SECONDS", 0.2)
-        report = vault.import_sessions(root)
+        hurried = dataclasses.replace(vault.settings, index_lock_wait=0.2)
+        with Vault.local(hurried) as waits_little:
+            report = waits_little.import_sessions(root)
         assert (report.new, report.updated, report.unchanged) == (0, 1, 1)
         assert report.index == "busy" and "another markvault process" in report.notices[0]
     finally:
@@ -465,10 +467,14 @@ def test_scopes_restrict_the_vector_side_too(imported: Vault) -> None:
     index directly (no model load): prompts only, decisions only."""
     imported.save_session_summary(SID, summary(), imported.read_session(SID)["hash"])
     index = imported.host.core()._reader()
-    details = index.chunk_details(list(index.chunk_ids_matching(Filters(scope="prompts"))))
+    details = index.reads.chunk_details(
+        list(index.reads.chunk_ids_matching(Filters(scope="prompts")))
+    )
     assert details and all(d["heading_path"][-1].endswith("User") for d in details.values())
     assert len({d["path"] for d in details.values()}) == 2
-    details = index.chunk_details(list(index.chunk_ids_matching(Filters(scope="decisions"))))
+    details = index.reads.chunk_details(
+        list(index.reads.chunk_ids_matching(Filters(scope="decisions")))
+    )
     assert [d["heading_path"][1:] for d in details.values()] == [["Summary", "Decisions"]]
 
 

@@ -2,7 +2,7 @@
 
 Everything goes through markvault's public API (``Vault.open``, ``reindex``,
 ``search``), except that experiments change a module constant or function
-(``markvault.index.BM25_K1``, ...) for the duration of one run (``patched``): the
+(``markvault.index.keyword.BM25_K1``, ...) for the duration of one run (``patched``): the
 point is to measure a setting before anyone changes ``src/``.
 """
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import sys
@@ -122,11 +123,15 @@ def main(
     ctx.obj = {"vault": vault_dir, "index": index_dir, "model": model}
 
 
-def open_vault(ctx: click.Context) -> Vault:
+def open_vault(ctx: click.Context, *, index_lock_wait: float | None = None) -> Vault:
     """The vault: this process owns its index, or asks the process that does (see
-    shared.py), so any number of commands and servers can run at once."""
+    shared.py), so any number of commands and servers can run at once.
+    ``index_lock_wait``: how long to wait for the DuckDB file's lock (as the owner)."""
     obj = ctx.find_root().obj
-    vault = Vault.connect(Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"]))
+    settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
+    if index_lock_wait is not None:
+        settings = dataclasses.replace(settings, index_lock_wait=index_lock_wait)
+    vault = Vault.connect(settings)
     ctx.call_on_close(vault.close)
     return vault
 
@@ -1486,13 +1491,12 @@ def hook_run(ctx: click.Context) -> None:
       echo '{"transcript_path": "/home/me/.claude/projects/-p/5f0c.jsonl"}' \\
           | vault sessions hook run
     """
-    from . import index as index_module
     from .claude_hooks import parse_hook_input
 
     try:
         hook = parse_hook_input(sys.stdin.buffer.read(MAX_HOOK_INPUT))
-        index_module.LOCK_WAIT_SECONDS = HOOK_LOCK_WAIT
-        report = open_vault(ctx).import_sessions(hook.transcript_path)
+        vault = open_vault(ctx, index_lock_wait=HOOK_LOCK_WAIT)
+        report = vault.import_sessions(hook.transcript_path)
         done = report.sessions[0] if report.sessions else None
         if report.errors:
             click.echo(f"markvault: session not imported: {report.errors[0]['message']}", err=True)

@@ -45,6 +45,9 @@ class Settings:
     max_note_bytes: int = 5 * 1024 * 1024
     max_frontmatter_bytes: int = 64 * 1024
     embed_batch: int = 64
+    # How long to wait for another process's lock on the DuckDB file before saying so
+    # (a Claude Code hook waits less: it must never hold a session up).
+    index_lock_wait: float = 10.0
     # Folders `store_document` may copy files from; empty: the vault's project (its parent).
     document_roots: tuple[Path, ...] = ()
 

@@ -289,7 +289,7 @@ class Core:
         index = self._reader()
         targets: list[str] = list(refs)
         if pattern:
-            rows = index.notes_matching_glob(pattern, MAX_GET_NOTES + 1)
+            rows = index.reads.notes_matching_glob(pattern, MAX_GET_NOTES + 1)
             targets += [r["path"] for r in rows]
         if not targets:
             raise UsageError("Nothing to read.", "Pass refs, or a path pattern like 'notes/*'.")
@@ -334,11 +334,11 @@ class Core:
 
             ref = unquote(ref[len("vault://note/") :])
         rows = (
-            index.find_notes("id", ref)
-            or index.find_notes("path", ref)
-            or index.find_notes("path", ref + ".md")
-            or index.find_notes("path", ref, casefold=True)
-            or index.find_notes("path", ref + ".md", casefold=True)
+            index.reads.find_notes("id", ref)
+            or index.reads.find_notes("path", ref)
+            or index.reads.find_notes("path", ref + ".md")
+            or index.reads.find_notes("path", ref, casefold=True)
+            or index.reads.find_notes("path", ref + ".md", casefold=True)
         )
         if not rows:
             raise NotFoundError(
@@ -366,7 +366,7 @@ class Core:
             end = min(end, len(all_lines))
         wanted_end = end
         shown, end, cut_line = _page(all_lines, start, end, max_chars)
-        out_links, in_links = index.links_of(row["path"])
+        out_links, in_links = index.reads.links_of(row["path"])
         current = content_hash(data)
         view: dict[str, Any] = {
             "id": row["id"],
@@ -390,7 +390,7 @@ class Core:
                     "lines": [c["start_line"], c["end_line"]],
                     "uri": chunk_uri(c["id"]),
                 }
-                for c in index.chunks_of(row["path"])
+                for c in index.reads.chunks_of(row["path"])
             ][:MAX_LISTED],
             "links": out_links[:MAX_LISTED],
             "backlinks": in_links[:MAX_LISTED],
@@ -402,7 +402,7 @@ class Core:
         return view
 
     def _get_chunk(self, index: Index, chunk_id: int) -> dict[str, Any]:
-        row = index.chunk_details([chunk_id]).get(chunk_id)
+        row = index.reads.chunk_details([chunk_id]).get(chunk_id)
         if row is None:
             raise NotFoundError(
                 f"No chunk #{chunk_id}.",
@@ -425,21 +425,21 @@ class Core:
     def status(self) -> dict[str, Any]:
         index = self._reader()
         meta = index.meta()
-        done, total = index.embedding_counts(self.settings.model)
+        done, total = index.vectors.counts(self.settings.model)
         db = self.settings.db_path
         wal = db.with_name(db.name + ".wal")
         return {
             "vault": str(self.settings.vault_dir),
             "index": str(db),
             "index_bytes": db.stat().st_size + (wal.stat().st_size if wal.exists() else 0),
-            **index.stats(),
+            **index.reads.stats(),
             "model": self.settings.model,
             "dimension": int(meta["embedding_dim"]) if meta.get("embedding_dim") else None,
             "vectors": {"embedded": done, "total": total, "ready": total > 0 and done == total},
             "fingerprint": fingerprint(self.settings.chunk, self.settings.model),
             "last_sync": meta.get("last_sync"),
             "pending": self.pending(),
-            "problems": index.problems(),
+            "problems": index.reads.problems(),
             "notices": self.notices,
             "watcher": self.watcher.status() if self.watcher else None,
         }
@@ -448,8 +448,8 @@ class Core:
         """Files new, changed or deleted since the last sync: a stat scan, nothing read."""
         index = self._reader()
         on_disk, _ = self.files.scan()
-        known = index.file_states()
-        skipped = index.skipped_states()
+        known = index.writes.file_states()
+        skipped = index.writes.skipped_states()
         changed = sum(
             1
             for path, st in on_disk.items()
@@ -560,16 +560,16 @@ class Core:
             target += ".md"
         if target == row["path"]:
             return {"path": target, "moved": False, "hash": row["hash"], "uri": note_uri(row["id"])}
-        linking = sorted({link["source"] for link in index.links_of(row["path"])[1]})
+        linking = sorted({link["source"] for link in index.reads.links_of(row["path"])[1]})
         self.files.move(row["file"], target, expected_hash)
         self.refresh(paths=[row["file"], target])
         broken = [
             {"source": link["source"], "line": link["line"], "target": link["target"]}
             for source in linking
-            for link in self._reader().links_of(source)[0]
+            for link in self._reader().reads.links_of(source)[0]
             if link["target_path"] is None and link["target"]
         ]
-        moved = self._reader().find_notes("path", target)
+        moved = self._reader().reads.find_notes("path", target)
         note_id = moved[0]["id"] if moved else target
         return {
             "path": target,
@@ -600,7 +600,7 @@ class Core:
         """Bring a note back from the trash to where it was, or to ``to``."""
         restored = self.files.restore(trash_path, to)
         self.refresh(paths=[restored])
-        row = self._reader().find_notes("path", restored)
+        row = self._reader().reads.find_notes("path", restored)
         note_id = row[0]["id"] if row else restored
         return {
             "path": restored,
@@ -672,12 +672,12 @@ class Core:
 
     def topics(self) -> list[dict[str, Any]]:
         """Knowledge and document topics with their counts."""
-        return self._reader().topics()
+        return self._reader().reads.topics()
 
     def topic_points(self, topic: str, max_chars: int = PAGE_CHARS) -> dict[str, Any]:
         """A topic's knowledge points, newest first, their text within ``max_chars``."""
         filters = Filters(kinds=["knowledge"], topics=[topic], include_expired=True)
-        briefs = self._reader().note_briefs(filters)
+        briefs = self._reader().reads.note_briefs(filters)
         if not briefs:
             raise NotFoundError(
                 f"No knowledge points on topic {topic!r}.", "List the topics to see which exist."
@@ -718,7 +718,7 @@ class Core:
         assert start is not None and end is not None
         events = []
         listed = (filters or Filters(include_expired=True)).notes_only()
-        for brief in self._reader().note_briefs(listed):
+        for brief in self._reader().reads.note_briefs(listed):
             changed = dt.datetime.fromtimestamp(brief["mtime_ns"] / 1e9).astimezone()
             created = _moment(brief["created"])
             in_range = [
@@ -758,7 +758,9 @@ class Core:
             )
         if not (0 <= before <= 100 and 0 <= after <= 100):
             raise UsageError("before and after must be 0..100.")
-        briefs = self._reader().note_briefs((filters or Filters(include_expired=True)).notes_only())
+        briefs = self._reader().reads.note_briefs(
+            (filters or Filters(include_expired=True)).notes_only()
+        )
         for b in briefs:
             b["_at"] = _moment(b["created"]) or _moment(b["date"]) or _epoch()
         briefs.sort(key=lambda b: (b["_at"], b["path"]))
@@ -820,8 +822,8 @@ class Core:
 
     def _graph(self) -> tuple[LinkGraph, dict[str, dict[str, Any]]]:
         index = self._reader()
-        briefs = {b["path"]: b for b in index.note_briefs()}
-        return LinkGraph(index.link_edges(), briefs), briefs
+        briefs = {b["path"]: b for b in index.reads.note_briefs()}
+        return LinkGraph(index.reads.link_edges(), briefs), briefs
 
     def related(self, ref: str, depth: int = 1, limit: int = 50) -> dict[str, Any]:
         """Notes linked to or from ``ref``, up to ``depth`` links away, nearest first."""
@@ -857,7 +859,7 @@ class Core:
         if not 1 <= top <= 100:
             raise UsageError("top must be 1..100.")
         graph, _ = self._graph()
-        broken_count, broken = self._reader().unresolved_links(top * 5)
+        broken_count, broken = self._reader().reads.unresolved_links(top * 5)
         return {
             **graph.folders(depth),
             **graph.metrics(top),
@@ -923,7 +925,7 @@ class Core:
             self._refresh_after_import(report, progress)
         if recorded and report.index != "busy":
             with contextlib.suppress(IndexBusyError):
-                self._open_index(write=True).record_session_sources(recorded)
+                self._open_index(write=True).sessions.record_sources(recorded)
         report.seconds = time.perf_counter() - began
         return report
 
@@ -943,13 +945,13 @@ class Core:
             )
             known = self._scan_session_ids(on_disk, lambda rel, st: rel.startswith("sessions/"))
             return _ImportState(known, on_disk, {}, {})
-        states = index.file_states()
+        states = index.writes.file_states()
         unseen = self._scan_session_ids(
             on_disk,
             lambda rel, st: rel not in states or states[rel][:3] != (st.file, st.mtime_ns, st.size),
         )
-        known = {**index.session_notes(), **unseen}
-        return _ImportState(known, on_disk, states, index.session_sources())
+        known = {**index.sessions.notes_by_id(), **unseen}
+        return _ImportState(known, on_disk, states, index.sessions.sources())
 
     def _scan_session_ids(
         self, on_disk: Mapping[str, FileStat], wanted: Callable[[str, FileStat], bool]
@@ -1111,7 +1113,7 @@ class Core:
         _check_page(limit, offset)
         for name, value in (("since", since), ("until", until)):
             _moment(value, name)  # a bad date is a UsageError, not an empty list
-        total, rows = self._reader().list_sessions(
+        total, rows = self._reader().sessions.listing(
             project=project,
             cwd=cwd,
             has_summary=has_summary,
@@ -1131,7 +1133,7 @@ class Core:
     def session_projects(self) -> dict[str, Any]:
         """Projects with counts of sessions (summarised or not) and other notes, the
         folders their sessions ran in, and when each was last active."""
-        return {"projects": self._reader().project_overview()}
+        return {"projects": self._reader().sessions.projects()}
 
     def read_session(
         self,
@@ -1233,7 +1235,7 @@ class Core:
         text = ref.strip()
         if not text:
             raise UsageError("No session given.", "Pass a session id, or a note id or path.")
-        rows = index.sessions_by_prefix(text, 50) if len(text) >= 4 else []
+        rows = index.sessions.by_prefix(text, 50) if len(text) >= 4 else []
         exact = [r for r in rows if json.loads(r["metadata"] or "{}").get("session_id") == text]
         if exact or len(rows) == 1:
             row = (exact or rows)[0]
@@ -1264,7 +1266,7 @@ class Core:
         for view in views:
             if (view.get("kind") or "").lower() != "session":
                 continue
-            rows = index.find_notes("path", view["path"])
+            rows = index.reads.find_notes("path", view["path"])
             if not rows:
                 continue
             try:
@@ -1301,7 +1303,7 @@ class Core:
         vector yet, when the model is loaded (a server's background backfill)."""
         if self._embedder is None or not self._embedder.loaded:
             return []
-        return self._open_index(write=True).missing_embeddings(self.settings.model)[:limit]
+        return self._open_index(write=True).vectors.missing(self.settings.model)[:limit]
 
     def add_vectors(self, hashes: Sequence[str], vectors: Any) -> None:
         """Store vectors computed for ``chunks_without_vectors`` (outside any lock)."""
@@ -1309,12 +1311,12 @@ class Core:
             return
         index = self._open_index(write=True)
         model = self.settings.model
-        index.ensure_embedding_table(model, self._embedder.dim)
+        index.vectors.ensure_table(model, self._embedder.dim)
         # A sync may have embedded some of them meanwhile, or dropped their chunks.
-        still = {h for h, _ in index.missing_embeddings(model)}
+        still = {h for h, _ in index.vectors.missing(model)}
         keep = [i for i, h in enumerate(hashes) if h in still]
         if keep:
-            index.add_embeddings(model, [hashes[i] for i in keep], vectors[keep])
+            index.vectors.add(model, [hashes[i] for i in keep], vectors[keep])
 
     def _template(self, kind: str) -> str:
         for folder in self.template_dirs():

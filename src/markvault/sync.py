@@ -133,8 +133,8 @@ class Syncer:
         folders a watcher saw change; renames are matched by content hash as usual)."""
         hint_list = None if hints is None else sorted({h.strip("/") for h in hints})
         on_disk, warnings = self.files.scan(under=hint_list)
-        known = self.index.file_states()
-        skipped_before = self.index.skipped_states()
+        known = self.index.writes.file_states()
+        skipped_before = self.index.writes.skipped_states()
         to_read: list[FileStat] = []
         unchanged = 0
         for path, st in on_disk.items():
@@ -204,20 +204,20 @@ class Syncer:
                 report.warnings.append({"path": rec.note.path, "message": problem})
         report.errors = [{"path": s[0], "message": s[1]} for s in changes.skipped]
 
-        self.index.touch(changes.touched)
+        self.index.writes.touch(changes.touched)
         if changes.records or changes.removed or changes.skipped:
-            aliases_before = dict(self.index.note_link_keys())
-            self.index.apply(changes.records, changes.removed, changes.skipped)
+            aliases_before = dict(self.index.writes.note_link_keys())
+            self.index.writes.apply(changes.records, changes.removed, changes.skipped)
             self._resolve_links(changes, aliases_before)
-        if self.index.keyword_index_dirty():
-            self.index.rebuild_keyword_index()
-        elif self.index.keyword_index_needs_compaction():
-            self.index.compact_keyword_index()
+        if self.index.keyword.dirty():
+            self.index.keyword.rebuild()
+        elif self.index.keyword.needs_compaction():
+            self.index.keyword.compact()
 
         if vectors and embedder is not None:
             self._embed(embedder(), report, progress, embed_limit)
 
-        stats = self.index.stats()
+        stats = self.index.reads.stats()
         report.notes = stats["notes"]
         report.chunks = stats["chunks"]
         report.notices.extend(self.index.notices)
@@ -226,7 +226,7 @@ class Syncer:
         return report
 
     def _resolve_links(self, changes: Changes, aliases_before: dict[str, list[str]]) -> None:
-        notes = self.index.note_link_keys()
+        notes = self.index.writes.note_link_keys()
         # A new, removed or re-aliased note can change where any link points;
         # otherwise only the changed notes' own links need resolving.
         set_changed = changes.removed or any(
@@ -234,8 +234,8 @@ class Syncer:
         )
         sources = None if set_changed else [r.note.path for r in changes.records]
         resolver = LinkResolver(notes)
-        rows = self.index.links_to_resolve(sources)
-        self.index.set_link_targets(
+        rows = self.index.writes.links_to_resolve(sources)
+        self.index.writes.set_link_targets(
             [(rid, resolver.resolve(src, target, style)) for rid, src, target, style in rows]
         )
 
@@ -247,25 +247,25 @@ class Syncer:
         limit: int | None = None,
     ) -> None:
         model = self.settings.model
-        missing = self.index.missing_embeddings(model)
+        missing = self.index.vectors.missing(model)
         if limit is not None and len(missing) > limit:
             report.notices.append(f"{len(missing)} chunks wait for vectors (embedded later)")
             return
         if missing:
-            self.index.ensure_embedding_table(model, embedder.dim)
-            missing = self.index.missing_embeddings(model)
+            self.index.vectors.ensure_table(model, embedder.dim)
+            missing = self.index.vectors.missing(model)
         progress.start("Embedding chunks", len(missing))
         # Committed group by group: an interrupted run keeps what it embedded.
         for start in range(0, len(missing), EMBED_GROUP):
             group = missing[start : start + EMBED_GROUP]
             vectors = embedder.encode([text for _, text in group], self.settings.embed_batch)
-            self.index.add_embeddings(model, [h for h, _ in group], vectors)
+            self.index.vectors.add(model, [h for h, _ in group], vectors)
             progress.advance(len(group))
         progress.finish()
         report.embedded = len(missing)
-        done, _ = self.index.embedding_counts(model)
+        done, _ = self.index.vectors.counts(model)
         report.reused = max(0, done - len(missing))
-        self.index.prune_embeddings()
+        self.index.vectors.prune()
 
 
 def _within(path: str, hints: list[str]) -> bool:

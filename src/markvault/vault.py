@@ -53,10 +53,14 @@ class Vault:
     ) -> Vault:
         """A vault whose calls run in this process, shared with no other (tests,
         benchmarks, scripts). ``embedder`` lets several share one loaded model."""
+        return cls.local(Settings.load(vault=vault, index=index, model=model), embedder)
+
+    @classmethod
+    def local(cls, settings: Settings, embedder: Embedder | None = None) -> Vault:
+        """``Vault.open`` from settings already loaded."""
         from .core import Core
         from .host import LocalHost
 
-        settings = Settings.load(vault=vault, index=index, model=model)
         return Vault(LocalHost(Core(settings, embedder)))
 
     @classmethod
