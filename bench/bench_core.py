@@ -37,7 +37,7 @@ import numpy as np
 
 import gen_vault
 from markvault.config import DEFAULT_MODEL, Settings
-from markvault.core import chunk_fingerprint
+from markvault.core.lifecycle import chunk_fingerprint
 from markvault.embed import Embedder, model_path
 from markvault.index import Index
 from markvault.vault import Vault
@@ -543,7 +543,8 @@ def embedding_overhead(source: Site, workdir: Path, report: Report, chunks: int)
     log("embedding overhead: markvault full vector reindex")
     shutil.rmtree(site.index, ignore_errors=True)
     with site.open() as vault:
-        vault.host.core().embedder().encode(texts[:16])  # loads and warms the model, off the clock
+        # Loads and warms the model, off the clock.
+        vault.host.core().keeper.embedder().encode(texts[:16])
         started = time.perf_counter()
         result = vault.reindex(full=True, vectors=True, progress=StderrProgress())
         markvault = time.perf_counter() - started

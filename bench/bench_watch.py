@@ -261,7 +261,7 @@ def bench_end_to_end(vault_dir: Path, index: Path, size: str, edits: int, report
     def record(batch: WatchBatch, result: ReindexReport) -> None:
         syncs.append(result.seconds)
 
-    inbox = Inbox(vault_callback(vault.host.core(), lock, vectors=False, on_report=record))
+    inbox = Inbox(vault_callback(vault.host.core().keeper, lock, vectors=False, on_report=record))
     rng = random.Random(11)
     files = note_files(vault_dir)
     try:

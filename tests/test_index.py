@@ -139,7 +139,7 @@ def test_bm25_matches_a_reference_implementation(bundled_copy: Path, tmp_path: P
     """BM25 over the fts postings equals Lucene's BM25 computed here from the tokens."""
     with Vault.open(bundled_copy, tmp_path / "index") as v:
         v.reindex(vectors=False)
-        index = v.host.core()._open_index(write=True)
+        index = v.host.core().keeper.open_index(write=True)
         docs = dict(index.store.con.execute("SELECT id, fts_text FROM chunks").fetchall())
         tokens = {cid: text.split() for cid, text in docs.items()}
         n = len(tokens)
@@ -189,7 +189,7 @@ def test_ignored_files_and_folders(write: WriteNotes, open_vault: OpenVault) -> 
     )
     v = open_vault()
     v.reindex(vectors=False)
-    assert set(v.host.core()._open_index(write=False).writes.file_states()) == {
+    assert set(v.host.core().keeper.open_index(write=False).writes.file_states()) == {
         "keep.md",
         "UPPER.MD",
         "drafts/public.md",
@@ -258,7 +258,7 @@ def test_keyword_index_updated_in_place_equals_a_full_rebuild(
         (bundled_copy / "notes/Linking.md").rename(bundled_copy / "notes/Links moved.md")
         report = v.reindex(vectors=False)
         assert (report.added, report.updated, report.removed, report.renamed) == (1, 1, 1, 1)
-        index = v.host.core()._open_index(write=True)
+        index = v.host.core().keeper.open_index(write=True)
         assert not index.keyword.dirty()  # applied in place, not rebuilt
         assert int(index.meta()["kw_appended"]) > 0
         queries = ["search index", "zebrafish", "vault note link", "搜索", "поиск", "tags"]
@@ -289,7 +289,7 @@ def test_compaction_keeps_the_keyword_index_identical(bundled_copy: Path, tmp_pa
         v.reindex(vectors=False)
         (bundled_copy / "notes/More.md").write_text("# More\n\nwalrus colony\n")
         v.reindex(vectors=False)
-        index = v.host.core()._open_index(write=True)
+        index = v.host.core().keeper.open_index(write=True)
         before = _keyword_state(index)
         ranked = index.keyword.bm25(["walrus"], Filters(), 10)
         index.keyword.compact()

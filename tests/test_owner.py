@@ -154,10 +154,10 @@ def test_reads_during_a_long_sync_are_answered_not_left_waiting(
 
         def long_sync() -> None:
             with local.calls:
-                local.core().activity = ("Reading notes", 1200, 20000)
+                local.core().keeper.activity = ("Reading notes", 1200, 20000)
                 building.set()
                 release.wait(30)
-                local.core().activity = None
+                local.core().keeper.activity = None
 
         worker = threading.Thread(target=long_sync)
         worker.start()

@@ -136,7 +136,7 @@ def test_09_binary_and_invalid_utf8_skipped_and_unwritable(
         "not valid UTF-8" in next(e for e in report.errors if e["path"] == "latin1.md")["message"]
     )
     with pytest.raises(RefusedError):
-        v.host.core().files.read("latin1.md", v.settings.max_note_bytes)
+        v.host.core().keeper.files.read("latin1.md", v.settings.max_note_bytes)
     again = v.reindex(vectors=False)  # unchanged bad files are not re-read
     assert again.errors == [] and again.notes == 1
     assert (vault / "latin1.md").read_bytes() == "caf\xe9".encode("latin-1")
@@ -211,7 +211,7 @@ def test_writes_are_searchable_at_once(write: WriteNotes, open_vault: OpenVault)
 def test_unsafe_paths_are_refused(open_vault: OpenVault, vault_dir: Path, rel: str) -> None:
     v = open_vault()
     with pytest.raises(RefusedError):
-        v.host.core().files.create(rel, "x")
+        v.host.core().keeper.files.create(rel, "x")
     assert not [p for p in vault_dir.parent.rglob("*") if p.is_file()]
 
 

@@ -116,7 +116,7 @@ def test_unchanged_transcripts_are_not_read_again(
     assert (fixed.read, fixed.updated) == (1, 1) and "turns: 4\n" in note.read_text()
     assert vault.import_sessions(projects).read == 0
     # Another renderer (a new markvault) reads everything again.
-    monkeypatch.setattr("markvault.core.renderer_fingerprint", lambda: "another")
+    monkeypatch.setattr("markvault.core.session_import.renderer_fingerprint", lambda: "another")
     assert vault.import_sessions(projects).read == 2
 
 
@@ -199,13 +199,13 @@ def test_an_edit_made_meanwhile_is_never_overwritten(
     vault.import_sessions(root)
     transcripts(root)
     note = session_file(vault_dir)
-    real_replace = vault.host.core().files.replace
+    real_replace = vault.host.core().keeper.files.replace
 
     def person_edits_first(rel: str, text: str, expected_hash: str) -> str:
         note.write_text(note.read_text() + "\nmy own line\n")
         return real_replace(rel, text, expected_hash)
 
-    monkeypatch.setattr(vault.host.core().files, "replace", person_edits_first)
+    monkeypatch.setattr(vault.host.core().keeper.files, "replace", person_edits_first)
     report = vault.import_sessions(root)
     assert report.failed == 1 and "changed since it was read" in report.errors[0]["message"]
     assert note.read_text().endswith("\nmy own line\n") and "谢谢" not in note.read_text()
@@ -260,7 +260,7 @@ BUSY_HOLDER = textwrap.dedent(
     import sys, time
     from markvault import Vault
     v = Vault.open(sys.argv[1], sys.argv[2])
-    v.host.core()._open_index(write=True)
+    v.host.core().keeper.open_index(write=True)
     print("ready", flush=True)
     time.sleep(60)
     """
@@ -466,7 +466,7 @@ def test_scopes_restrict_the_vector_side_too(imported: Vault) -> None:
     """The vector side keeps the chunks ``chunk_ids_matching`` returns; checked on the
     index directly (no model load): prompts only, decisions only."""
     imported.save_session_summary(SID, summary(), imported.read_session(SID)["hash"])
-    index = imported.host.core()._reader()
+    index = imported.host.core().keeper.reader()
     details = index.reads.chunk_details(
         list(index.reads.chunk_ids_matching(Filters(scope="prompts")))
     )

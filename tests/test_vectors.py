@@ -86,7 +86,7 @@ def test_rename_and_unchanged_text_are_never_re_embedded(
     (vault / "b.md").write_text("gamma changed", encoding="utf-8")
     report = vault_with.reindex()
     assert (report.renamed, report.updated, report.embedded) == (1, 1, 1)
-    index = vault_with.host.core()._open_index(write=False)
+    index = vault_with.host.core().keeper.open_index(write=False)
     assert index.vectors.counts("all-MiniLM-L6-v2") == (3, 3)
     assert vault_with.search("alpha", mode="vector").hits[0].path == "moved.md"
 

@@ -54,11 +54,11 @@ class LocalHost:
 
     @property
     def model_wait(self) -> float | None:
-        return self._core.model_wait
+        return self._core.keeper.model_wait
 
     @model_wait.setter
     def model_wait(self, value: float | None) -> None:
-        self._core.model_wait = value
+        self._core.keeper.model_wait = value
 
     def core(self) -> Core:
         return self._core
@@ -92,7 +92,7 @@ class LocalHost:
                 self._wake.set()
 
     def _busy_answer(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        activity = self._core.activity
+        activity = self._core.keeper.activity
         doing = (
             f"{activity[0].lower()}: {activity[1]:,} of {activity[2]:,}"
             if activity
@@ -111,7 +111,7 @@ class LocalHost:
         """Load the model in a background thread, so keyword searches are answered
         meanwhile; as the owner of a shared index, also embed missing vectors in the
         background and, with ``watch``, keep the index in step with the files."""
-        self._core.start_background()
+        self._core.keeper.start_background()
         if self.owner:
             self._start_backfill()
             if watch:
@@ -121,7 +121,7 @@ class LocalHost:
         self._on_report = report
 
     def watch_forever(self, stop: threading.Event, poll: bool | None = None) -> None:
-        self._core.start_background()
+        self._core.keeper.start_background()
         self._start_watching(poll)
         while not stop.wait(0.5):  # short waits keep Ctrl-C responsive
             pass
@@ -137,7 +137,7 @@ class LocalHost:
             self._backfill.start()
 
     def _backfill_loop(self) -> None:
-        embedder = self._core.embedder()
+        embedder = self._core.keeper.embedder()
         while not embedder.wait(1.0):
             if self._stopping.is_set() or embedder.load_error:
                 return
@@ -145,11 +145,11 @@ class LocalHost:
             try:
                 # The index is held only to read and to store; the model works without it.
                 with self.calls:
-                    todo = self._core.chunks_without_vectors(BACKFILL_GROUP)
+                    todo = self._core.keeper.chunks_without_vectors(BACKFILL_GROUP)
                 if todo:
                     vectors = embedder.encode([text for _, text in todo])
                     with self.calls:
-                        self._core.add_vectors([h for h, _ in todo], vectors)
+                        self._core.keeper.add_vectors([h for h, _ in todo], vectors)
             except Exception as exc:  # the next write or sync tries again
                 print(f"markvault: embedding in the background failed: {exc}", file=sys.stderr)
                 todo = []
@@ -159,7 +159,7 @@ class LocalHost:
 
     def _start_watching(self, poll: bool | None = None) -> None:
         """Keep the index in step with the files (servers and `vault watch` do this)."""
-        if self._core.watcher is not None:
+        if self._core.keeper.watcher is not None:
             return
         settings = self.settings
 
@@ -170,11 +170,11 @@ class LocalHost:
 
         watcher = Watcher(
             settings.vault_dir,
-            vault_callback(self._core, self.calls, on_report=synced),
+            vault_callback(self._core.keeper, self.calls, on_report=synced),
             index_dir=settings.index_dir,
             poll=poll,
         )
-        self._core.watcher = watcher
+        self._core.keeper.watcher = watcher
         watcher.start()
 
     # ---- closing -------------------------------------------------------------------
@@ -185,9 +185,9 @@ class LocalHost:
         reopens its index at the next call)."""
         self._stopping.set()
         self._wake.set()
-        if self._core.watcher is not None:
-            self._core.watcher.stop(1.0)  # a sync in progress finishes in its daemon thread
-            self._core.watcher = None
+        if self._core.keeper.watcher is not None:
+            self._core.keeper.watcher.stop(1.0)  # a sync in progress finishes in its daemon thread
+            self._core.keeper.watcher = None
         if self.owner:
             self.closed = True
 

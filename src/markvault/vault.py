@@ -107,7 +107,7 @@ class Vault:
         embed_limit: int | None = None,
     ) -> ReindexReport:
         """Bring the index in step with the files (``full``: rebuild it from nothing)."""
-        return self._core.reindex(
+        return self._core.keeper.reindex(
             full=full, vectors=vectors, progress=progress, paths=paths, embed_limit=embed_limit
         )
 
@@ -116,17 +116,17 @@ class Vault:
         self, progress: Progress | None = None, paths: Iterable[str] | None = None
     ) -> ReindexReport:
         """Bring the index up to date after a change to the files (``paths``: hints)."""
-        return self._core.refresh(progress, paths)
+        return self._core.keeper.refresh(progress, paths)
 
     @reads
     def index_status(self) -> dict[str, Any]:
         """Notes, chunks, vectors, pending files, problems and the watcher's state."""
-        return self._core.status()
+        return self._core.keeper.status()
 
     @reads
     def pending(self) -> dict[str, int]:
         """Files new, changed or deleted since the last sync."""
-        return self._core.pending()
+        return self._core.keeper.pending()
 
     # ---- reading -------------------------------------------------------------------
 
@@ -146,7 +146,7 @@ class Vault:
         progress: Progress | None = None,
     ) -> SearchResult:
         """Keyword, vector, hybrid or deep search; the best chunk of each note."""
-        return self._core.search(
+        return self._core.notes.search(
             query,
             mode=mode,
             filters=filters,
@@ -164,41 +164,41 @@ class Vault:
         self, queries: Iterable[tuple[str | None, str]], **options: Any
     ) -> list[dict[str, Any]]:
         """One JSON-ready result per (id, query); a bad query gives an error entry."""
-        return list(self._core.search_batch(queries, **options))
+        return list(self._core.notes.search_batch(queries, **options))
 
     @reads
     def get(
         self, ref: str, lines: tuple[int, int] | None = None, max_chars: int = PAGE_CHARS
     ) -> dict[str, Any]:
         """A note (id, path, URI) in pages, or a chunk (#12)."""
-        return self._core.get(ref, lines, max_chars)
+        return self._core.notes.get(ref, lines, max_chars)
 
     @reads
     def get_many(
         self, refs: Sequence[str] = (), pattern: str | None = None, max_chars: int = PAGE_CHARS
     ) -> dict[str, Any]:
         """Several notes at once, by refs or a path glob, within one budget."""
-        return self._core.get_many(refs, pattern, max_chars)
+        return self._core.notes.get_many(refs, pattern, max_chars)
 
     @reads
     def written(self, path: Path) -> dict[str, Any]:
         """Path, id, URI, hash and title of a note just written."""
-        return self._core.written(path)
+        return self._core.notes.written(path)
 
     @reads
     def trash(self) -> list[dict[str, object]]:
         """What the trash holds, newest first."""
-        return self._core.trash()
+        return self._core.notes.trash()
 
     @reads
     def topics(self) -> list[dict[str, Any]]:
         """Knowledge and document topics with their counts."""
-        return self._core.topics()
+        return self._core.notes.topics()
 
     @reads
     def topic_points(self, topic: str, max_chars: int = PAGE_CHARS) -> dict[str, Any]:
         """A topic's knowledge points, newest first."""
-        return self._core.topic_points(topic, max_chars)
+        return self._core.notes.topic_points(topic, max_chars)
 
     # ---- writing -------------------------------------------------------------------
 
@@ -215,43 +215,43 @@ class Vault:
         edits: Sequence[Edit] = (),
     ) -> Path:
         """Create a note from its kind's template; never overwrites."""
-        return self._core.new_note(
+        return self._core.writer.new_note(
             kind, title, topic=topic, tags=tags, project=project, content=content, edits=edits
         )
 
     @writes
     def edit_note(self, ref: str, edits: Sequence[Edit], expected_hash: str) -> dict[str, Any]:
         """Apply edits to a note whose content hash is still ``expected_hash``."""
-        return self._core.edit_note(ref, edits, expected_hash)
+        return self._core.writer.edit_note(ref, edits, expected_hash)
 
     @writes
     def move_note(self, ref: str, to: str, expected_hash: str) -> dict[str, Any]:
         """Move or rename a note; never overwrites."""
-        return self._core.move_note(ref, to, expected_hash)
+        return self._core.writer.move_note(ref, to, expected_hash)
 
     @writes
     def delete_note(self, ref: str, expected_hash: str) -> dict[str, Any]:
         """Move a note into the vault's trash."""
-        return self._core.delete_note(ref, expected_hash)
+        return self._core.writer.delete_note(ref, expected_hash)
 
     @writes
     def restore_note(self, trash_path: str, to: str | None = None) -> dict[str, Any]:
         """Bring a note back from the trash."""
-        return self._core.restore_note(trash_path, to)
+        return self._core.writer.restore_note(trash_path, to)
 
     @writes
     def learn_knowledge(
         self, topic: str, content: str, tags: Iterable[str] = (), title: str | None = None
     ) -> dict[str, Any]:
         """Write a knowledge point under ``knowledge/<topic>/``."""
-        return self._core.learn_knowledge(topic, content, tags, title)
+        return self._core.writer.learn_knowledge(topic, content, tags, title)
 
     @writes
     def store_document(
         self, source: str | Path, topic: str | None = None, title: str | None = None
     ) -> dict[str, Any]:
         """Copy a Markdown, text or JSON file from an allowed folder into ``documents/``."""
-        return self._core.store_document(source, topic, title)
+        return self._core.writer.store_document(source, topic, title)
 
     # ---- context -------------------------------------------------------------------
 
@@ -267,7 +267,7 @@ class Vault:
         offset: int = 0,
     ) -> dict[str, Any]:
         """Notes created or changed in a time frame, newest first."""
-        return self._core.recent(
+        return self._core.context.recent(
             since=since, until=until, days=days, filters=filters, limit=limit, offset=offset
         )
 
@@ -282,22 +282,24 @@ class Vault:
         filters: Filters | None = None,
     ) -> dict[str, Any]:
         """Notes in time order around a note, a session, a time or a query's best match."""
-        return self._core.timeline(anchor, query=query, before=before, after=after, filters=filters)
+        return self._core.context.timeline(
+            anchor, query=query, before=before, after=after, filters=filters
+        )
 
     @reads
     def related(self, ref: str, depth: int = 1, limit: int = 50) -> dict[str, Any]:
         """Notes linked to or from ``ref``, up to ``depth`` links away."""
-        return self._core.related(ref, depth, limit)
+        return self._core.context.related(ref, depth, limit)
 
     @reads
     def link_path(self, source: str, target: str) -> dict[str, Any]:
         """The shortest chain of links from one note to another."""
-        return self._core.link_path(source, target)
+        return self._core.context.link_path(source, target)
 
     @reads
     def vault_map(self, depth: int | None = None, top: int = 10) -> dict[str, Any]:
         """Folders, the links between them, the most linked notes, orphans, broken links."""
-        return self._core.vault_map(depth, top)
+        return self._core.context.vault_map(depth, top)
 
     # ---- sessions ------------------------------------------------------------------
 
@@ -312,7 +314,7 @@ class Vault:
         home: Path | None = None,
     ) -> SessionImportReport:
         """Import Claude Code transcripts as session notes (incremental, idempotent)."""
-        return self._core.import_sessions(
+        return self._core.importer.import_sessions(
             source, project=project, since=since, progress=progress, home=home
         )
 
@@ -329,7 +331,7 @@ class Vault:
         offset: int = 0,
     ) -> dict[str, Any]:
         """Session notes, newest first."""
-        return self._core.list_sessions(
+        return self._core.sessions.list_sessions(
             project=project,
             cwd=cwd,
             has_summary=has_summary,
@@ -342,7 +344,7 @@ class Vault:
     @reads
     def session_projects(self) -> dict[str, Any]:
         """Projects with their sessions, other notes and last activity."""
-        return self._core.session_projects()
+        return self._core.sessions.session_projects()
 
     @reads
     def read_session(
@@ -355,7 +357,7 @@ class Vault:
         max_matches: int = 50,
     ) -> dict[str, Any]:
         """A session note in pages with its summary, or the lines matching ``query``."""
-        return self._core.read_session(
+        return self._core.sessions.read_session(
             ref, lines=lines, query=query, max_chars=max_chars, max_matches=max_matches
         )
 
@@ -364,7 +366,7 @@ class Vault:
         self, ref: str, summary: SessionSummary | Mapping[str, Any], expected_hash: str
     ) -> dict[str, Any]:
         """Write a session's structured summary into its note."""
-        return self._core.save_session_summary(ref, summary, expected_hash)
+        return self._core.sessions.save_session_summary(ref, summary, expected_hash)
 
 
 # The owner's dispatch table: every declared call, by name.
