@@ -26,7 +26,6 @@ from markvault import Vault
 from markvault.errors import ConfigError, UsageError
 from markvault.mcp_http import (
     DEFAULT_MAX_BODY,
-    WRITE_TOOLS,
     TokenBucket,
     allowed_hosts,
     bind_socket,
@@ -40,7 +39,7 @@ from markvault.mcp_http import (
     uvicorn_server,
     write_tools_of,
 )
-from markvault.mcp_server import build_server
+from markvault.mcp_server import WRITE_TOOLS, build_server
 
 MAX_BODY = 64 * 1024
 WRITE_RATE = 2

@@ -14,8 +14,8 @@ import click
 
 from .config import Settings
 from .errors import MarkvaultError, UsageError
+from .frontmatter import parse_yaml_value
 from .model import PAGE_CHARS, SCOPES, Edit, Filters, Op, ReindexReport, SearchResult
-from .parse import parse_yaml_value
 from .vault import Vault, parse_lines
 
 F = TypeVar("F", bound=Callable[..., Any])

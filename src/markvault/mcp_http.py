@@ -59,19 +59,6 @@ MCP_PATH = "/mcp"
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 DEFAULT_WRITE_RATE = 30
 """Write tool calls allowed per minute (and as a burst)."""
-WRITE_TOOLS = frozenset(
-    {
-        "create_note",
-        "edit_note",
-        "move_note",
-        "delete_note",
-        "restore_note",
-        "learn_knowledge",
-        "store_document",
-    }
-)
-"""The vault's write tools as of writing. By default the limit applies to whatever
-``write_tools_of`` finds on the live server instead (every tool not marked read-only)."""
 MAX_CONNECTIONS = 64
 """Concurrent connections uvicorn accepts before answering 503: one user, a few agents."""
 TOKEN_ENV = "MARKVAULT_TOKEN_FILE"

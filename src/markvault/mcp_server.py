@@ -54,7 +54,9 @@ WRITE = ToolAnnotations(
 DESTRUCTIVE = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
 )
-# The tools that write to the vault: the HTTP transport rate-limits these.
+# The tools that write to the vault: every one needs a hash or creates a note, and the
+# HTTP transport rate-limits them (it finds them on the live server by their annotations;
+# a test holds the two to agree).
 WRITE_TOOLS = frozenset(
     {
         "create_note",

@@ -8,13 +8,10 @@ notes and renamed files reuse their vectors.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
+import functools
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 
 from .chunk import chunk_note
@@ -26,6 +23,7 @@ from .index import Index
 from .links import LinkResolver
 from .model import NoProgress, NoteRecord, Progress, ReindexReport
 from .parse import parse_note
+from .pool import in_workers
 from .text import tokenize
 
 # Vectors are committed this many at a time: progress moves and an interrupted run
@@ -57,6 +55,7 @@ def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> 
 
 # Below this many files to read, worker processes cost more than they save.
 PARALLEL_MIN_FILES = 200
+READ_BATCH = 64  # files a worker reads per turn
 
 
 def read_file(
@@ -79,9 +78,9 @@ def read_file(
 
 
 def _read_batch(
-    args: tuple[Settings, list[tuple[FileStat, str | None]]],
+    settings: Settings, batch: list[tuple[FileStat, str | None]]
 ) -> list[tuple[str, object]]:
-    settings, batch = args
+    """read_file over a batch, in a worker process (its own VaultFiles)."""
     files = VaultFiles(settings.vault_dir, settings.index_dir)
     return [read_file(files, settings, st, known) for st, known in batch]
 
@@ -94,32 +93,16 @@ def read_files(
 ) -> Iterator[tuple[FileStat, tuple[str, object]]]:
     """read_file over ``todo``, in worker processes when there are many (parsing
     Markdown is CPU-bound Python)."""
-    workers = min(os.cpu_count() or 1, 8)
-    if len(todo) < PARALLEL_MIN_FILES or workers < 2:
-        for st, known in todo:
-            yield st, read_file(files, settings, st, known)
-            progress.advance(1)
-        return
-    size = 64
-    batches = [todo[i : i + size] for i in range(0, len(todo), size)]
-    done = 0
-    try:
-        # forkserver: workers start from a clean process, not a fork of one holding DuckDB.
-        context = multiprocessing.get_context("forkserver")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            for batch, results in zip(
-                batches, pool.map(_read_batch, [(settings, b) for b in batches]), strict=True
-            ):
-                for (st, _), result in zip(batch, results, strict=True):
-                    yield st, result
-                progress.advance(len(batch))
-                done += 1
-    except (BrokenProcessPool, OSError):
-        # Workers cannot start everywhere (e.g. a __main__ read from stdin): go on here.
-        for batch in batches[done:]:
-            for st, known in batch:
-                yield st, read_file(files, settings, st, known)
-            progress.advance(len(batch))
+    for done in in_workers(
+        todo,
+        lambda item: read_file(files, settings, *item),
+        functools.partial(_read_batch, settings),
+        batch_size=READ_BATCH,
+        min_items=PARALLEL_MIN_FILES,
+    ):
+        for (st, _), result in done:
+            yield st, result
+        progress.advance(len(done))
 
 
 class Syncer:

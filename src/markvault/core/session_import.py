@@ -9,12 +9,9 @@ import contextlib
 import functools
 import hashlib
 import importlib.metadata
-import multiprocessing
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,8 +20,9 @@ from .. import sessions as sessions_module
 from ..edit import check_writable
 from ..errors import ConflictError, IndexBusyError, MarkvaultError, NotFoundError
 from ..files import FileStat, content_hash
+from ..frontmatter import read_frontmatter
 from ..model import NoProgress, Progress, SessionImportReport
-from ..parse import load_frontmatter, split_frontmatter
+from ..pool import in_workers
 from ..sessions import (
     Session,
     TranscriptFile,
@@ -318,39 +316,22 @@ def _parse_transcripts(
     todo: list[TranscriptFile],
 ) -> Iterator[tuple[TranscriptFile, Session | str]]:
     """Each transcript with its parsed session (or error message), in order; parsed in
-    worker processes when there are many, as ``sync.read_files`` reads notes."""
-    workers = min(os.cpu_count() or 1, 8)
+    worker processes when there are many (JSON and redaction patterns: CPU-bound)."""
     pairs = [(str(t.path), t.session_id) for t in todo]
-    if len(todo) < PARALLEL_MIN_TRANSCRIPTS or workers < 2:
-        for transcript, pair in zip(todo, pairs, strict=True):
-            yield transcript, _read_transcript_batch([pair])[0]
-        return
-    batches = [
-        list(range(i, min(i + TRANSCRIPT_BATCH, len(todo))))
-        for i in range(0, len(todo), TRANSCRIPT_BATCH)
-    ]
-    done = 0
-    try:
-        # forkserver: workers start from a clean process, not a fork of one holding DuckDB.
-        context = multiprocessing.get_context("forkserver")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            jobs = [[pairs[i] for i in batch] for batch in batches]
-            for batch, results in zip(batches, pool.map(_read_transcript_batch, jobs), strict=True):
-                for i, parsed in zip(batch, results, strict=True):
-                    yield todo[i], parsed
-                done += 1
-    except (BrokenProcessPool, OSError):
-        # Workers cannot start everywhere (e.g. a __main__ read from stdin): go on here.
-        for batch in batches[done:]:
-            for i in batch:
-                yield todo[i], _read_transcript_batch([pairs[i]])[0]
+    position = 0
+    for done in in_workers(
+        pairs,
+        lambda pair: _read_transcript_batch([pair])[0],
+        _read_transcript_batch,
+        batch_size=TRANSCRIPT_BATCH,
+        min_items=PARALLEL_MIN_TRANSCRIPTS,
+    ):
+        for _, parsed in done:
+            yield todo[position], parsed
+            position += 1
 
 
 def _session_id_of(text: str) -> str | None:
     """The ``session_id`` in a note's frontmatter, if it has one."""
-    fm_text, _, _ = split_frontmatter(text.lstrip("\ufeff"))
-    if fm_text is None:
-        return None
-    meta, _problem = load_frontmatter(fm_text)
-    value = meta.get("session_id")
+    value = read_frontmatter(text).get("session_id")
     return str(value) if value not in (None, "") else None

@@ -11,9 +11,9 @@ from typing import Any
 from ..edit import check_writable
 from ..errors import NotFoundError, UsageError
 from ..files import check_hash, content_hash
+from ..frontmatter import split_frontmatter
 from ..index import Index
 from ..model import PAGE_CHARS
-from ..parse import split_frontmatter
 from ..search import note_uri
 from ..sessions import SessionSummary, read_summary, set_summary
 from ..text import tokenize

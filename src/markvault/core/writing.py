@@ -5,7 +5,6 @@ note names the hash it was read with, and the index is refreshed before returnin
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 import secrets
 from collections.abc import Iterable, Sequence
@@ -16,9 +15,10 @@ from ..config import Settings
 from ..edit import apply_edit, check_writable
 from ..errors import ConfigError, ConflictError, UsageError
 from ..files import check_hash, content_hash, safe_file_name
+from ..frontmatter import fill_template, load_frontmatter, split_frontmatter
 from ..index import Index
 from ..model import KINDS, Edit
-from ..parse import FOLDER_KINDS, load_frontmatter, split_frontmatter
+from ..parse import FOLDER_KINDS
 from ..search import note_uri
 from .common import chunk_ref
 from .lifecycle import IndexKeeper
@@ -283,56 +283,3 @@ def _document_body(path: Path, text: str) -> tuple[str, str | None]:
 def _longest_run(text: str, char: str) -> int:
     runs = re.findall(re.escape(char) + "+", text)
     return max((len(r) for r in runs), default=0)
-
-
-_PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
-
-# In frontmatter a placeholder may sit in quotes: "{{title}}".
-# Values YAML reads back unchanged without quotes (no ": ", " #", flow or quote marks).
-_PLAIN_YAML = re.compile(r"^[\w][\w.+/-]*(?:[ :T][\w.+/:-]+)*$")
-
-# ... and that YAML would not read as a boolean, null or number.
-_YAML_SPECIAL = re.compile(
-    r"^(true|false|null|~|[-+]?[\d._]+(e[-+]?\d+)?|0x[0-9a-f]+|0o[0-7]+|[-+]?\.(inf|nan))$",
-    re.IGNORECASE,
-)
-
-_YAML_PLACEHOLDER = re.compile(r"\"?\{\{\s*(\w+)\s*\}\}\"?")
-
-
-def fill_template(template: str, values: dict[str, Any]) -> str:
-    """A template with its placeholders filled: in the frontmatter as YAML scalars that
-    survive any title (quotes, backslashes, ": ", "#"), in the body as plain text."""
-    fm_text, _, body_line = split_frontmatter(template)
-
-    def plain(m: re.Match[str]) -> str:
-        value = values.get(m.group(1))
-        if value is None:
-            return m.group(0)
-        return ", ".join(value) if isinstance(value, list) else str(value)
-
-    def yaml_scalar(m: re.Match[str]) -> str:
-        value = values.get(m.group(1))
-        if value is None:
-            return m.group(0)
-        quoted = m.group(0).startswith('"')
-        if value == "":
-            return '""' if quoted else ""
-        if isinstance(value, list):
-            items = [v if _plain_yaml(v) else json.dumps(v, ensure_ascii=False) for v in value]
-            return "[" + ", ".join(items) + "]"
-        if not quoted and _plain_yaml(value):
-            return str(value)
-        # A JSON string is a valid YAML double-quoted scalar, escapes included.
-        return json.dumps(value, ensure_ascii=False)
-
-    if fm_text is None:
-        return _PLACEHOLDER.sub(plain, template)
-    lines = template.split("\n")
-    head = "\n".join(lines[: body_line - 1])
-    rest = "\n".join(lines[body_line - 1 :])
-    return _YAML_PLACEHOLDER.sub(yaml_scalar, head) + "\n" + _PLACEHOLDER.sub(plain, rest)
-
-
-def _plain_yaml(value: str) -> bool:
-    return bool(_PLAIN_YAML.match(value)) and not _YAML_SPECIAL.match(value)
