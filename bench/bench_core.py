@@ -38,7 +38,7 @@ import numpy as np
 import gen_vault
 from markvault.config import DEFAULT_MODEL, Settings
 from markvault.core.lifecycle import chunk_fingerprint
-from markvault.embed import Embedder, model_path
+from markvault.embed import SentenceEmbedder, model_path
 from markvault.index import Index
 from markvault.vault import Vault
 
@@ -739,7 +739,7 @@ def compare_strategies(
 def query_vectors(queries: list[tuple[str, str]], count: int = 50) -> np.ndarray:
     """Query vectors made by markvault's own embedder, operators stripped."""
     texts = [q.replace('"', "").replace("*", "") for _, q in queries[:count]]
-    return Embedder(DEFAULT_MODEL).encode(texts)
+    return SentenceEmbedder(DEFAULT_MODEL).encode(texts)
 
 
 def synthetic_strategies(

@@ -70,7 +70,7 @@ def test_kill_9_during_writes_leaves_whole_versions(write: WriteNotes, vault_dir
         )
         assert child.stdout is not None
         child.stdout.readline()  # it has written once: imports are done
-        time.sleep(rng.uniform(0.0, 0.3))
+        time.sleep(rng.uniform(0.0, 0.3))  # a random instant to kill at: the test, not a wait
         child.send_signal(signal.SIGKILL)
         child.wait()
         text = (vault_dir / "note.md").read_text()
@@ -112,7 +112,7 @@ def test_kill_9_during_indexing_never_needs_a_repair(write: WriteNotes, vault_di
         child = run_child(INDEXER, str(vault_dir), str(index))
         assert child.stdout is not None
         child.stdout.readline()
-        time.sleep(rng.uniform(0.0, 0.4))
+        time.sleep(rng.uniform(0.0, 0.4))  # a random instant to kill at: the test, not a wait
         child.send_signal(signal.SIGKILL)
         child.wait()
         with Vault.open(vault_dir, index) as v:

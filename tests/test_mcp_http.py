@@ -9,7 +9,6 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,14 +73,6 @@ def call(name: str, arguments: dict[str, Any], request_id: int = 1) -> dict[str,
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
-def wait_until(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up waiting for {what}")
-        time.sleep(0.05)
-
-
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     """One server for the module (the lifespan loads the model in the background)."""
@@ -99,8 +90,10 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     server = uvicorn_server(app)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    wait_until(lambda: server.started or not thread.is_alive(), 60, "uvicorn to start")
-    assert server.started, "the server failed to start"
+    # The socket listens already: this first request waits in its queue until the server
+    # answers (401: no token), whenever it has started.
+    first = httpx2.post(f"http://127.0.0.1:{port}/mcp", content=b"{}", timeout=60)
+    assert first.status_code == 401 and server.started
     yield Running(port, token)
     server.should_exit = True
     thread.join(30)
@@ -261,22 +254,12 @@ def test_serve_http_listens_on_loopback_and_never_prints_the_token(
         assert token not in announced
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
         body = json.dumps(call("search", {"query": "quokka", "mode": "keyword"}))
-        reply = _post_when_ready(url, body, headers)
+        # It listens before it announces: the request waits in the socket's queue.
+        reply = httpx2.post(url, content=body, headers=headers, timeout=60)
         assert reply.status_code == 200 and "notes/a.md" in reply.text
     finally:
         proc.terminate()
         proc.wait(30)
-
-
-def _post_when_ready(url: str, body: str, headers: dict[str, str]) -> httpx2.Response:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            return httpx2.post(url, content=body, headers=headers, timeout=30)
-        except httpx2.TransportError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
 
 
 def test_busy_port_is_a_usage_error() -> None:

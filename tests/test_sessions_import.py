@@ -257,12 +257,12 @@ def test_default_source_is_claude_codes_folder(
 
 BUSY_HOLDER = textwrap.dedent(
     """
-    import sys, time
+    import sys
     from markvault import Vault
     v = Vault.open(sys.argv[1], sys.argv[2])
     v.host.core().keeper.open_index(write=True)
     print("ready", flush=True)
-    time.sleep(60)
+    sys.stdin.read()  # hold the index until the test is done with it
     """
 )
 
@@ -276,6 +276,7 @@ def test_a_busy_index_still_imports_and_says_so(
     transcripts(root)
     holder = subprocess.Popen(
         [sys.executable, "-c", BUSY_HOLDER, str(vault_dir), str(vault_dir.parent / "index")],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},

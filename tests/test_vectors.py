@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from markvault import Vault
-from markvault.embed import Embedder
+from markvault.embed import Embedder, SentenceEmbedder
 
 from .conftest import WriteNotes
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.model
 
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
-    e = Embedder("all-MiniLM-L6-v2")
+    e = SentenceEmbedder("all-MiniLM-L6-v2")
     assert e.dim == 384
     return e
 
@@ -146,7 +146,7 @@ def test_a_server_answers_from_keywords_while_the_model_loads(
     write({"a.md": "# A\n\nalpha words"})
     with Vault.open(vault_dir, vault_dir.parent / "index", embedder=embedder) as v:
         v.reindex()  # vectors built with the shared, loaded model
-    fresh = Embedder("all-MiniLM-L6-v2")  # not loaded yet, as in a server just started
+    fresh = SentenceEmbedder("all-MiniLM-L6-v2")  # not loaded yet, as in a server just started
     with Vault.open(vault_dir, vault_dir.parent / "index", embedder=fresh) as v:
         v.host.model_wait = 0.0
         early = v.search("alpha")

@@ -45,6 +45,8 @@ class LocalHost:
         self.clients: int | None = None  # set by the owner's server: processes served
         self._backfill: threading.Thread | None = None
         self._wake = threading.Event()  # set after writes and syncs: new chunks to embed
+        # Set whenever the background embedding finds nothing left to embed.
+        self.backfill_idle = threading.Event()
         self._stopping = threading.Event()
         self._on_report: SyncReport | None = None
 
@@ -154,6 +156,7 @@ class LocalHost:
                 print(f"markvault: embedding in the background failed: {exc}", file=sys.stderr)
                 todo = []
             if not todo:
+                self.backfill_idle.set()
                 self._wake.wait(BACKFILL_IDLE_SECONDS)
                 self._wake.clear()
 

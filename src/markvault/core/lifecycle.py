@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..chunk import fingerprint
 from ..config import ChunkParams, Settings
-from ..embed import Embedder
+from ..embed import Embedder, SentenceEmbedder
 from ..files import VaultFiles
 from ..index import Index, IndexUnusable
 from ..model import Progress, ReindexReport
@@ -64,7 +64,7 @@ class IndexKeeper:
 
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = Embedder(self.settings.model)
+            self._embedder = SentenceEmbedder(self.settings.model)
         return self._embedder
 
     def open_index(self, write: bool) -> Index:
