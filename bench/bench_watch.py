@@ -16,7 +16,7 @@ Sections, on a synthetic vault from gen_vault.py:
 - idle: the process's CPU time over --idle-seconds of a watcher with nothing to do,
   for events and for polling;
 - end to end (keyword): Watcher -> Vault.reindex(vectors=False); edit -> searchable
-  latency, and an editor autosaving every 50 ms for 10 s (RELIABILITY 17): batches,
+  latency, and an editor autosaving every 50 ms for 10 s: batches,
   CPU share, and time from the last save to its text being found.
 
 Measures and prints; never asserts. The table goes to ``bench/out/watch.md``.
@@ -303,7 +303,7 @@ def autosave_burst(
     rng: random.Random,
     report: Report,
 ) -> None:
-    """RELIABILITY 17: a save every 50 ms for 10 s, each with a new word."""
+    """An autosaving editor: a save every 50 ms for 10 s, each with a new word."""
     original = path.read_text(encoding="utf-8")
     inbox.drain()
     before = inbox.count

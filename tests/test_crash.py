@@ -1,5 +1,5 @@
 """Crashes and hostile sizes: kill -9 mid-write and mid-index, a full disk, a server told
-to stop, and requests too large to honour (RELIABILITY 20, 21, 23, 24, 38)."""
+to stop, and requests too large to honour."""
 
 from __future__ import annotations
 
@@ -53,8 +53,8 @@ WRITER = """
 
 
 def test_kill_9_during_writes_leaves_whole_versions(write: WriteNotes, vault_dir: Path) -> None:
-    """RELIABILITY 20: whatever instant the writer dies, the note is one whole version and
-    leftover temp files are never indexed and are cleaned up later."""
+    """kill -9 during a note write: whatever instant the writer dies, the note is one whole
+    version and leftover temp files are never indexed and are cleaned up later."""
     write({"note.md": version_text(0)})
     index = vault_dir.parent / "index"
     Vault.open(vault_dir, index).reindex(vectors=False)
@@ -103,7 +103,7 @@ INDEXER = """
 
 
 def test_kill_9_during_indexing_never_needs_a_repair(write: WriteNotes, vault_dir: Path) -> None:
-    """RELIABILITY 21: after a kill at any point of a sync, the next start answers."""
+    """kill -9 during indexing: after a kill at any point of a sync, the next start answers."""
     write({f"n{i}.md": f"# N\n\nwalrus item {i}\n" for i in range(60)})
     index = vault_dir.parent / "index"
     Vault.open(vault_dir, index).reindex(vectors=False)
@@ -127,7 +127,7 @@ def test_kill_9_during_indexing_never_needs_a_repair(write: WriteNotes, vault_di
 
 
 def test_a_full_disk_keeps_the_original(write: WriteNotes, vault_dir: Path) -> None:
-    """RELIABILITY 24: the write fails midway (a file size limit stands in for a full
+    """A full disk: the write fails midway (a file size limit stands in for a full
     disk): the note is untouched, the temp file gone, the error says so."""
     write({"note.md": "# Note\n\nshort\n"})
     index = vault_dir.parent / "index"
@@ -156,7 +156,7 @@ def test_a_full_disk_keeps_the_original(write: WriteNotes, vault_dir: Path) -> N
 
 @pytest.mark.parametrize("how", ["close stdin", "SIGTERM"])
 def test_the_server_stops_within_two_seconds(write: WriteNotes, vault_dir: Path, how: str) -> None:
-    """RELIABILITY 23: a client that goes away, or a SIGTERM, ends `vault mcp` at once."""
+    """A client that goes away, or a SIGTERM, ends `vault mcp` at once."""
     write({"a.md": "apple"})
     index = str(vault_dir.parent / "index")
     proc = subprocess.Popen(
@@ -190,7 +190,7 @@ def test_the_server_stops_within_two_seconds(write: WriteNotes, vault_dir: Path,
 
 
 def test_oversized_requests_are_refused(write: WriteNotes, open_vault: OpenVault) -> None:
-    """RELIABILITY 38: a 20 MB write, a 1 MB query and a huge limit get clear refusals."""
+    """A 20 MB write, a 1 MB query and a huge limit get clear refusals."""
     write({"a.md": "apple"})
     v = open_vault()
     v.reindex(vectors=False)

@@ -302,7 +302,8 @@ BAD_PATHS = [
 
 @pytest.mark.parametrize("bad", BAD_PATHS)
 async def test_unsafe_move_targets_are_refused(vault: Vault, vault_dir: Path, bad: str) -> None:
-    """RELIABILITY 31 and 33: the same refusal for every unsafe target; nothing created."""
+    """Paths out of the vault (../, absolute, Windows, NUL, streams, device names) and
+    into .git, .obsidian or the index: the same refusal for every one; nothing created."""
     before = sorted(p for p in vault_dir.parent.rglob("*") if "index" not in p.parts)
     async with Client(build_server(vault)) as client:
         alpha = await call(client, "get", ref="alpha")
@@ -323,7 +324,7 @@ async def test_unsafe_refs_read_nothing(vault: Vault, bad: str) -> None:
 
 
 async def test_symlinks_out_of_the_vault_are_refused(vault: Vault, vault_dir: Path) -> None:
-    """RELIABILITY 32: a symlinked folder leading out, and a dangling link."""
+    """Symlinks out of the vault: a symlinked folder leading out, and a dangling link."""
     outside = vault_dir.parent / "elsewhere"
     outside.mkdir()
     (vault_dir / "linked").symlink_to(outside, target_is_directory=True)
@@ -352,7 +353,7 @@ async def test_documents_only_from_allowed_folders(vault: Vault, tmp_path: Path)
 
 
 async def test_note_text_is_data(vault: Vault, vault_dir: Path) -> None:
-    """RELIABILITY 34: an instruction inside a note is returned as text; nothing happens."""
+    """A prompt injection: an instruction inside a note is returned as text; nothing happens."""
     before = sorted(p.name for p in vault_dir.rglob("*.md"))
     async with Client(build_server(vault)) as client:
         note = await call(client, "get", ref="notes/Orphan.md")

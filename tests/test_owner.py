@@ -1,5 +1,5 @@
 """Many processes on one vault: one owns the index, the others ask it; when the owner
-dies, another takes over. RELIABILITY 18 and 21 with real `vault mcp` processes."""
+dies, another takes over: real `vault mcp` processes started at once and killed."""
 
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def test_a_process_that_owns_the_index_serves_the_next(write: WriteNotes, vault_
 def test_commands_started_at_once_never_see_a_lock_error(
     write: WriteNotes, vault_dir: Path
 ) -> None:
-    """RELIABILITY 18: six processes race to open a vault with no index yet."""
+    """Six processes race to open a vault with no index yet."""
     write({f"n{i}.md": f"note {i} about walrus" for i in range(20)})
     index = str(vault_dir.parent / "index")
     base = [sys.executable, "-m", "markvault.cli", "--vault", str(vault_dir), "--index", index]
@@ -136,8 +136,8 @@ def test_commands_started_at_once_never_see_a_lock_error(
 def test_reads_during_a_long_sync_are_answered_not_left_waiting(
     write: WriteNotes, vault_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """RELIABILITY 39: while the owner builds (here: holds the index for a long sync),
-    a search from another process is answered at once, marked as building."""
+    """A cold start of a large vault: while the owner builds (here: holds the index for a
+    long sync), a search from another process is answered at once, marked as building."""
     import threading
 
     from markvault import host as host_module

@@ -1,4 +1,5 @@
-"""RELIABILITY.md cases 1-12: bad input files never crash indexing or lose bytes."""
+"""Bad input files (alias bombs, code tags, odd frontmatter, BOM and CRLF, binary and
+oversized files, conflict markers, many scripts) never crash indexing or lose bytes."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The vault watcher: real folders, real watchfiles, waits on the callback, not sleeps.
 
-RELIABILITY cases 16, 17, 25, 30, 36, 37 and 23 (prompt stop) from the watcher's side.
+Editor saves, autosaves, checkouts, git operations in progress, too many folders for
+inotify, filesystems without events and a prompt stop, from the watcher's side.
 """
 
 from __future__ import annotations

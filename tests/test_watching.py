@@ -1,5 +1,5 @@
 """The watcher inside the owner: `vault watch` and `vault mcp` keep the index fresh for
-every process, after edits, renames and git operations (RELIABILITY 16, 25, 26)."""
+every process, after editor saves, renames, a checkout and a pull."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def test_vault_watch_keeps_every_process_fresh(watching: Watching, vault_dir: Pa
 
 
 def test_a_checkout_converges_once_git_is_done(watching: Watching, vault_dir: Path) -> None:
-    """RELIABILITY 25, scaled down: hundreds of files change under git's index.lock; once
+    """A large checkout, scaled down: hundreds of files change under git's index.lock; once
     the lock is gone the index equals a fresh scan."""
     git = vault_dir / ".git"
     git.mkdir()

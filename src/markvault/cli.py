@@ -209,6 +209,10 @@ def _filters(
     since: str | None,
     until: str | None,
     meta: tuple[str, ...],
+    concept: tuple[str, ...],
+    files: tuple[str, ...],
+    include_expired: bool,
+    scope: str | None,
 ) -> Filters:
     pairs: dict[str, str] = {}
     for item in meta:
@@ -219,7 +223,19 @@ def _filters(
             )
         pairs[key.strip()] = value.strip()
     return Filters(
-        list(kind), list(type_), list(tag), list(topic), list(project), path, since, until, pairs
+        kinds=list(kind),
+        types=list(type_),
+        tags=list(tag),
+        topics=list(topic),
+        projects=list(project),
+        path_glob=path,
+        since=since,
+        until=until,
+        meta=pairs,
+        concepts=list(concept),
+        files=list(files),
+        include_expired=include_expired,
+        scope=scope,
     )
 
 
@@ -386,14 +402,10 @@ def search(
       vault search "decimal money" --scope decisions      decisions of session summaries
       printf 'bm25\\nhnsw\\n' | vault search --batch - --mode keyword
     """
-    filters = _filters(kind, type_, tag, topic, project, path_glob, since, until, meta)
-    filters.concepts, filters.files = list(concept), list(files)
-    filters.include_expired = include_expired
-    filters.scope = scope
-    options: dict[str, Any] = {"variants": variants, "order": order, "min_score": min_score}
+    filters = _filters(kind, type_, tag, topic, project, path_glob, since, until, meta,
+                       concept, files, include_expired, scope)  # fmt: skip
     fmt = "json" if as_json else fmt
     vault = open_vault(ctx)
-    progress = TerminalProgress(quiet=fmt == "json")
     if batch:
         if query:
             raise UsageError("Give a query or --batch, not both.")
@@ -404,7 +416,9 @@ def search(
             limit=limit,
             offset=offset,
             full_text=fmt == "full",
-            **options,
+            variants=variants,
+            order=order,
+            min_score=min_score,
         ):
             emit_json(item)
         return
@@ -417,9 +431,17 @@ def search(
         limit=limit,
         offset=offset,
         full_text=fmt == "full",
-        progress=progress,
-        **options,
+        variants=variants,
+        order=order,
+        min_score=min_score,
+        progress=TerminalProgress(quiet=fmt == "json"),
     )
+    _show_search(vault, result, fmt)
+
+
+def _show_search(vault: Vault, result: SearchResult, fmt: str) -> None:
+    """Print a search's result, saying when the index is behind the files; exit 1
+    when nothing was found."""
     pending = vault.pending()
     if any(pending.values()):
         result.warnings.append(

@@ -41,7 +41,8 @@ class Settings:
     index_dir: Path
     model: str = DEFAULT_MODEL
     chunk: ChunkParams = field(default_factory=ChunkParams)
-    # Files over these sizes are skipped and reported (RELIABILITY case 10).
+    # Files over these sizes are skipped and reported: a 50 MB note or a 1 MB frontmatter
+    # block must not stall indexing or the server.
     max_note_bytes: int = 5 * 1024 * 1024
     max_frontmatter_bytes: int = 64 * 1024
     embed_batch: int = 64

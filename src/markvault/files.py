@@ -452,7 +452,7 @@ class VaultFiles:
 
     def _checked_size(self, rel: str, text: str) -> bytes:
         """The bytes to write, or a refusal when the note would be over the size limit
-        (it would be skipped by the index, RELIABILITY 38)."""
+        (it would be skipped by the index: a 20 MB write is refused, not half-kept)."""
         data = text.encode("utf-8")
         if self.max_note_bytes is not None and len(data) > self.max_note_bytes:
             raise RefusedError(

@@ -170,6 +170,7 @@ def build_server(vault: Vault) -> MCPServer:
     _knowledge_tools(server, service)
     _context_tools(server, service)
     _session_tools(server, service)
+    _session_summary_tool(server, service)
     _resources_and_prompts(server, service)
     return server
 
@@ -526,6 +527,8 @@ def _session_tools(server: MCPServer, service: VaultService) -> None:
             )
         )
 
+
+def _session_summary_tool(server: MCPServer, service: VaultService) -> None:
     @server.tool(annotations=WRITE)
     def save_session_summary(
         ref: str,

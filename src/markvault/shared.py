@@ -80,10 +80,6 @@ class SharedHost:
             self._owner.host.model_wait = value
 
     @property
-    def is_owner(self) -> bool:
-        return self._owner is not None
-
-    @property
     def local(self) -> LocalHost | None:
         """The host that runs calls in this process, when it owns the index."""
         return self._owner.host if self._owner else None

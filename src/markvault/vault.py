@@ -161,10 +161,32 @@ class Vault:
 
     @reads
     def search_batch(
-        self, queries: Iterable[tuple[str | None, str]], **options: Any
+        self,
+        queries: Iterable[tuple[str | None, str]],
+        *,
+        mode: str = "hybrid",
+        filters: Filters | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        full_text: bool = False,
+        variants: Sequence[str] = (),
+        order: str = "relevance",
+        min_score: float | None = None,
     ) -> list[dict[str, Any]]:
-        """One JSON-ready result per (id, query); a bad query gives an error entry."""
-        return list(self._core.notes.search_batch(queries, **options))
+        """One JSON-ready result per (id, query), searched as ``search`` does; a bad
+        query gives an error entry."""
+        batch = self._core.notes.search_batch(
+            queries,
+            mode=mode,
+            filters=filters,
+            limit=limit,
+            offset=offset,
+            full_text=full_text,
+            variants=variants,
+            order=order,
+            min_score=min_score,
+        )
+        return list(batch)
 
     @reads
     def get(

@@ -1,6 +1,6 @@
 """Watch a vault folder and tell a consumer which notes may have changed.
 
-Events are hints, never the truth (RELIABILITY, "Facts"): watchfiles batches them,
+Events are hints, never the truth: watchfiles batches them,
 loses their order, reports a rename as a delete plus an add, drops them when the
 kernel queue overflows, and gets none from some network filesystems. So a batch only
 names the vault-relative ``.md`` paths worth a look, and asks for a full reconcile

@@ -68,12 +68,32 @@ class NoteReader:
         return result
 
     def search_batch(
-        self, queries: Iterable[tuple[str | None, str]], **options: Any
+        self,
+        queries: Iterable[tuple[str | None, str]],
+        *,
+        mode: str = "hybrid",
+        filters: Filters | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        full_text: bool = False,
+        variants: Sequence[str] = (),
+        order: str = "relevance",
+        min_score: float | None = None,
     ) -> Iterator[dict[str, Any]]:
         """One JSON-ready result per (id, query); a bad query yields an error entry."""
         for qid, text in queries:
             try:
-                result = self.search(text, **options).to_json()
+                result = self.search(
+                    text,
+                    mode=mode,
+                    filters=filters,
+                    limit=limit,
+                    offset=offset,
+                    full_text=full_text,
+                    variants=variants,
+                    order=order,
+                    min_score=min_score,
+                ).to_json()
             except MarkvaultError as exc:
                 result = {"query": text, "error": str(exc)}
             if qid is not None:

@@ -63,9 +63,3 @@ class Index:
 
     def close(self) -> None:
         self.store.close()
-
-    def __enter__(self) -> Index:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
