@@ -26,7 +26,7 @@ Sections, on synthetic vaults from gen_vault.py (seed 1):
   is there too.
 - idle: process CPU over --idle-seconds of a `vault mcp` owner (model loaded, watching),
   of a second `vault mcp` (a client of the first), and of a `vault watch` alone.
-- latency: `vault watch` owns the index; this process is a client (``Vault.connect``);
+- latency: `vault watch` owns the index; this process is a client (``shared.connect``);
   a note is saved the way editors do and the time until a keyword search through the
   owner finds the new word (and, with vectors, until a vector search finds the new
   section) is taken over --edits edits.
@@ -74,6 +74,7 @@ from markvault.config import Settings
 from markvault.errors import MarkvaultError
 from markvault.files import TEMP_PREFIX, content_hash
 from markvault.model import Filters
+from markvault.shared import connect
 from markvault.vault import Vault
 
 CORES = os.cpu_count() or 1
@@ -1292,7 +1293,7 @@ def bench_checkout(
         watch = start_watch(site, logdir, f"watch-{n}")
         busy: list[str] = []
         try:
-            with Vault.connect(site.settings()) as client:
+            with connect(site.settings()) as client:
                 assert not client.host.owner_info()["this_process_owns"], (
                     "the watch process should own the index"
                 )
@@ -1417,7 +1418,7 @@ def idle_watch(site: Site, seconds: float, logdir: Path, report: Report, label: 
     watch = start_watch(site, logdir, "watch-idle")
     try:
         if MODEL_VAR not in site.env:
-            with Vault.connect(site.settings()) as client:  # waits for the model to load
+            with connect(site.settings()) as client:  # waits for the model to load
                 client.search("vector", mode="vector", limit=1)
         time.sleep(5)
         cpu0, wall0 = cpu_seconds(watch.pid), time.monotonic()
@@ -1456,7 +1457,7 @@ def bench_latency(site: Site, label: str, edits: int, logdir: Path, report: Repo
     vector: list[float] = []
     misses = 0
     try:
-        with Vault.connect(site.settings()) as client:
+        with connect(site.settings()) as client:
             assert not client.host.owner_info()["this_process_owns"], (
                 "the watch process should own the index"
             )

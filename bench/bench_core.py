@@ -39,6 +39,7 @@ import gen_vault
 from markvault.config import DEFAULT_MODEL, Settings
 from markvault.core.lifecycle import chunk_fingerprint
 from markvault.embed import SentenceEmbedder, model_path
+from markvault.host import open_local
 from markvault.index import Index
 from markvault.vault import Vault
 
@@ -146,7 +147,7 @@ class Site:
         return self.index / f"{self.vault.name}.duckdb"
 
     def open(self) -> Vault:
-        return Vault.open(self.vault, self.index)
+        return open_local(self.vault, self.index)
 
 
 def _generator_stamp(notes: int, seed: int) -> str:

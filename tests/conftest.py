@@ -13,6 +13,7 @@ import pytest
 from mcp import StdioServerParameters
 
 from markvault import Vault
+from markvault.host import open_local
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED_VAULT = REPO / "vault"
@@ -68,7 +69,7 @@ def open_vault(vault_dir: Path) -> Iterator[Callable[..., Vault]]:
     opened: list[Vault] = []
 
     def _open(**kwargs: object) -> Vault:
-        v = Vault.open(vault_dir, vault_dir.parent / "index", **kwargs)  # type: ignore[arg-type]
+        v = open_local(vault_dir, vault_dir.parent / "index", **kwargs)  # type: ignore[arg-type]
         opened.append(v)
         return v
 

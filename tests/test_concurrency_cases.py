@@ -10,7 +10,7 @@ from markvault.config import Settings
 from markvault.errors import ConflictError
 from markvault.files import TEMP_PREFIX
 from markvault.model import Edit
-from markvault.vault import Vault
+from markvault.shared import connect
 
 from .conftest import OpenVault, WriteNotes
 
@@ -40,7 +40,7 @@ def test_two_writers_from_the_same_base_one_wins(write: WriteNotes, vault_dir: P
     hash: exactly one change lands, whole; the other is a conflict; no temp file left."""
     write({"n.md": "# N\n\nbase\n"})
     settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
-    with Vault.connect(settings) as one, Vault.connect(settings) as two:
+    with connect(settings) as one, connect(settings) as two:
         assert one.host.owner_info()["this_process_owns"]
         assert not two.host.owner_info()["this_process_owns"]
         base = one.get("n.md")["hash"]
@@ -61,7 +61,7 @@ def test_two_creators_of_one_note_one_wins(write: WriteNotes, vault_dir: Path) -
     """Two creators of one note: nothing is overwritten; the second creator gets a conflict."""
     write({"a.md": "apple"})
     settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
-    with Vault.connect(settings) as one, Vault.connect(settings) as two:
+    with connect(settings) as one, connect(settings) as two:
         results = race(
             lambda: one.new_note("note", "Same", content="first"),
             lambda: two.new_note("note", "Same", content="second"),

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from markvault import Vault
 from markvault.errors import RefusedError, UsageError
 from markvault.files import TEMP_PREFIX
+from markvault.host import open_local
 
 from .conftest import OpenVault, WriteNotes
 
@@ -40,9 +40,9 @@ def run_child(code: str, *args: str) -> subprocess.Popen[str]:
 
 WRITER = """
     import sys
-    from markvault import Vault
+    from markvault.host import open_local
     from markvault.model import Edit
-    v = Vault.open(sys.argv[1], sys.argv[2])
+    v = open_local(sys.argv[1], sys.argv[2])
     from tests.test_crash import version_text, VERSIONS
     for n in range(1, VERSIONS):
         note = v.get("note.md")
@@ -57,7 +57,7 @@ def test_kill_9_during_writes_leaves_whole_versions(write: WriteNotes, vault_dir
     version and leftover temp files are never indexed and are cleaned up later."""
     write({"note.md": version_text(0)})
     index = vault_dir.parent / "index"
-    Vault.open(vault_dir, index).reindex(vectors=False)
+    open_local(vault_dir, index).reindex(vectors=False)
     rng = random.Random(7)
     env_cwd = Path(__file__).resolve().parents[1]
     for _ in range(8):
@@ -78,7 +78,7 @@ def test_kill_9_during_writes_leaves_whole_versions(write: WriteNotes, vault_dir
         assert header.startswith("version ")
         assert text.endswith("\n") and text.count("\n") == version_text(0).count("\n")
     leftovers = [p for p in vault_dir.iterdir() if p.name.startswith(TEMP_PREFIX)]
-    with Vault.open(vault_dir, index) as v:
+    with open_local(vault_dir, index) as v:
         report = v.reindex(vectors=False)
         assert report.notes == 1 and not report.errors
         for tmp in leftovers:  # old enough to be a crash's, not a live writer's
@@ -91,9 +91,9 @@ def test_kill_9_during_writes_leaves_whole_versions(write: WriteNotes, vault_dir
 INDEXER = """
     import sys, itertools
     from pathlib import Path
-    from markvault import Vault
+    from markvault.host import open_local
     vault = Path(sys.argv[1])
-    v = Vault.open(vault, sys.argv[2])
+    v = open_local(vault, sys.argv[2])
     for n in itertools.count():
         for i in range(0, 60, 7):
             (vault / f"n{(i + n) % 60}.md").write_text(f"# N\\n\\nwalrus round {n} item {i}\\n")
@@ -106,7 +106,7 @@ def test_kill_9_during_indexing_never_needs_a_repair(write: WriteNotes, vault_di
     """kill -9 during indexing: after a kill at any point of a sync, the next start answers."""
     write({f"n{i}.md": f"# N\n\nwalrus item {i}\n" for i in range(60)})
     index = vault_dir.parent / "index"
-    Vault.open(vault_dir, index).reindex(vectors=False)
+    open_local(vault_dir, index).reindex(vectors=False)
     rng = random.Random(11)
     for _ in range(8):
         child = run_child(INDEXER, str(vault_dir), str(index))
@@ -115,7 +115,7 @@ def test_kill_9_during_indexing_never_needs_a_repair(write: WriteNotes, vault_di
         time.sleep(rng.uniform(0.0, 0.4))  # a random instant to kill at: the test, not a wait
         child.send_signal(signal.SIGKILL)
         child.wait()
-        with Vault.open(vault_dir, index) as v:
+        with open_local(vault_dir, index) as v:
             assert v.search("walrus", mode="keyword", limit=100).hits  # it answers
             v.reindex(vectors=False)
             assert v.pending() == {"new": 0, "changed": 0, "deleted": 0}
@@ -131,13 +131,13 @@ def test_a_full_disk_keeps_the_original(write: WriteNotes, vault_dir: Path) -> N
     disk): the note is untouched, the temp file gone, the error says so."""
     write({"note.md": "# Note\n\nshort\n"})
     index = vault_dir.parent / "index"
-    Vault.open(vault_dir, index).reindex(vectors=False)
+    open_local(vault_dir, index).reindex(vectors=False)
     code = """
         import resource, signal, sys
-        from markvault import Vault
+        from markvault.host import open_local
         from markvault.model import Edit
         from markvault.errors import MarkvaultError
-        v = Vault.open(sys.argv[1], sys.argv[2])
+        v = open_local(sys.argv[1], sys.argv[2])
         note = v.get("note.md")
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))

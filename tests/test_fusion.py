@@ -14,7 +14,7 @@ from markvault import Vault
 from markvault.config import Settings
 from markvault.core import Core
 from markvault.errors import UsageError
-from markvault.host import LocalHost
+from markvault.host import LocalHost, open_local
 from markvault.search import ORIGINAL_WEIGHT, RRF_K
 
 from .conftest import WriteNotes
@@ -36,7 +36,7 @@ def fake() -> HashEmbedder:
 @pytest.fixture
 def vault(write: WriteNotes, vault_dir: Path, fake: HashEmbedder) -> Iterator[Vault]:
     write(NOTES)
-    with Vault.open(vault_dir, vault_dir.parent / "index", model=NAME, embedder=fake) as v:
+    with open_local(vault_dir, vault_dir.parent / "index", model=NAME, embedder=fake) as v:
         report = v.reindex()
         assert (report.embedded, report.notes) == (4, 4)
         yield v
@@ -105,11 +105,11 @@ def test_keywords_answer_while_the_model_loads(
 ) -> None:
     write(NOTES)
     index = vault_dir.parent / "index"
-    with Vault.open(vault_dir, index, model=NAME, embedder=fake) as v:
+    with open_local(vault_dir, index, model=NAME, embedder=fake) as v:
         v.reindex()
     release = threading.Event()
     slow = HashEmbedder(release=release)  # loads only when released
-    with Vault.open(vault_dir, index, model=NAME, embedder=slow) as v:
+    with open_local(vault_dir, index, model=NAME, embedder=slow) as v:
         v.host.model_wait = 0.0
         slow.start_loading()
         early = v.search("car repair")

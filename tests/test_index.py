@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from markvault import Vault
+from markvault.host import open_local
 from markvault.index import Index
 from markvault.index.keyword import BM25_B, BM25_K1
 from markvault.model import Filters
@@ -64,7 +64,7 @@ def test_rename_keeps_chunk_ids(write: WriteNotes, open_vault: OpenVault) -> Non
 
 def test_indexer_never_writes_the_vault(bundled_copy: Path, tmp_path: Path) -> None:
     before = checksums(bundled_copy)
-    with Vault.open(bundled_copy, tmp_path / "index") as v:
+    with open_local(bundled_copy, tmp_path / "index") as v:
         v.reindex(vectors=False)
         v.search("markvault", mode="keyword")
         v.status()
@@ -137,7 +137,7 @@ def test_deleting_the_index_loses_nothing(write: WriteNotes, open_vault: OpenVau
 
 def test_bm25_matches_a_reference_implementation(bundled_copy: Path, tmp_path: Path) -> None:
     """BM25 over the fts postings equals Lucene's BM25 computed here from the tokens."""
-    with Vault.open(bundled_copy, tmp_path / "index") as v:
+    with open_local(bundled_copy, tmp_path / "index") as v:
         v.reindex(vectors=False)
         index = v.host.core().keeper.open_index(write=True)
         docs = dict(index.store.con.execute("SELECT id, fts_text FROM chunks").fetchall())
@@ -167,7 +167,7 @@ def test_index_lives_outside_the_vault(vault_dir: Path) -> None:
     from markvault.errors import ConfigError
 
     with pytest.raises(ConfigError, match="inside the vault"):
-        Vault.open(vault_dir, vault_dir / "index")
+        open_local(vault_dir, vault_dir / "index")
 
 
 def test_ignored_files_and_folders(write: WriteNotes, open_vault: OpenVault) -> None:
@@ -249,7 +249,7 @@ def test_keyword_index_updated_in_place_equals_a_full_rebuild(
     """Edits, new notes, deletions and renames update postings, document frequencies and
     collection statistics in place; the rankings equal those of a rebuild from nothing."""
     index_dir = tmp_path / "index"
-    with Vault.open(bundled_copy, index_dir) as v:
+    with open_local(bundled_copy, index_dir) as v:
         v.reindex(vectors=False)
         welcome = bundled_copy / "notes/Welcome.md"
         welcome.write_text(welcome.read_text() + "\nA new paragraph about zebrafish search.\n")
@@ -285,7 +285,7 @@ def test_keyword_index_updated_in_place_equals_a_full_rebuild(
 
 
 def test_compaction_keeps_the_keyword_index_identical(bundled_copy: Path, tmp_path: Path) -> None:
-    with Vault.open(bundled_copy, tmp_path / "index") as v:
+    with open_local(bundled_copy, tmp_path / "index") as v:
         v.reindex(vectors=False)
         (bundled_copy / "notes/More.md").write_text("# More\n\nwalrus colony\n")
         v.reindex(vectors=False)

@@ -9,6 +9,7 @@ import pytest
 from mcp import Client
 
 from markvault import Vault
+from markvault.host import open_local
 from markvault.mcp_server import WRITE_TOOLS, build_server
 
 from .conftest import WriteNotes, stdio_server
@@ -24,7 +25,7 @@ def anyio_backend() -> str:
 @pytest.fixture
 def vault(write: WriteNotes, vault_dir: Path) -> Vault:
     write({"notes/a.md": "---\nid: a\n---\n# Alpha\n\n## Open items\n\n- quokka census\n"})
-    v = Vault.open(vault_dir, vault_dir.parent / "index")
+    v = open_local(vault_dir, vault_dir.parent / "index")
     v.reindex(vectors=False)
     return v
 

@@ -21,8 +21,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from markvault import Vault
 from markvault.errors import ConfigError, UsageError
+from markvault.host import open_local
 from markvault.mcp_http import (
     DEFAULT_MAX_BODY,
     TokenBucket,
@@ -79,7 +79,7 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     root = tmp_path_factory.mktemp("http")
     (root / "vault" / "notes").mkdir(parents=True)
     (root / "vault" / "notes" / "a.md").write_text(NOTE, encoding="utf-8")
-    vault = Vault.open(root / "vault", root / "index")
+    vault = open_local(root / "vault", root / "index")
     vault.reindex(vectors=False)
     token = load_or_create_token(root / "config" / "http-token")
     sock = bind_socket("127.0.0.1", 0)
@@ -229,9 +229,10 @@ def test_serve_http_listens_on_loopback_and_never_prints_the_token(
     (vault_dir / "notes" / "a.md").write_text(NOTE, encoding="utf-8")
     token_file = tmp_path / "cfg" / "token"
     script = (
-        "import sys; from markvault import Vault; from markvault.mcp_server import build_server;"
+        "import sys; from markvault.host import open_local;"
+        "from markvault.mcp_server import build_server;"
         "from markvault.mcp_http import serve_http;"
-        "v = Vault.open(sys.argv[1], sys.argv[2]); v.reindex(vectors=False);"
+        "v = open_local(sys.argv[1], sys.argv[2]); v.reindex(vectors=False);"
         "serve_http(build_server(v), port=0)"
     )
     env = os.environ | {"MARKVAULT_TOKEN_FILE": str(token_file)}

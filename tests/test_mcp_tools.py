@@ -15,6 +15,7 @@ import pytest
 from mcp import Client
 
 from markvault import Vault
+from markvault.host import open_local
 from markvault.mcp_server import build_server
 
 from .conftest import WriteNotes, stdio_server
@@ -62,7 +63,7 @@ def anyio_backend() -> str:
 def vault(write: WriteNotes, vault_dir: Path) -> Vault:
     write(NOTES)
     (vault_dir.parent / "outside.md").write_text("# Outside\n\nA stored document.\n")
-    v = Vault.open(vault_dir, vault_dir.parent / "index")
+    v = open_local(vault_dir, vault_dir.parent / "index")
     v.reindex(vectors=False)
     return v
 
@@ -388,7 +389,7 @@ async def test_edits_are_byte_exact_in_git(write: WriteNotes, vault_dir: Path) -
     git("init", "-q")
     git("-c", "core.autocrlf=false", "add", "-A")
     git("commit", "-qm", "start")
-    v = Vault.open(vault_dir, vault_dir.parent / "index")
+    v = open_local(vault_dir, vault_dir.parent / "index")
     v.reindex(vectors=False)
     async with Client(build_server(v)) as client:
         note = await call(client, "get", ref="crlf")

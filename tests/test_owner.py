@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 
 from markvault.config import Settings
-from markvault.vault import Vault
+from markvault.shared import connect
 
 from .conftest import WriteNotes, run_cli, stdio_server
 
@@ -89,7 +89,7 @@ async def test_five_servers_and_the_cli_share_one_index(write: WriteNotes, vault
 def test_a_process_that_owns_the_index_serves_the_next(write: WriteNotes, vault_dir: Path) -> None:
     write({"a.md": "apple"})
     settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
-    with Vault.connect(settings) as first:
+    with connect(settings) as first:
         first.reindex(vectors=False)
         assert first.host.owner_info()["this_process_owns"]
         # Another TMPDIR (an MCP client may start servers with a bare environment)
@@ -146,7 +146,7 @@ def test_reads_during_a_long_sync_are_answered_not_left_waiting(
     monkeypatch.setattr(host_module, "BUSY_ANSWER_SECONDS", 0.2)
     write({"a.md": "apple"})
     settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
-    with Vault.connect(settings) as first:
+    with connect(settings) as first:
         first.reindex(vectors=False)
         local = first.host.local  # type: ignore[attr-defined]
         assert local is not None
@@ -163,7 +163,7 @@ def test_reads_during_a_long_sync_are_answered_not_left_waiting(
         worker.start()
         building.wait(10)
         try:
-            with Vault.connect(settings) as second:
+            with connect(settings) as second:
                 assert not second.host.owner_info()["this_process_owns"]
                 started = time.monotonic()
                 result = second.search("apple", mode="keyword")
@@ -185,12 +185,12 @@ def test_the_owner_embeds_a_keyword_only_index_without_holding_it(
     """A server that loads the model on a keyword-only index embeds it in small groups
     in the background; other processes' reads are answered meanwhile, not held up."""
     settings = Settings.load(vault=bundled_copy, index=tmp_path / "index")
-    with Vault.connect(settings) as owner:
+    with connect(settings) as owner:
         owner.reindex(vectors=False)
         assert owner.status()["vectors"]["embedded"] == 0
         owner.host.start_background(watch=False)
         idle = owner.host.local.backfill_idle  # type: ignore[attr-defined]
-        with Vault.connect(settings) as other:
+        with connect(settings) as other:
             slowest = 0.0
             deadline = time.monotonic() + 300
             while not other.status()["vectors"]["ready"]:

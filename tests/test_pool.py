@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from markvault import Vault
+from markvault.host import open_local
 from markvault.pool import in_workers
 
 from .conftest import OpenVault, WriteNotes
@@ -67,7 +67,7 @@ def test_many_transcripts_are_read_in_workers(vault_dir: Path, tmp_path: Path) -
         ]
         sid = f"0000000{i:02}-aaaa-4bbb-8ccc-000000000000"
         (folder / f"{sid}.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    with Vault.open(vault_dir, vault_dir.parent / "index") as vault:
+    with open_local(vault_dir, vault_dir.parent / "index") as vault:
         report = vault.import_sessions(tmp_path / "projects")
         assert (report.transcripts, report.new, report.failed) == (20, 20, 0)
         assert vault.list_sessions(limit=100)["total"] == 20

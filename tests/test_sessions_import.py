@@ -18,8 +18,10 @@ import pytest
 
 from markvault import Vault
 from markvault.errors import ConflictError, NotFoundError, RefusedError, UsageError
+from markvault.host import local_vault, open_local
 from markvault.model import Filters
 from markvault.sessions import SessionSummary, read_summary
+from markvault.shared import connect
 
 from .conftest import checksums
 from .test_sessions import FIXTURE, SID, assistant, user
@@ -58,7 +60,7 @@ def projects(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def vault(vault_dir: Path) -> Iterator[Vault]:
-    v = Vault.open(vault_dir, vault_dir.parent / "index")
+    v = open_local(vault_dir, vault_dir.parent / "index")
     yield v
     v.close()
 
@@ -258,8 +260,8 @@ def test_default_source_is_claude_codes_folder(
 BUSY_HOLDER = textwrap.dedent(
     """
     import sys
-    from markvault import Vault
-    v = Vault.open(sys.argv[1], sys.argv[2])
+    from markvault.host import open_local
+    v = open_local(sys.argv[1], sys.argv[2])
     v.host.core().keeper.open_index(write=True)
     print("ready", flush=True)
     sys.stdin.read()  # hold the index until the test is done with it
@@ -284,7 +286,7 @@ def test_a_busy_index_still_imports_and_says_so(
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         hurried = dataclasses.replace(vault.settings, index_lock_wait=0.2)
-        with Vault.local(hurried) as waits_little:
+        with local_vault(hurried) as waits_little:
             report = waits_little.import_sessions(root)
         assert (report.new, report.updated, report.unchanged) == (0, 1, 1)
         assert report.index == "busy" and "another markvault process" in report.notices[0]
@@ -494,7 +496,7 @@ def test_timelines_show_session_decisions(imported: Vault) -> None:
 
 
 def test_the_bundled_vault_still_reads_after_an_import(bundled_copy: Path, projects: Path) -> None:
-    v = Vault.open(bundled_copy, bundled_copy.parent / "index")
+    v = open_local(bundled_copy, bundled_copy.parent / "index")
     try:
         report = v.import_sessions(projects)
         assert report.new == 2
@@ -514,7 +516,7 @@ def test_an_import_through_another_process_owning_the_index_reports(
     from markvault.config import Settings
 
     settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
-    with Vault.connect(settings) as owner, Vault.connect(settings) as client:
+    with connect(settings) as owner, connect(settings) as client:
         assert not client.host.owner_info()["this_process_owns"]
         report = client.import_sessions(projects)
         assert (report.new, report.index) == (2, "refreshed")

@@ -11,6 +11,7 @@ import pytest
 from mcp import Client
 
 from markvault import Vault
+from markvault.host import open_local
 from markvault.mcp_server import WRITE_TOOLS, build_server
 
 from .conftest import stdio_server
@@ -36,7 +37,7 @@ def vault(vault_dir: Path, tmp_path: Path) -> Vault:
         "Prices are Decimal everywhere.\n",
         encoding="utf-8",
     )
-    v = Vault.open(vault_dir, vault_dir.parent / "index")
+    v = open_local(vault_dir, vault_dir.parent / "index")
     v.import_sessions(transcripts(tmp_path / "projects"))
     return v
 

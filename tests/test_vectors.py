@@ -9,6 +9,7 @@ import pytest
 
 from markvault import Vault
 from markvault.embed import Embedder, SentenceEmbedder
+from markvault.host import open_local
 
 from .conftest import WriteNotes
 
@@ -24,7 +25,7 @@ def embedder() -> Embedder:
 
 @pytest.fixture
 def vault_with(embedder: Embedder, vault_dir: Path) -> Iterator[Vault]:
-    v = Vault.open(vault_dir, vault_dir.parent / "index", embedder=embedder)
+    v = open_local(vault_dir, vault_dir.parent / "index", embedder=embedder)
     yield v
     v.close()
 
@@ -144,10 +145,10 @@ def test_a_server_answers_from_keywords_while_the_model_loads(
     write: WriteNotes, vault_dir: Path, embedder: Embedder
 ) -> None:
     write({"a.md": "# A\n\nalpha words"})
-    with Vault.open(vault_dir, vault_dir.parent / "index", embedder=embedder) as v:
+    with open_local(vault_dir, vault_dir.parent / "index", embedder=embedder) as v:
         v.reindex()  # vectors built with the shared, loaded model
     fresh = SentenceEmbedder("all-MiniLM-L6-v2")  # not loaded yet, as in a server just started
-    with Vault.open(vault_dir, vault_dir.parent / "index", embedder=fresh) as v:
+    with open_local(vault_dir, vault_dir.parent / "index", embedder=fresh) as v:
         v.host.model_wait = 0.0
         early = v.search("alpha")
         assert [h.path for h in early.hits] == ["a.md"]

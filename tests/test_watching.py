@@ -105,3 +105,28 @@ def test_a_checkout_converges_once_git_is_done(watching: Watching, vault_dir: Pa
     final = json.loads(run_cli(vault_dir, "status", "--json").stdout)
     assert final["pending"] == {"new": 0, "changed": 0, "deleted": 0}
     assert found(vault_dir, "apple") == set()
+
+
+PROBE = """
+import sys
+from markvault.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+heavy = ("duckdb", "pyarrow", "torch", "sentence_transformers", "markvault.index",
+         "markvault.core", "markvault.search", "markvault.sessions")
+print("LOADED=" + ",".join(m for m in heavy if m in sys.modules), file=sys.stderr)
+"""
+
+
+def test_a_command_sent_to_the_owner_never_loads_the_index_layer(
+    watching: Watching, vault_dir: Path
+) -> None:
+    """A client only encodes the call and prints the answer: the owner has the index."""
+    argv = vault_argv(vault_dir, "search", "apple", "--mode", "keyword", "--json")
+    probe = subprocess.run(
+        [argv[0], "-c", PROBE, *argv[3:]], capture_output=True, text=True, timeout=120
+    )
+    assert json.loads(probe.stdout)["hits"][0]["path"] == "notes/a.md", probe.stderr
+    assert "LOADED=\n" in probe.stderr, probe.stderr

@@ -16,6 +16,7 @@ from .config import Settings
 from .errors import MarkvaultError, UsageError
 from .frontmatter import parse_yaml_value
 from .model import PAGE_CHARS, SCOPES, Edit, Filters, Op, ReindexReport, SearchResult
+from .shared import connect
 from .vault import Vault, parse_lines
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -131,7 +132,7 @@ def open_vault(ctx: click.Context, *, index_lock_wait: float | None = None) -> V
     settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
     if index_lock_wait is not None:
         settings = dataclasses.replace(settings, index_lock_wait=index_lock_wait)
-    vault = Vault.connect(settings)
+    vault = connect(settings)
     ctx.call_on_close(vault.close)
     return vault
 
@@ -1574,7 +1575,7 @@ def watch(ctx: click.Context, poll: bool | None, as_json: bool, quiet: bool) -> 
     settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
     if not quiet:
         click.echo(f"Waiting to own the index of {settings.vault_dir} …", err=True)
-    vault = Vault.connect(settings, must_own=True)
+    vault = connect(settings, must_own=True)
     ctx.call_on_close(vault.close)
 
     def report(batch: WatchBatch, result: ReindexReport) -> None:

@@ -1,7 +1,7 @@
 """Calls run here: this process's own core, one call at a time.
 
 A ``LocalHost`` is where every declared call ends (``calls.py``): for a vault that no
-other process shares (``Vault.open``), and for the owner of a shared index, whose
+other process shares (``open_local``), and for the owner of a shared index, whose
 socket server hands it the calls of every other process (``owner.py``). DuckDB's
 connection is not for two threads at once, so calls take turns on one lock; a read
 that finds a long sync holding it (a first build, a big checkout) is answered within
@@ -16,12 +16,14 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 from . import errors
 from .calls import Call, SyncReport
 from .config import Settings
 from .core import Core
+from .embed import Embedder
 from .model import SearchResult
 from .vault import Vault
 from .watch import WatchBatch, Watcher, vault_callback
@@ -30,6 +32,22 @@ CLOSE_WAIT_SECONDS = 1.5  # a stopping host waits this long for a call under way
 BUSY_ANSWER_SECONDS = 3.0  # a read waits this long for a running sync, then says so
 BACKFILL_GROUP = 64  # chunks embedded per turn in the background
 BACKFILL_IDLE_SECONDS = 300.0  # a check for missing vectors when nothing woke it
+
+
+def open_local(
+    vault: str | Path | None = None,
+    index: str | Path | None = None,
+    model: str | None = None,
+    embedder: Embedder | None = None,
+) -> Vault:
+    """A vault whose calls run in this process, shared with no other (tests, benchmarks,
+    scripts). ``embedder`` lets several share one loaded model."""
+    return local_vault(Settings.load(vault=vault, index=index, model=model), embedder)
+
+
+def local_vault(settings: Settings, embedder: Embedder | None = None) -> Vault:
+    """``open_local`` from settings already loaded."""
+    return Vault(LocalHost(Core(settings, embedder)))
 
 
 class LocalHost:

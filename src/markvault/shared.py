@@ -24,6 +24,7 @@ from .calls import Call, SyncReport
 from .client import Declined, OwnerClient
 from .config import Settings
 from .owner import IndexOwner, OwnerLock, lock_path, socket_path
+from .vault import Vault
 
 if TYPE_CHECKING:
     from .core import Core
@@ -31,6 +32,13 @@ if TYPE_CHECKING:
 
 LIVE_RETRIES = 5  # reconnections to find a live owner before a write
 CONNECT_WAIT_SECONDS = 60.0  # an owner may be building a large index before it answers
+
+
+def connect(settings: Settings, *, must_own: bool = False) -> Vault:
+    """The vault as the faces use it: this process owns its index, or asks the process
+    that does, and takes over when that one stops. ``must_own``: wait until this process
+    owns the index (`vault watch`)."""
+    return Vault(SharedHost(settings, must_own=must_own))
 
 
 class OwnerLostError(errors.IndexBusyError):

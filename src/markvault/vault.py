@@ -8,8 +8,10 @@ decides when to open, build or refresh the index; ``index/`` owns the DuckDB fil
 ``files.py`` reads and writes the vault's files.
 
 What is not a call (background work, watching, who owns the index) is on ``vault.host``.
-This module imports only light modules: a command that talks to a running owner never
-loads the index layer or the model.
+The faces get their vault from ``shared.connect``; tests, benchmarks and scripts that
+share the index with nobody from ``host.open_local``. This module imports only light
+modules: a command that talks to a running owner never loads the index layer or the
+model.
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ from .model import (
 
 if TYPE_CHECKING:
     from .core import Core
-    from .embed import Embedder
     from .sessions import SessionSummary
 
 
@@ -42,35 +43,6 @@ class Vault:
 
     def __init__(self, host: Host) -> None:
         self.host = host
-
-    @classmethod
-    def open(
-        cls,
-        vault: str | Path | None = None,
-        index: str | Path | None = None,
-        model: str | None = None,
-        embedder: Embedder | None = None,
-    ) -> Vault:
-        """A vault whose calls run in this process, shared with no other (tests,
-        benchmarks, scripts). ``embedder`` lets several share one loaded model."""
-        return cls.local(Settings.load(vault=vault, index=index, model=model), embedder)
-
-    @classmethod
-    def local(cls, settings: Settings, embedder: Embedder | None = None) -> Vault:
-        """``Vault.open`` from settings already loaded."""
-        from .core import Core
-        from .host import LocalHost
-
-        return Vault(LocalHost(Core(settings, embedder)))
-
-    @classmethod
-    def connect(cls, settings: Settings, *, must_own: bool = False) -> Vault:
-        """The vault as the faces use it: this process owns the index, or asks the
-        process that does (and takes over when it stops); see ``shared.py``.
-        ``must_own``: wait until this process owns the index (`vault watch`)."""
-        from .shared import SharedHost
-
-        return Vault(SharedHost(settings, must_own=must_own))
 
     @property
     def settings(self) -> Settings:
