@@ -891,7 +891,7 @@ class Watcher:
 
 
 class Synced(Protocol):
-    """What a watcher's callback syncs: a vault's core (``core.Core``)."""
+    """What a watcher's callback syncs: a vault's ``core.lifecycle.IndexKeeper``."""
 
     def refresh(self, progress: Any = None, paths: Iterable[str] | None = None) -> ReindexReport:
         """Sync ``paths`` (all files when None), embedding only with the model loaded."""
@@ -917,7 +917,7 @@ def vault_callback(
     files whose mtime or size changed. ``lock`` serialises the sync with whatever else
     uses the vault (its DuckDB connection is not for two threads at once).
     ``vectors``: None embeds only when the model is already loaded (as
-    ``Core.refresh``); True or False forces it.
+    ``IndexKeeper.refresh``); True or False forces it.
     """
     guard = lock if lock is not None else threading.Lock()
 
