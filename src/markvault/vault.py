@@ -32,7 +32,6 @@ from .config import ChunkParams, Settings
 from .edit import Edit, apply_edit, check_writable
 from .embed import Embedder
 from .errors import (
-    ConfigError,
     ConflictError,
     IndexBusyError,
     MarkvaultError,
@@ -44,6 +43,7 @@ from .graph import LinkGraph
 from .index import Filters, Index, IndexUnusable
 from .model import KINDS, ReindexReport, SearchResult
 from .parse import FOLDER_KINDS, load_frontmatter, split_frontmatter
+from .resources import read_template, template_dirs
 from .search import Searcher, chunk_uri, note_uri
 from .sessions import (
     Session,
@@ -1301,21 +1301,11 @@ class Vault:
             index.add_embeddings(model, [hashes[i] for i in keep], vectors[keep])
 
     def _template(self, kind: str) -> str:
-        for folder in self.template_dirs():
-            path = folder / f"{kind}.md"
-            if path.is_file():
-                return path.read_text(encoding="utf-8")
-        raise ConfigError(
-            f"No template for kind {kind!r}.",
-            f"Add {kind}.md to a templates/ folder beside the vault.",
-        )
+        return read_template(self.settings.vault_dir, kind)
 
-    def template_dirs(self) -> list[Path]:
-        """Where templates are looked for: beside the vault, then the project's own."""
-        return [
-            self.settings.vault_dir.parent / "templates",
-            Path(__file__).resolve().parents[2] / "templates",
-        ]
+    def template_dirs(self) -> list[str]:
+        """Where templates are looked for, first match wins (see resources.py)."""
+        return [str(folder) for folder in template_dirs(self.settings.vault_dir)]
 
 
 def _chunk_ref(ref: str) -> int | None:
