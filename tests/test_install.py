@@ -60,9 +60,7 @@ def test_the_wheel_holds_every_module_the_templates_and_the_starter_vault(wheel:
     assert "markvault/starter/.markvault.toml" not in names
 
 
-def test_new_note_from_the_installed_wheel_in_an_empty_folder(
-    wheel: Path, tmp_path: Path
-) -> None:
+def test_new_note_from_the_installed_wheel_in_an_empty_folder(wheel: Path, tmp_path: Path) -> None:
     """The failure that started issue 14: `vault new` from the wheel found no template."""
     site = tmp_path / "site"
     subprocess.run(

@@ -101,7 +101,7 @@ class TerminalProgress:
     "index_dir",
     metavar="DIR",
     envvar="MARKVAULT_INDEX",
-    help="Where the index lives (default: index/ beside the vault).",
+    help="Where the index lives (default: a folder for this vault in your cache directory).",
 )
 @click.option(
     "--model",
@@ -521,8 +521,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     pending = info["pending"]
     lines = [
         f"vault    {info['vault']}",
-        f"index    {info['index']} ({info['index_bytes'] / 1048576:.1f} MiB), "
-        f"last sync {info['last_sync']}",
+        f"index    {info['index']} ({info['index_bytes'] / 1048576:.1f} MiB, "
+        f"{info.get('index_origin', '?')}), last sync {info['last_sync']}",
         f"notes    {info['notes']} · chunks {info['chunks']} · links {info['links']} "
         f"({info['unresolved_links']} unresolved) · skipped files {info['skipped_files']}",
         "kinds    " + ", ".join(f"{k} {v}" for k, v in info["by_kind"].items()),

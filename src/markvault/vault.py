@@ -420,6 +420,7 @@ class Vault:
         return {
             "vault": str(self.settings.vault_dir),
             "index": str(db),
+            "index_origin": self.settings.index_origin,
             "index_bytes": db.stat().st_size + (wal.stat().st_size if wal.exists() else 0),
             **index.stats(),
             "model": self.settings.model,
