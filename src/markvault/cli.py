@@ -1710,5 +1710,61 @@ def mcp_token(rotate: bool) -> None:
     click.echo(f"(kept in {token_path()}, outside the vault)", err=True)
 
 
+# ---- init -----------------------------------------------------------------------------
+
+
+@main.command("init")
+@click.argument("folder", required=False, metavar="[DIR]")
+@click.option("--starter", is_flag=True, help="Also copy the starter notes (a tour of markvault).")
+@click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
+@click.pass_context
+@handle_errors
+def init(ctx: click.Context, folder: str | None, starter: bool, as_json: bool) -> None:
+    """Make DIR a vault: kind folders, templates, settings and a .gitignore.
+
+    DIR defaults to --vault, else the current folder; it is created if needed. Only
+    missing files are added: an existing vault (an Obsidian one too) keeps every file
+    byte for byte, and an existing .gitignore is not edited (the lines it lacks are
+    listed instead). Templates go to .markvault/templates/ (hidden, so never indexed;
+    inside the vault, so they travel with it in git). The index lives in your cache
+    directory, not in the vault.
+
+    \b
+    Examples:
+      vault init ~/notes
+      vault init                          # the current folder, e.g. an Obsidian vault
+      vault init ~/markvault-tour --starter
+    """
+    import textwrap
+    from pathlib import Path
+
+    from .vault_init import GITIGNORE, init_vault, next_steps
+
+    obj = ctx.find_root().obj
+    report = init_vault(Path(folder or obj["vault"] or "."), starter=starter)
+    steps = next_steps(report)
+    if as_json:
+        emit_json({**report.to_json(), "next_steps": [cmd for cmd, _ in steps]})
+        return
+    what = "Obsidian vault" if report.obsidian else "folder"
+    n = report.notes_found
+    found = f" with {n} note{'' if n == 1 else 's'}" if n else ""
+    click.echo(f"Vault ready: {report.vault} ({what}{found}).")
+    for label, items in (("added", report.created), ("kept", report.kept)):
+        if items:
+            text = ", ".join(items) + ("" if label == "added" else " (already there, unchanged)")
+            click.echo(
+                textwrap.fill(text, 96, initial_indent=f"  {label:<6} ", subsequent_indent=" " * 9)
+            )
+    if report.gitignore_missing:
+        click.echo(f"  {GITIGNORE} lacks these lines; add them so they are not committed:")
+        for line in report.gitignore_missing:
+            click.echo(f"           {line}")
+    click.echo("\nNext steps:")
+    width = max(len(cmd) for cmd, _ in steps)
+    for cmd, why in steps:
+        click.echo(f"  {cmd.ljust(width)}   {why}")
+
+
 if __name__ == "__main__":
     main()
