@@ -82,4 +82,4 @@ def test_status_says_where_the_index_is_and_why(tmp_path: Path) -> None:
     assert str(_cache_root().resolve()) in index_line and "cache directory" in index_line
     assert not (tmp_path / "index").exists()  # nothing beside the vault any more
     explicit = run_cli(vault, "status", "--json")
-    assert '"index_origin": "chosen by --index' in explicit.stdout
+    assert '"index_origin": "set by --index' in explicit.stdout

@@ -521,7 +521,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     pending = info["pending"]
     lines = [
         f"vault    {info['vault']}",
-        f"index    {info['index']} ({info['index_bytes'] / 1048576:.1f} MiB, "
+        f"index    {info['index']} ({info['index_bytes'] / 1048576:.1f} MiB; "
         f"{info.get('index_origin', '?')}), last sync {info['last_sync']}",
         f"notes    {info['notes']} · chunks {info['chunks']} · links {info['links']} "
         f"({info['unresolved_links']} unresolved) · skipped files {info['skipped_files']}",
@@ -1764,6 +1764,125 @@ def init(ctx: click.Context, folder: str | None, starter: bool, as_json: bool) -
     width = max(len(cmd) for cmd, _ in steps)
     for cmd, why in steps:
         click.echo(f"  {cmd.ljust(width)}   {why}")
+
+
+# ---- sync -----------------------------------------------------------------------------
+
+
+@main.command("sync")
+@click.option("-m", "--message", metavar="TEXT", help="The commit's subject (changes are listed).")
+@click.option("--no-push", is_flag=True, help="Commit and pull, but do not push.")
+@click.option("--dry-run", is_flag=True, help="Show what would be committed; change nothing.")
+@click.option(
+    "--rebase/--merge",
+    "rebase",
+    default=None,
+    help="How to combine with the upstream (default: [sync] pull in .markvault.toml, or merge).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
+@click.pass_context
+@handle_errors
+def sync(
+    ctx: click.Context,
+    message: str | None,
+    no_push: bool,
+    dry_run: bool,
+    rebase: bool | None,
+    as_json: bool,
+) -> None:
+    """Commit the vault's changes, pull the other machines', push, refresh the index.
+
+    The vault must be in a git repository whose branch has an upstream. The commit
+    message says what changed (notes added, edited, moved, deleted); only the vault's
+    folder is committed, never markvault's temporary files. No markvault write runs
+    while git changes the files. On a conflict it stops and names the notes: both
+    versions stay in each file between git's <<<<<<< and >>>>>>> lines, and markvault
+    writes nothing in the vault until you keep the text you want and run `vault sync`
+    again. Exit codes: 0 done; 1 git failed (network, access); 2 no repository or no
+    upstream; 5 conflict; 6 a check refused the commit.
+
+    \b
+    Examples:
+      vault sync
+      vault sync -m "Notes from the workshop" --no-push
+      vault sync --dry-run
+    """
+    from .gitsync import SyncOptions, sync_vault
+
+    obj = ctx.find_root().obj
+    settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
+    pull = settings.sync.pull if rebase is None else ("rebase" if rebase else "merge")
+    options = SyncOptions(
+        message=message,
+        push=not no_push,
+        dry_run=dry_run,
+        pull=pull,
+        interactive=sys.stdin.isatty(),
+    )
+    report = sync_vault(settings.vault_dir, options)
+    indexed: ReindexReport | None = None
+    if report.changed_paths and settings.db_path.exists():
+        # Keyword search finds the new text at once; vectors follow with `vault reindex`
+        # (or in the background of a running `vault mcp`).
+        indexed = open_vault(ctx).reindex(paths=report.changed_paths, vectors=False)
+    if as_json:
+        emit_json({**report.to_json(), "index": indexed.to_json() if indexed else None})
+    else:
+        _print_sync(report, indexed)
+    if report.conflicts:
+        sys.exit(5)
+
+
+def _print_sync(report: Any, indexed: ReindexReport | None) -> None:
+    from .gitsync import commit_message
+
+    if report.finished:
+        click.echo(f"Finished the {report.finished} stopped by the last sync.")
+    if report.changes:
+        summary = commit_message(report.changes).splitlines()
+        verb = "Would commit" if report.dry_run else f"Committed {report.commit[:8]}"
+        click.echo(f"{verb}: {summary[0].split(': ', 1)[1]}")
+        for line in summary[2:]:
+            click.echo(f"  {line}")
+    elif not report.conflicts:
+        click.echo("Nothing to commit.")
+    if report.dry_run:
+        click.echo(
+            f"Then pull ({report.behind} commits behind {report.upstream} as of the last "
+            f"fetch) and push ({report.ahead} ahead)."
+        )
+    if report.pulled:
+        click.echo(
+            f"Pulled {report.pulled} commit(s) from {report.upstream}: "
+            f"{len(report.changed_paths)} file(s) changed."
+        )
+    if report.pushed:
+        click.echo(f"Pushed {report.pushed} commit(s) to {report.upstream}.")
+    if indexed is not None:
+        click.echo(
+            f"Index updated: {indexed.added} added, {indexed.updated} updated, "
+            f"{indexed.renamed} renamed, {indexed.removed} removed."
+        )
+    for notice in report.notices:
+        click.echo(notice, err=True)
+    if report.conflicts:
+        click.echo(
+            click.style("Conflict: ", fg="red", bold=True)
+            + f"combining with {report.upstream or 'the upstream'} stopped on "
+            f"{len(report.conflicts)} file(s):",
+            err=True,
+        )
+        for path in report.conflicts:
+            click.echo(f"  {path}", err=True)
+        click.echo(
+            "Both versions are in each file, between <<<<<<< and >>>>>>> lines. Keep the "
+            "text you want, delete those lines, then run `vault sync` again (or give up with "
+            "`git merge --abort` / `git rebase --abort`). Until then markvault writes "
+            "nothing in this vault.",
+            err=True,
+        )
+    elif not report.dry_run and not report.pulled and not report.pushed and not report.changes:
+        click.echo(f"Up to date with {report.upstream}.")
 
 
 if __name__ == "__main__":

@@ -34,9 +34,9 @@ ENV_MODEL = "MARKVAULT_MODEL"
 ENV_DOCUMENT_ROOTS = "MARKVAULT_DOCUMENT_ROOTS"
 APP_NAME = "markvault"
 PULL_MODES = ("merge", "rebase")
-ORIGIN_CACHE = "default location (cache directory)"
-ORIGIN_GIVEN = "chosen by --index or MARKVAULT_INDEX"
-ORIGIN_CONFIG = f"chosen by index_dir in {CONFIG_FILE}"
+ORIGIN_CACHE = "default: your cache directory"
+ORIGIN_GIVEN = "set by --index or MARKVAULT_INDEX"
+ORIGIN_CONFIG = f"set by index_dir in {CONFIG_FILE}"
 
 
 @dataclass(frozen=True)
