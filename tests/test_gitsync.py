@@ -118,14 +118,19 @@ def test_the_message_names_moves_deletions_and_other_files_never_temp_files(
     assert (a / "notes" / ".mv-tmp-0123abcd").exists()  # left alone, just not committed
 
 
-def test_a_conflict_stops_names_the_note_keeps_both_texts_and_refuses_writes(
-    clone: Clone, tmp_path: Path
-) -> None:
+def edited_on_both(clone: Clone) -> tuple[Path, Path]:
+    """Two machines change the same line of a note; A has synced, B not yet."""
     a, b = clone("a"), clone("b")
     write(a, "notes/Alpha.md", "# Alpha\n\nThe first line.\n\nWritten on A.\n")
     assert sync(a)[0] == 0
     write(b, "notes/Alpha.md", "# Alpha\n\nThe first line.\n\nWritten on B.\n")
+    return a, b
 
+
+def test_a_conflict_stops_names_the_note_keeps_both_texts_and_refuses_writes(
+    clone: Clone, tmp_path: Path
+) -> None:
+    a, b = edited_on_both(clone)
     code, done, err = sync(b)
     assert code == 5
     assert done["conflicts"] == ["notes/Alpha.md"]
@@ -155,10 +160,7 @@ def test_a_conflict_stops_names_the_note_keeps_both_texts_and_refuses_writes(
 def test_a_rebase_conflict_keeps_both_texts_and_refuses_writes_until_resolved(
     clone: Clone, tmp_path: Path
 ) -> None:
-    a, b = clone("a"), clone("b")
-    write(a, "notes/Alpha.md", "# Alpha\n\nThe first line.\n\nWritten on A.\n")
-    assert sync(a)[0] == 0
-    write(b, "notes/Alpha.md", "# Alpha\n\nThe first line.\n\nWritten on B.\n")
+    _, b = edited_on_both(clone)
     write(b, "notes/Other.md", "# Other\n\nNo conflict here.\n")
 
     code, done, _ = sync(b, "--rebase")

@@ -325,12 +325,9 @@ class VaultFiles:
             raise NotFoundError(f"{rel} does not exist.", "Create it instead, or check the path.")
         check_hash(rel, content_hash(full.read_bytes()), expected_hash)
         data = self._checked_size(rel, text)
-        tmp = full.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
+        tmp: Path | None = None
         try:
-            with open(tmp, "xb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+            tmp = _write_temp(full.parent, data)
             os.chmod(tmp, stat_mod.S_IMODE(full.stat().st_mode))
             # Checked again right before the swap to keep the window for a lost edit small.
             if content_hash(full.read_bytes()) != expected_hash:
@@ -346,8 +343,8 @@ class VaultFiles:
                 "Free disk space or fix permissions, then retry.",
             ) from exc
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
         return content_hash(data)
 
     @_guarded
@@ -570,17 +567,27 @@ def _write_new(full: Path, data: bytes) -> None:
     Raises:
         FileExistsError: something is already at ``full`` (it is left as it was).
     """
-    tmp = full.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
+    tmp = _write_temp(full.parent, data)
+    try:
+        os.link(tmp, full)  # atomic, and fails if the name exists
+        _fsync_dir(full.parent)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _write_temp(folder: Path, data: bytes) -> Path:
+    """A new temporary file in ``folder`` holding ``data``, fsynced (removed again if
+    the write fails). Its name marks it as never a note, and never to be committed."""
+    tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
     try:
         with open(tmp, "xb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.link(tmp, full)  # atomic, and fails if the name exists
-        _fsync_dir(full.parent)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
 
 
 def _fsync_dir(path: Path) -> None:

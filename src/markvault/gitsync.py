@@ -21,6 +21,7 @@ conflict by dropping a side, and nothing is committed outside the vault's folder
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -262,7 +263,12 @@ def sync_vault(
         if report.conflicts:
             return report
     report.branch, report.upstream = _branch_and_upstream(git)
-    with git.repo.writes_lock(exclusive=True, timeout=LOCK_WAIT_SECONDS):
+    # A dry run changes no file and no index: it need not hold writes back.
+    with (
+        contextlib.nullcontext()
+        if options.dry_run
+        else git.repo.writes_lock(exclusive=True, timeout=LOCK_WAIT_SECONDS)
+    ):
         _commit(git, options, checks, report)
     if options.dry_run:
         report.ahead = git.count(f"{report.upstream}..HEAD") + (1 if report.changes else 0)
@@ -318,7 +324,7 @@ def _commit(
         only = ["--", *git.pathspec] if git.prefix else []
         git.run("commit", "--quiet", "-F", "-", *only, input=report.message)
         report.commit = git.out("rev-parse", "HEAD")
-    except RefusedError:
+    except MarkvaultError:  # a check refused, or git failed (a hook, no identity)
         if not options.dry_run:
             _restore_index(index_file, saved)
         raise
