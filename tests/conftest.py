@@ -40,6 +40,16 @@ HIT_FIELDS = frozenset(
 )
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Indexes that no test placed elsewhere go to a cache folder of the test run's own,
+    never to the user's ~/.cache (subprocesses inherit the variable)."""
+    cache = tmp_path_factory.mktemp("xdg-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(cache))
+        yield cache
+
+
 @pytest.fixture
 def vault_dir(tmp_path: Path) -> Path:
     path = tmp_path / "vault"

@@ -100,7 +100,7 @@ class TerminalProgress:
     "index_dir",
     metavar="DIR",
     envvar="MARKVAULT_INDEX",
-    help="Where the index lives (default: index/ beside the vault).",
+    help="Where the index lives (default: a folder for this vault in your cache directory).",
 )
 @click.option(
     "--model",
@@ -546,8 +546,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     pending = info["pending"]
     lines = [
         f"vault    {info['vault']}",
-        f"index    {info['index']} ({info['index_bytes'] / 1048576:.1f} MiB), "
-        f"last sync {info['last_sync']}",
+        f"index    {info['index']} ({info['index_bytes'] / 1048576:.1f} MiB; "
+        f"{info.get('index_origin', '?')}), last sync {info['last_sync']}",
         f"notes    {info['notes']} · chunks {info['chunks']} · links {info['links']} "
         f"({info['unresolved_links']} unresolved) · skipped files {info['skipped_files']}",
         "kinds    " + ", ".join(f"{k} {v}" for k, v in info["by_kind"].items()),
@@ -1732,6 +1732,181 @@ def mcp_token(rotate: bool) -> None:
 
     click.echo(rotate_token() if rotate else load_or_create_token())
     click.echo(f"(kept in {token_path()}, outside the vault)", err=True)
+
+
+# ---- init -----------------------------------------------------------------------------
+
+
+@main.command("init")
+@click.argument("folder", required=False, metavar="[DIR]")
+@click.option("--starter", is_flag=True, help="Also copy the starter notes (a tour of markvault).")
+@click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
+@click.pass_context
+@handle_errors
+def init(ctx: click.Context, folder: str | None, starter: bool, as_json: bool) -> None:
+    """Make DIR a vault: kind folders, templates, settings and a .gitignore.
+
+    DIR defaults to --vault, else the current folder; it is created if needed. Only
+    missing files are added: an existing vault (an Obsidian one too) keeps every file
+    byte for byte, and an existing .gitignore is not edited (the lines it lacks are
+    listed instead). Templates go to .markvault/templates/ (hidden, so never indexed;
+    inside the vault, so they travel with it in git). The index lives in your cache
+    directory, not in the vault.
+
+    \b
+    Examples:
+      vault init ~/notes
+      vault init                          # the current folder, e.g. an Obsidian vault
+      vault init ~/markvault-tour --starter
+    """
+    import textwrap
+    from pathlib import Path
+
+    from .vault_init import GITIGNORE, init_vault, next_steps
+
+    obj = ctx.find_root().obj
+    report = init_vault(Path(folder or obj["vault"] or "."), starter=starter)
+    steps = next_steps(report)
+    if as_json:
+        emit_json({**report.to_json(), "next_steps": [cmd for cmd, _ in steps]})
+        return
+    what = "Obsidian vault" if report.obsidian else "folder"
+    n = report.notes_found
+    found = f" with {n} note{'' if n == 1 else 's'}" if n else ""
+    click.echo(f"Vault ready: {report.vault} ({what}{found}).")
+    for label, items in (("added", report.created), ("kept", report.kept)):
+        if items:
+            text = ", ".join(items) + ("" if label == "added" else " (already there, unchanged)")
+            click.echo(
+                textwrap.fill(text, 96, initial_indent=f"  {label:<6} ", subsequent_indent=" " * 9)
+            )
+    if report.gitignore_missing:
+        click.echo(f"  {GITIGNORE} lacks these lines; add them so they are not committed:")
+        for line in report.gitignore_missing:
+            click.echo(f"           {line}")
+    click.echo("\nNext steps:")
+    width = max(len(cmd) for cmd, _ in steps)
+    for cmd, why in steps:
+        click.echo(f"  {cmd.ljust(width)}   {why}")
+
+
+# ---- sync -----------------------------------------------------------------------------
+
+
+@main.command("sync")
+@click.option("-m", "--message", metavar="TEXT", help="The commit's subject (changes are listed).")
+@click.option("--no-push", is_flag=True, help="Commit and pull, but do not push.")
+@click.option("--dry-run", is_flag=True, help="Show what would be committed; change nothing.")
+@click.option(
+    "--rebase/--merge",
+    "rebase",
+    default=None,
+    help="How to combine with the upstream (default: [sync] pull in .markvault.toml, or merge).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
+@click.pass_context
+@handle_errors
+def sync(
+    ctx: click.Context,
+    message: str | None,
+    no_push: bool,
+    dry_run: bool,
+    rebase: bool | None,
+    as_json: bool,
+) -> None:
+    """Commit the vault's changes, pull the other machines', push, refresh the index.
+
+    The vault must be in a git repository whose branch has an upstream. The commit
+    message says what changed (notes added, edited, moved, deleted); only the vault's
+    folder is committed, never markvault's temporary files. No markvault write runs
+    while git changes the files. On a conflict it stops and names the notes: both
+    versions stay in each file between git's <<<<<<< and >>>>>>> lines, and markvault
+    writes nothing in the vault until you keep the text you want and run `vault sync`
+    again. Exit codes: 0 done; 1 git failed (network, access); 2 no repository or no
+    upstream; 5 conflict; 6 a check refused the commit.
+
+    \b
+    Examples:
+      vault sync
+      vault sync -m "Notes from the workshop" --no-push
+      vault sync --dry-run
+    """
+    from .gitsync import SyncOptions, sync_vault
+
+    obj = ctx.find_root().obj
+    settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
+    pull = settings.sync.pull if rebase is None else ("rebase" if rebase else "merge")
+    options = SyncOptions(
+        message=message,
+        push=not no_push,
+        dry_run=dry_run,
+        pull=pull,
+        interactive=sys.stdin.isatty(),
+    )
+    report = sync_vault(settings.vault_dir, options)
+    indexed: ReindexReport | None = None
+    if report.changed_paths and settings.db_path.exists():
+        # Keyword search finds the new text at once; vectors follow with `vault reindex`
+        # (or in the background of a running `vault mcp`).
+        indexed = open_vault(ctx).reindex(paths=report.changed_paths, vectors=False)
+    if as_json:
+        emit_json({**report.to_json(), "index": indexed.to_json() if indexed else None})
+    else:
+        _print_sync(report, indexed)
+    if report.conflicts:
+        sys.exit(5)
+
+
+def _print_sync(report: Any, indexed: ReindexReport | None) -> None:
+    from .gitsync import commit_message
+
+    if report.finished:
+        click.echo(f"Finished the {report.finished} stopped by the last sync.")
+    if report.changes:
+        summary = commit_message(report.changes).splitlines()
+        verb = "Would commit" if report.dry_run else f"Committed {report.commit[:8]}"
+        click.echo(f"{verb}: {summary[0].split(': ', 1)[1]}")
+        for line in summary[2:]:
+            click.echo(f"  {line}")
+    elif not report.conflicts:
+        click.echo("Nothing to commit.")
+    if report.dry_run:
+        click.echo(
+            f"Then pull ({report.behind} commits behind {report.upstream} as of the last "
+            f"fetch) and push ({report.ahead} ahead)."
+        )
+    if report.pulled:
+        click.echo(
+            f"Pulled {report.pulled} commit(s) from {report.upstream}: "
+            f"{len(report.changed_paths)} file(s) changed."
+        )
+    if report.pushed:
+        click.echo(f"Pushed {report.pushed} commit(s) to {report.upstream}.")
+    if indexed is not None:
+        click.echo(
+            f"Index updated: {indexed.added} added, {indexed.updated} updated, "
+            f"{indexed.renamed} renamed, {indexed.removed} removed."
+        )
+    for notice in report.notices:
+        click.echo(notice, err=True)
+    if report.conflicts:
+        click.echo(
+            click.style("Conflict: ", fg="red", bold=True)
+            + f"combining with {report.upstream or 'the upstream'} stopped on "
+            f"{len(report.conflicts)} file(s):",
+            err=True,
+        )
+        for path in report.conflicts:
+            click.echo(f"  {path}", err=True)
+        click.echo(
+            "Both versions are in each file, between <<<<<<< and >>>>>>> lines. Keep the "
+            "text you want, delete those lines, then run `vault sync` again (or give up with "
+            "`git merge --abort` / `git rebase --abort`). Until then markvault writes "
+            "nothing in this vault.",
+            err=True,
+        )
+    elif not report.dry_run and not report.pulled and not report.pushed and not report.changes:
+        click.echo(f"Up to date with {report.upstream}.")
 
 
 if __name__ == "__main__":

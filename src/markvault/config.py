@@ -2,15 +2,23 @@
 
 The vault file is ``<vault>/.markvault.toml`` so that settings which change what
 the index means (the embedding model, chunk size) travel with the vault in git.
+
+The index is derived data, so by default it lives in the user's cache directory
+(``~/.cache/markvault/indexes/<vault name>-<hash of its path>/`` on Linux, through
+platformdirs), one folder per vault, never in or beside the vault.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+import platformdirs
 
 from .errors import ConfigError
 
@@ -24,6 +32,11 @@ ENV_VAULT = "MARKVAULT_VAULT"
 ENV_INDEX = "MARKVAULT_INDEX"
 ENV_MODEL = "MARKVAULT_MODEL"
 ENV_DOCUMENT_ROOTS = "MARKVAULT_DOCUMENT_ROOTS"
+APP_NAME = "markvault"
+PULL_MODES = ("merge", "rebase")
+ORIGIN_CACHE = "default: your cache directory"
+ORIGIN_GIVEN = "set by --index or MARKVAULT_INDEX"
+ORIGIN_CONFIG = f"set by index_dir in {CONFIG_FILE}"
 
 
 @dataclass(frozen=True)
@@ -36,9 +49,20 @@ class ChunkParams:
 
 
 @dataclass(frozen=True)
+class SyncSettings:
+    """`vault sync` (the ``[sync]`` table of ``.markvault.toml``)."""
+
+    # How commits from the upstream are combined with this machine's: a merge commit,
+    # or this machine's commits replayed on top of them.
+    pull: Literal["merge", "rebase"] = "merge"
+
+
+@dataclass(frozen=True)
 class Settings:
     vault_dir: Path
     index_dir: Path
+    # Why the index is where it is, said by `vault status`.
+    index_origin: str = ORIGIN_CACHE
     model: str = DEFAULT_MODEL
     chunk: ChunkParams = field(default_factory=ChunkParams)
     # Files over these sizes are skipped and reported: a 50 MB note or a 1 MB frontmatter
@@ -51,6 +75,7 @@ class Settings:
     index_lock_wait: float = 10.0
     # Folders `store_document` may copy files from; empty: the vault's project (its parent).
     document_roots: tuple[Path, ...] = ()
+    sync: SyncSettings = field(default_factory=SyncSettings)
 
     @property
     def allowed_document_roots(self) -> list[Path]:
@@ -90,12 +115,13 @@ class Settings:
 
         index_value = index or env.get(ENV_INDEX) or file_cfg.get("index_dir")
         if index_value:
+            given = bool(index or env.get(ENV_INDEX))
             index_dir = Path(str(index_value)).expanduser()
             if not index_dir.is_absolute():
-                index_dir = (Path.cwd() if index or env.get(ENV_INDEX) else vault_dir) / index_dir
+                index_dir = (Path.cwd() if given else vault_dir) / index_dir
+            origin = ORIGIN_GIVEN if given else ORIGIN_CONFIG
         else:
-            # `index/` beside the vault, as in the repository layout.
-            index_dir = vault_dir.parent / "index"
+            index_dir, origin = default_index_dir(vault_dir), ORIGIN_CACHE
         index_dir = index_dir.resolve()
         if index_dir == vault_dir or vault_dir in index_dir.parents:
             raise ConfigError(
@@ -106,7 +132,9 @@ class Settings:
         settings = cls(
             vault_dir=vault_dir,
             index_dir=index_dir,
+            index_origin=origin,
             model=str(model or env.get(ENV_MODEL) or file_cfg.get("model") or DEFAULT_MODEL),
+            sync=_sync_settings(file_cfg.get("sync", {}), vault_dir / CONFIG_FILE),
         )
         roots = (
             env.get(ENV_DOCUMENT_ROOTS, "").split(os.pathsep)
@@ -135,6 +163,33 @@ class Settings:
                     "Allowed key: max_pieces.",
                 ) from exc
         return settings
+
+
+def default_index_dir(vault_dir: Path) -> Path:
+    """The index folder of a vault that names none: in the user's cache directory, one
+    folder per vault, named after the vault and keyed by its resolved path (two vaults
+    called `notes` get two folders)."""
+    resolved = vault_dir.resolve()
+    digest = hashlib.blake2b(str(resolved).encode(), digest_size=6).hexdigest()
+    name = re.sub(r"[^\w.-]+", "-", resolved.name).strip("-.")[:40] or "vault"
+    return platformdirs.user_cache_path(APP_NAME) / "indexes" / f"{name}-{digest}"
+
+
+def _sync_settings(table: Any, path: Path) -> SyncSettings:
+    if not isinstance(table, dict):
+        raise ConfigError(f"[sync] in {path} must be a table.", 'Example: [sync] pull = "rebase"')
+    unknown = set(table) - {"pull"}
+    if unknown:
+        raise ConfigError(
+            f"Unknown key(s) in [sync] of {path}: {', '.join(sorted(unknown))}.",
+            "Allowed key: pull.",
+        )
+    pull = table.get("pull", "merge")
+    if pull not in PULL_MODES:
+        raise ConfigError(
+            f"[sync] pull in {path} is {pull!r}.", 'Use "merge" (the default) or "rebase".'
+        )
+    return SyncSettings(pull=pull)
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:

@@ -9,6 +9,7 @@ then the folder is fsynced so the rename survives a power cut.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -16,14 +17,19 @@ import secrets
 import stat as stat_mod
 import time
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Concatenate, ParamSpec, TypeVar
 from urllib.parse import unquote
 
 import pathspec
 
 from .errors import ConflictError, NotFoundError, RefusedError
+from .gitrepo import WRITE_WAIT_SECONDS, find_repo
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 IGNORE_FILE = ".markvaultignore"
 TRASH_DIR = ".trash"  # Obsidian's in-vault trash; hidden, so never indexed
@@ -55,6 +61,19 @@ def check_hash(rel: str, current: str, expected: str) -> None:
             f"{rel} changed since it was read (hash {current}, not {expected}).",
             "Read it again and redo the change on the current text.",
         )
+
+
+def _guarded(
+    method: Callable[Concatenate[VaultFiles, P], R],
+) -> Callable[Concatenate[VaultFiles, P], R]:
+    """A write method that runs inside ``VaultFiles.writing``."""
+
+    @functools.wraps(method)
+    def wrapper(self: VaultFiles, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self.writing():
+            return method(self, *args, **kwargs)
+
+    return wrapper
 
 
 class VaultFiles:
@@ -120,7 +139,24 @@ class VaultFiles:
             return True
         return self.index_dir is not None and full == str(self.index_dir)
 
+    def attachments(self) -> list[str]:
+        """Every file in the vault that is not a note (images, PDFs, audio, canvases, ...),
+        as vault-relative NFC paths: what links and embeds may name besides notes.
+        Hidden and ignored files are left out, as they are for notes."""
+        found = []
+        for rel_dir, name in self._walk_names(""):
+            file = rel_dir + name
+            if not name.lower().endswith(".md") and not self.is_ignored(file):
+                found.append(unicodedata.normalize("NFC", file))
+        return found
+
     def _walk(self, rel_start: str, found: dict[str, FileStat], warnings: list[str]) -> None:
+        for rel_dir, name in self._walk_names(rel_start):
+            self._add_file(rel_dir, name, found, warnings)
+
+    def _walk_names(self, rel_start: str) -> Iterator[tuple[str, str]]:
+        """(vault-relative folder ending in "/", file name) under ``rel_start``, sorted,
+        skipping hidden and ignored folders and the index folder."""
         root = str(self.root)
         start = os.path.join(root, rel_start) if rel_start else root
         index_dir = str(self.index_dir) if self.index_dir else None
@@ -134,7 +170,7 @@ class VaultFiles:
                 and os.path.join(dirpath, d) != index_dir
             )
             for name in sorted(filenames):
-                self._add_file(rel_dir, name, found, warnings)
+                yield rel_dir, name
 
     def _add_file(
         self, rel_dir: str, name: str, found: dict[str, FileStat], warnings: list[str]
@@ -234,6 +270,7 @@ class VaultFiles:
             raise RefusedError(f"Refused path {rel!r}: it is a symbolic link.")
         return full
 
+    @_guarded
     def create(self, rel: str, text: str) -> Path:
         """Write a new note atomically; never overwrites.
 
@@ -243,27 +280,40 @@ class VaultFiles:
         """
         full = self.safe_path(rel)
         data = self._checked_size(rel, text)
-        self.refuse_during_git_operation()
         full.parent.mkdir(parents=True, exist_ok=True)
-        tmp = full.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
         try:
-            with open(tmp, "xb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            try:
-                os.link(tmp, full)  # atomic, and fails if the name exists
-            except FileExistsError:
-                raise ConflictError(
-                    f"{rel} already exists; nothing was written.",
-                    "Choose another title or edit the existing note.",
-                ) from None
-            _fsync_dir(full.parent)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+            _write_new(full, data)
+        except FileExistsError:
+            raise ConflictError(
+                f"{rel} already exists; nothing was written.",
+                "Choose another title or edit the existing note.",
+            ) from None
         return full
 
+    def create_setup_file(self, rel: str, data: bytes) -> bool:
+        """Create one of markvault's own files in the vault (``.gitignore``,
+        ``.markvault.toml``, a template under ``.markvault/``) unless something is
+        already at ``rel``, which is never touched. Returns whether it was created.
+
+        Raises:
+            RefusedError: ``rel`` leaves the vault.
+        """
+        parts = PurePosixPath(rel).parts
+        if not parts or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            raise RefusedError(f"Refused path {rel!r}.", "Give a relative path inside the vault.")
+        full = self.root.joinpath(*parts)
+        self._refuse_symlinked_folders(full)  # an existing folder on the way may be a link
+        full.parent.mkdir(parents=True, exist_ok=True)
+        self._refuse_symlinked_folders(full)
+        if full.exists() or full.is_symlink():
+            return False
+        try:
+            _write_new(full, data)
+        except FileExistsError:
+            return False
+        return True
+
+    @_guarded
     def replace(self, rel: str, text: str, expected_hash: str) -> str:
         """Atomically replace an existing note, if it still has ``expected_hash``.
 
@@ -275,17 +325,13 @@ class VaultFiles:
             NotFoundError: the note does not exist.
         """
         full = self.safe_path(rel)
-        self.refuse_during_git_operation()
         if not full.is_file():
             raise NotFoundError(f"{rel} does not exist.", "Create it instead, or check the path.")
         check_hash(rel, content_hash(full.read_bytes()), expected_hash)
         data = self._checked_size(rel, text)
-        tmp = full.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
+        tmp: Path | None = None
         try:
-            with open(tmp, "xb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+            tmp = _write_temp(full.parent, data)
             os.chmod(tmp, stat_mod.S_IMODE(full.stat().st_mode))
             # Checked again right before the swap to keep the window for a lost edit small.
             if content_hash(full.read_bytes()) != expected_hash:
@@ -301,10 +347,11 @@ class VaultFiles:
                 "Free disk space or fix permissions, then retry.",
             ) from exc
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
         return content_hash(data)
 
+    @_guarded
     def move(self, rel: str, new_rel: str, expected_hash: str) -> Path:
         """Move a note to ``new_rel`` if it still has ``expected_hash``; never overwrites.
 
@@ -314,7 +361,6 @@ class VaultFiles:
             NotFoundError: the note does not exist.
         """
         src, dst = self.safe_path(rel), self.safe_path(new_rel)
-        self.refuse_during_git_operation()
         if not src.is_file():
             raise NotFoundError(f"{rel} does not exist.", "Check the path.")
         check_hash(rel, content_hash(src.read_bytes()), expected_hash)
@@ -336,6 +382,7 @@ class VaultFiles:
             _fsync_dir(src.parent)
         return dst
 
+    @_guarded
     def trash(self, rel: str, expected_hash: str) -> str:
         """Move a note into ``.trash/`` (Obsidian's vault trash), keeping its folders;
         returns the trash path. A name already in the trash gets a time suffix.
@@ -344,7 +391,6 @@ class VaultFiles:
             ConflictError, RefusedError, NotFoundError: as for ``move``.
         """
         src = self.safe_path(rel)
-        self.refuse_during_git_operation()
         if not src.is_file():
             raise NotFoundError(f"{rel} does not exist.", "Check the path.")
         check_hash(rel, content_hash(src.read_bytes()), expected_hash)
@@ -364,6 +410,7 @@ class VaultFiles:
         _fsync_dir(src.parent)
         return trash_rel
 
+    @_guarded
     def restore(self, trash_rel: str, new_rel: str | None = None) -> str:
         """Move a trashed note back to where it was (or to ``new_rel``); never overwrites.
 
@@ -382,7 +429,6 @@ class VaultFiles:
             )
         target = new_rel or _TRASH_STAMP.sub(".md", inner)
         dst = self.safe_path(target)
-        self.refuse_during_git_operation()
         dst.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.link(src, dst)
@@ -473,17 +519,21 @@ class VaultFiles:
 
     def refuse_during_git_operation(self) -> None:
         """Raises RefusedError while a merge or rebase is in progress in the vault's repo."""
-        for folder in (self.root, *self.root.parents):
-            git = folder / ".git"
-            if git.is_dir():
-                for marker in ("MERGE_HEAD", "rebase-merge", "rebase-apply", "CHERRY_PICK_HEAD"):
-                    if (git / marker).exists():
-                        raise RefusedError(
-                            f"A git {marker.split('_')[0].split('-')[0].lower()} is in progress "
-                            f"in {folder}; markvault does not write during it.",
-                            "Finish or abort it (git merge --abort / git rebase --continue).",
-                        )
-                return
+        repo = find_repo(self.root)
+        if repo is not None:
+            repo.refuse_during_operation()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Held around every write: waits while `vault sync` runs git on the vault, and
+        refuses during a merge or rebase (see gitrepo.py)."""
+        repo = find_repo(self.root)
+        if repo is None:
+            yield
+            return
+        with repo.writes_lock(exclusive=False, timeout=WRITE_WAIT_SECONDS):
+            repo.refuse_during_operation()
+            yield
 
     def remove_stale_temp_files(self, older_than: float = STALE_TEMP_SECONDS) -> int:
         """Delete temp files left by a crash mid-write (they are never notes).
@@ -511,6 +561,37 @@ def safe_file_name(title: str) -> str:
     if _RESERVED.match(name):
         name += " note"
     return name + ".md"
+
+
+def _write_new(full: Path, data: bytes) -> None:
+    """Write ``data`` to a new file at ``full``, atomically: a temporary file in the same
+    folder, fsynced, then hard-linked into place, so the name shows the whole content or
+    nothing.
+
+    Raises:
+        FileExistsError: something is already at ``full`` (it is left as it was).
+    """
+    tmp = _write_temp(full.parent, data)
+    try:
+        os.link(tmp, full)  # atomic, and fails if the name exists
+        _fsync_dir(full.parent)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _write_temp(folder: Path, data: bytes) -> Path:
+    """A new temporary file in ``folder`` holding ``data``, fsynced (removed again if
+    the write fails). Its name marks it as never a note, and never to be committed."""
+    tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
+    try:
+        with open(tmp, "xb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
 
 
 def _fsync_dir(path: Path) -> None:

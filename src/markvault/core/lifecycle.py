@@ -156,6 +156,7 @@ class IndexKeeper:
         return {
             "vault": str(self.settings.vault_dir),
             "index": str(db),
+            "index_origin": self.settings.index_origin,
             "index_bytes": db.stat().st_size + (wal.stat().st_size if wal.exists() else 0),
             **index.reads.stats(),
             "model": self.settings.model,

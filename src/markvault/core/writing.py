@@ -11,14 +11,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..config import Settings
 from ..edit import apply_edit, check_writable
-from ..errors import ConfigError, ConflictError, UsageError
+from ..errors import ConflictError, UsageError
 from ..files import check_hash, content_hash, safe_file_name
 from ..frontmatter import fill_template, load_frontmatter, split_frontmatter
 from ..index import Index
 from ..model import KINDS, Edit
 from ..parse import FOLDER_KINDS
+from ..resources import read_template
 from ..search import note_uri
 from .common import chunk_ref
 from .lifecycle import IndexKeeper
@@ -236,22 +236,7 @@ class NoteWriter:
         return self.notes.written(self.new_note("document", name, topic=topic, edits=edits))
 
     def _template(self, kind: str) -> str:
-        for folder in template_dirs(self.keeper.settings):
-            path = folder / f"{kind}.md"
-            if path.is_file():
-                return path.read_text(encoding="utf-8")
-        raise ConfigError(
-            f"No template for kind {kind!r}.",
-            f"Add {kind}.md to a templates/ folder beside the vault.",
-        )
-
-
-def template_dirs(settings: Settings) -> list[Path]:
-    """Where templates are looked for: beside the vault, then the project's own."""
-    return [
-        settings.vault_dir.parent / "templates",
-        Path(__file__).resolve().parents[3] / "templates",
-    ]
+        return read_template(self.keeper.settings.vault_dir, kind)
 
 
 def _first_line(content: str) -> str:
