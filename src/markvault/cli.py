@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -800,22 +801,36 @@ def learn(
 @click.argument("path")
 @click.option("--topic", help="File it under documents/TOPIC/.")
 @click.option("--title", help="Title (default: the file's title or name).")
+@click.option(
+    "--allow-hidden", is_flag=True, help="Read a file in a hidden folder (~/.config...) too."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 @handle_errors
 def store(
-    ctx: click.Context, path: str, topic: str | None, title: str | None, as_json: bool
+    ctx: click.Context,
+    path: str,
+    topic: str | None,
+    title: str | None,
+    allow_hidden: bool,
+    as_json: bool,
 ) -> None:
     """Copy a Markdown, text or JSON file into documents/ as a searchable note.
 
-    Only files in the allowed folders (the vault's project by default;
-    document_roots in .markvault.toml) are read.
+    Any ordinary path you name is read; a hidden file or folder (such as ~/.aws or
+    .env) only with --allow-hidden. (Agents, through MCP, may read only the folders
+    listed in document_roots in .markvault.toml.)
 
     \b
     Examples:
       vault store docs/api.md --topic api
     """
-    _print_changed(open_vault(ctx).store_document(path, topic, title), as_json, "stored")
+    # Absolute here: the process that owns the index may run in another folder.
+    source = os.path.abspath(os.path.expanduser(path))
+    result = open_vault(ctx).store_document(
+        source, topic, title, by_person=True, allow_hidden=allow_hidden
+    )
+    _print_changed(result, as_json, "stored")
 
 
 @main.command()

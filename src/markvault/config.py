@@ -45,12 +45,9 @@ class Settings:
     max_note_bytes: int = 5 * 1024 * 1024
     max_frontmatter_bytes: int = 64 * 1024
     embed_batch: int = 64
-    # Folders `store_document` may copy files from; empty: the vault's project (its parent).
+    # Folders an agent's `store_document` may copy files from; empty: none (a person's
+    # `vault store` reads any ordinary path). See document_sources.py.
     document_roots: tuple[Path, ...] = ()
-
-    @property
-    def allowed_document_roots(self) -> list[Path]:
-        return list(self.document_roots) or [self.vault_dir.parent]
 
     @property
     def db_path(self) -> Path:
