@@ -191,7 +191,7 @@ def _decodes_to_user_and_password(secret: str) -> bool:
 
 
 def _bearer_value(secret: str) -> bool:
-    """ "bearer responsibility" is a word: a short value must carry a digit."""
+    """A short value must carry a digit: "bearer responsibility" is prose."""
     return (len(secret) >= 20 or any(c.isdigit() for c in secret)) and not _is_placeholder(secret)
 
 
@@ -355,6 +355,7 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
         ["://"],
         group=1,
         accept=lambda s: not _is_placeholder(s),
+        in_long_word=False,  # ftp://a:b@c is shorter than a token
     ),
     _rule(
         "netrc-password",
