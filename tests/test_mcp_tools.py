@@ -61,7 +61,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def vault(write: WriteNotes, vault_dir: Path) -> Vault:
-    write(NOTES)
+    write({**NOTES, ".markvault.toml": 'document_roots = [".."]\n'})
     (vault_dir.parent / "outside.md").write_text("# Outside\n\nA stored document.\n")
     v = open_local(vault_dir, vault_dir.parent / "index")
     v.reindex(vectors=False)
@@ -351,6 +351,28 @@ async def test_documents_only_from_allowed_folders(vault: Vault, tmp_path: Path)
             client, "store_document", path=str(tmp_path / "x.py")
         )
         assert "No file" in await error(client, "store_document", path=str(tmp_path / "none.md"))
+        (tmp_path / ".hidden").mkdir()
+        (tmp_path / ".hidden" / "keys.md").write_text("# Keys\n")
+        assert "hidden" in await error(
+            client, "store_document", path=str(tmp_path / ".hidden" / "keys.md")
+        )
+        (tmp_path / "link.md").symlink_to("/etc/hostname")
+        assert "symbolic links" in await error(
+            client, "store_document", path=str(tmp_path / "link.md")
+        )
+        index_file = next((tmp_path / "index").glob("*.duckdb"))
+        assert "markvault's own" in await error(client, "store_document", path=str(index_file))
+
+
+async def test_documents_need_a_folder_the_user_allowed(write: WriteNotes, vault_dir: Path) -> None:
+    """Nothing configured: every path is refused, and the refusal says how to allow one."""
+    write({"notes/a.md": "# A\n"})
+    (vault_dir.parent / "doc.md").write_text("# Doc\n")
+    with open_local(vault_dir, vault_dir.parent / "index") as v:
+        async with Client(build_server(v)) as client:
+            for path in (str(vault_dir.parent / "doc.md"), "doc.md", "/etc/hostname"):
+                message = await error(client, "store_document", path=path)
+                assert "no folder is allowed" in message and "document_roots" in message
 
 
 async def test_note_text_is_data(vault: Vault, vault_dir: Path) -> None:

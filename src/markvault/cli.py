@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
+import os
+import select
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -37,6 +40,10 @@ def handle_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except MarkvaultError as exc:
             _fail(str(exc), exc.exit_code)
+        except BrokenPipeError:
+            if _reader_gone():
+                raise  # `| head` closed early: _QuietPipes ends the command
+            _fail("The connection to the index owner broke. Retry the command.", 1)
         except OSError as exc:
             where = f" ({exc.filename})" if exc.filename else ""
             _fail(f"{exc.strerror or exc}{where}. Check the path and its permissions.", 1)
@@ -44,6 +51,51 @@ def handle_errors(fn: F) -> F:
             _fail("interrupted; the vault is unchanged and the index stays usable.", 130)
 
     return wrapper  # type: ignore[return-value]
+
+
+# Exit status of a command whose reader went away, as a shell reports one killed by
+# SIGPIPE (128 + 13); Python ignores SIGPIPE, so the write fails instead.
+READER_GONE_STATUS = 141
+
+
+def _reader_gone() -> bool:
+    """Whether stdout or stderr is a pipe whose reader has closed it (`| head -1`)."""
+    for fd in (1, 2):
+        try:
+            poller = select.poll()
+            poller.register(fd, select.POLLOUT)
+            if any(event & select.POLLERR for _, event in poller.poll(0)):
+                return True
+        except (OSError, ValueError, AttributeError):  # closed fd; no poll() here
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def _quiet_pipes() -> Iterator[None]:
+    """Output piped into `head`, `less` or `grep -q` that closes early ends the command
+    silently with status 141. The vault still closes cleanly (the context's close
+    callbacks run on the way out), unlike a process killed by SIGPIPE."""
+    try:
+        yield
+    except BrokenPipeError:
+        if not _reader_gone():
+            raise
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):  # later writes and the flush at exit go nowhere, quietly
+            os.dup2(devnull, fd)
+        os.close(devnull)
+        raise SystemExit(READER_GONE_STATUS) from None
+
+
+class _QuietPipes(click.Group):
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        with _quiet_pipes():  # `vault --help | head -1`
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _quiet_pipes():
+            return super().invoke(ctx)
 
 
 class TerminalProgress:
@@ -87,7 +139,10 @@ class TerminalProgress:
             self._bar = None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=_QuietPipes,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.option(
     "--vault",
     "vault_dir",
@@ -263,6 +318,8 @@ def _print_result(result: SearchResult, fmt: str) -> None:
             for line in hit.text.splitlines():
                 click.echo("    │ " + line)
             click.echo()
+    if not sys.stdout.isatty():
+        return  # piped (`| head -1`): the hits alone, nothing on stderr
     shown = f"{len(result.hits)} of {result.total} notes" if result.hits else "no matches"
     click.echo(
         click.style(
@@ -825,22 +882,36 @@ def learn(
 @click.argument("path")
 @click.option("--topic", help="File it under documents/TOPIC/.")
 @click.option("--title", help="Title (default: the file's title or name).")
+@click.option(
+    "--allow-hidden", is_flag=True, help="Read a file in a hidden folder (~/.config...) too."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 @handle_errors
 def store(
-    ctx: click.Context, path: str, topic: str | None, title: str | None, as_json: bool
+    ctx: click.Context,
+    path: str,
+    topic: str | None,
+    title: str | None,
+    allow_hidden: bool,
+    as_json: bool,
 ) -> None:
     """Copy a Markdown, text or JSON file into documents/ as a searchable note.
 
-    Only files in the allowed folders (the vault's project by default;
-    document_roots in .markvault.toml) are read.
+    Any ordinary path you name is read; a hidden file or folder (such as ~/.aws or
+    .env) only with --allow-hidden. (Agents, through MCP, may read only the folders
+    listed in document_roots in .markvault.toml.)
 
     \b
     Examples:
       vault store docs/api.md --topic api
     """
-    _print_changed(open_vault(ctx).store_document(path, topic, title), as_json, "stored")
+    # Absolute here: the process that owns the index may run in another folder.
+    source = os.path.abspath(os.path.expanduser(path))
+    result = open_vault(ctx).store_document(
+        source, topic, title, by_person=True, allow_hidden=allow_hidden
+    )
+    _print_changed(result, as_json, "stored")
 
 
 @main.command()
@@ -1579,15 +1650,21 @@ def watch(ctx: click.Context, poll: bool | None, as_json: bool, quiet: bool) -> 
     ctx.call_on_close(vault.close)
 
     def report(batch: WatchBatch, result: ReindexReport) -> None:
-        if as_json:
-            emit_json({"full": batch.full, "reasons": list(batch.reasons), **result.to_json()})
-        elif not quiet and (result.added or result.updated or result.renamed or result.removed):
-            click.echo(
-                f"{time.strftime('%H:%M:%S')}  {result.added} added, {result.updated} updated, "
-                f"{result.renamed} renamed, {result.removed} removed · {result.seconds:.2f} s"
-            )
+        try:
+            if as_json:
+                emit_json({"full": batch.full, "reasons": list(batch.reasons), **result.to_json()})
+            elif not quiet and (result.added or result.updated or result.renamed or result.removed):
+                click.echo(
+                    f"{time.strftime('%H:%M:%S')}  {result.added} added, {result.updated} "
+                    f"updated, {result.renamed} renamed, {result.removed} removed · "
+                    f"{result.seconds:.2f} s"
+                )
+        except BrokenPipeError:  # `vault watch --json | head -1`: the reader is gone
+            reader_gone.set()
+            stop.set()
 
     stop = threading.Event()
+    reader_gone = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     vault.host.on_sync(report)
     if not quiet:
@@ -1596,6 +1673,8 @@ def watch(ctx: click.Context, poll: bool | None, as_json: bool, quiet: bool) -> 
         vault.host.watch_forever(stop, poll=poll)
     except KeyboardInterrupt:
         pass
+    if reader_gone.is_set():
+        raise BrokenPipeError  # ends quietly (_quiet_pipes), the vault closed on the way
     if not quiet:
         click.echo("Stopped.", err=True)
 

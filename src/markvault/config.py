@@ -73,13 +73,10 @@ class Settings:
     # How long to wait for another process's lock on the DuckDB file before saying so
     # (a Claude Code hook waits less: it must never hold a session up).
     index_lock_wait: float = 10.0
-    # Folders `store_document` may copy files from; empty: the vault's project (its parent).
+    # Folders an agent's `store_document` may copy files from; empty: none (a person's
+    # `vault store` reads any ordinary path). See document_sources.py.
     document_roots: tuple[Path, ...] = ()
     sync: SyncSettings = field(default_factory=SyncSettings)
-
-    @property
-    def allowed_document_roots(self) -> list[Path]:
-        return list(self.document_roots) or [self.vault_dir.parent]
 
     @property
     def db_path(self) -> Path:

@@ -461,40 +461,19 @@ class VaultFiles:
         found.sort(key=lambda item: str(item["deleted"]), reverse=True)
         return found
 
-    def read_external(
-        self, path: str | Path, roots: list[Path], max_bytes: int
-    ) -> tuple[Path, str]:
-        """(resolved path, text) of a file outside the vault that a person allowed us to
-        copy in: it must lie inside one of ``roots`` (after symlinks) and be text.
+    def read_external(self, full: Path, max_bytes: int) -> str:
+        """The text of a file outside the vault that ``DocumentSources.check`` allowed
+        (document_sources.py decides where documents may come from).
 
         Raises:
-            RefusedError: outside the allowed folders, wrong type, too large, not UTF-8.
-            NotFoundError: no such file.
+            RefusedError: wrong type, too large, not UTF-8.
         """
-        raw = Path(path).expanduser()
-        if "\x00" in str(path):
-            raise RefusedError("Refused path with a NUL byte.")
-        full = raw.resolve() if raw.is_absolute() else (Path.cwd() / raw).resolve()
-        if not full.is_file():
-            raise NotFoundError(f"No file at {full}.", "Pass the path of an existing file.")
-        allowed = [r.resolve() for r in roots]
-        if not any(full == r or r in full.parents for r in allowed):
-            raise RefusedError(
-                f"{full} is outside the folders documents may come from "
-                f"({', '.join(map(str, allowed))}).",
-                "Copy it there, or add its folder to document_roots in .markvault.toml.",
-            )
         if full.suffix.lower() not in DOCUMENT_SUFFIXES:
             raise RefusedError(
                 f"{full.name} is not a Markdown, text or JSON file.",
                 f"Store files ending in {', '.join(DOCUMENT_SUFFIXES)}.",
             )
-        if self.root == full or self.root in full.parents:
-            raise RefusedError(
-                f"{full} is already inside the vault.", "Search for it instead of storing it."
-            )
-        _, text = self.read_bytes_checked(full, max_bytes, str(full))
-        return full, text
+        return self.read_bytes_checked(full, max_bytes, str(full))[1]
 
     def _checked_size(self, rel: str, text: str) -> bytes:
         """The bytes to write, or a refusal when the note would be over the size limit

@@ -8,6 +8,7 @@ in worker threads) take turns on a lock.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -385,10 +386,12 @@ def _knowledge_tools(server: MCPServer, service: VaultService) -> None:
         path: str, topic: str | None = None, title: str | None = None
     ) -> dict[str, Any]:
         """Copy a Markdown, text or JSON file into documents/[<topic>/] as a note, so that
-        it is searchable and cited like the rest. Only files inside the allowed folders
-        (by default the vault's project folder; `document_roots` in .markvault.toml) are
-        read. Example: path="docs/api.md", topic="api"."""
-        return service.call(lambda v: v.store_document(path, topic, title))
+        it is searchable and cited like the rest. Only files inside the folders the user
+        listed in `document_roots` (.markvault.toml) are read, never hidden ones; with
+        none listed every path is refused. Example: path="docs/api.md", topic="api"."""
+        # Absolute here: the process that owns the index may run in another folder.
+        source = os.path.abspath(os.path.expanduser(path))
+        return service.call(lambda v: v.store_document(source, topic, title))
 
     @server.tool(annotations=READ_ONLY)
     def list_topics() -> dict[str, Any]:

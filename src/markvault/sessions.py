@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import IO, Any
 
+from . import credentials
 from .errors import NotFoundError, RefusedError, UsageError
 from .files import safe_file_name
 from .frontmatter import read_frontmatter, set_keys, yaml_line
@@ -69,7 +70,7 @@ RESULT_CHARS = 300  # characters of a tool result shown
 ARG_CHARS = 120  # characters of a tool's key argument shown
 TITLE_CHARS = 80
 MAX_FILES = 100  # per frontmatter list: frontmatter over 64 KiB would be ignored
-REDACTED = "[REDACTED]"
+REDACTED = credentials.REDACTED
 DEFAULT_TAGS = ("claude-code",)
 SUMMARY_PLACEHOLDER = (
     "<!-- No summary yet. Replace this comment with a short overview, then "
@@ -159,28 +160,6 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ufeff]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)|</private>", re.IGNORECASE | re.DOTALL)
 _BASE64 = re.compile(r"(?:data:[\w.+/-]+;base64,)?[A-Za-z0-9+/]{200,}={0,2}")
-_TOKENS = (
-    re.compile(
-        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
-        r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-        re.DOTALL,
-    ),
-    re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"),  # OpenAI, Anthropic (sk-ant-...)
-    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key ids
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),  # GitHub tokens
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
-    re.compile(r"\bxox[baprs]-[A-Za-z0-9-]{10,}"),  # Slack
-    re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"),  # Google API keys
-    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]+)?"),  # JWT
-)
-_BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/-]{8,}=*)")
-_URL_CREDENTIALS = re.compile(r"(?<=://)([^/\s:@]+):([^/\s@]+)(?=@)")
-_ASSIGNMENT = re.compile(
-    r"(?i)((?<![A-Za-z0-9_])[A-Za-z0-9_.-]*"
-    r"(?:passwords?|passwd|passphrase|secrets?|token|api[_-]?keys?|access[_-]?keys?"
-    r"|private[_-]?keys?|credentials?)(?:[_-][A-Za-z0-9]+)*[\"']?[ \t]*(?:=|:(?!:))(?!=)[ \t]*)"
-    r"(\[REDACTED\]|\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;)}\]]+)"
-)
 
 
 @dataclass
@@ -215,28 +194,11 @@ def _base64_placeholder(m: re.Match[str]) -> str:
 
 
 def redact(text: str, counter: _Counter | None = None) -> str:
-    """``text`` with API keys, tokens, private keys and ``SECRET=value`` values redacted."""
-    counter = counter if counter is not None else _Counter()
-
-    def whole(m: re.Match[str]) -> str:
-        counter.redactions += 1
-        return REDACTED
-
-    def tail(m: re.Match[str]) -> str:
-        value = m.group(2)
-        if value.strip("\"'") in ("", REDACTED):
-            return m.group()
-        if m.re is _BEARER and len(value) < 20 and not re.search(r"\d", value):
-            return m.group()  # "bearer responsibility": a word, not a token
-        counter.redactions += 1
-        quote = value[0] if value[0] in "\"'" else ""
-        return f"{m.group(1)}{quote}{REDACTED}{quote}"
-
-    for pattern in _TOKENS:
-        text = pattern.sub(whole, text)
-    text = _BEARER.sub(tail, text)
-    text = _URL_CREDENTIALS.sub(whole, text)
-    return _ASSIGNMENT.sub(tail, text)
+    """``text`` with every credential the gate finds (credentials.py) redacted."""
+    findings = credentials.find(text)
+    if counter is not None:
+        counter.redactions += len(findings)
+    return credentials.redact(text, findings) if findings else text
 
 
 def _one_line(text: str, limit: int) -> str:

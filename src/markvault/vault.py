@@ -242,10 +242,19 @@ class Vault:
 
     @writes
     def store_document(
-        self, source: str | Path, topic: str | None = None, title: str | None = None
+        self,
+        source: str | Path,
+        topic: str | None = None,
+        title: str | None = None,
+        *,
+        by_person: bool = False,
+        allow_hidden: bool = False,
     ) -> dict[str, Any]:
-        """Copy a Markdown, text or JSON file from an allowed folder into ``documents/``."""
-        return self._core.writer.store_document(source, topic, title)
+        """Copy a Markdown, text or JSON file into ``documents/``: an agent's only from
+        the allowed folders, a person's (``by_person``) from any ordinary path."""
+        return self._core.writer.store_document(
+            source, topic, title, by_person=by_person, allow_hidden=allow_hidden
+        )
 
     # ---- context -------------------------------------------------------------------
 

@@ -57,8 +57,8 @@ CONFIG_TEXT = """\
 # folder. Changing it re-embeds the vault.
 # model = "all-MiniLM-L6-v2"
 
-# Folders `vault store` and `store_document` may copy files from (default: the folder
-# that holds this vault).
+# Folders an agent's `store_document` (MCP) may copy files from; with none listed it
+# refuses every path. `vault store` at the command line reads any ordinary path.
 # document_roots = ["~/docs"]
 
 [sync]

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..document_sources import DocumentSources
 from ..edit import apply_edit, check_writable
 from ..errors import ConflictError, UsageError
 from ..files import check_hash, content_hash, safe_file_name
@@ -212,17 +213,26 @@ class NoteWriter:
         return self.notes.written(path)
 
     def store_document(
-        self, source: str | Path, topic: str | None = None, title: str | None = None
+        self,
+        source: str | Path,
+        topic: str | None = None,
+        title: str | None = None,
+        *,
+        by_person: bool = False,
+        allow_hidden: bool = False,
     ) -> dict[str, Any]:
-        """Copy a Markdown, text or JSON file from an allowed folder into ``documents/``.
+        """Copy a Markdown, text or JSON file into ``documents/``: for an agent only from
+        the allowed folders, for a person (``by_person``) from any ordinary path
+        (document_sources.py).
 
         Raises:
-            RefusedError: the file is outside the allowed folders, or not text.
+            RefusedError: not an allowed file, or not text.
             NotFoundError: no such file. ConflictError: a document with that title exists.
         """
-        full, text = self.keeper.files.read_external(
-            source, self.keeper.settings.allowed_document_roots, self.keeper.max_note_bytes
+        full = DocumentSources.of(self.keeper.settings).check(
+            source, by_person=by_person, allow_hidden=allow_hidden
         )
+        text = self.keeper.files.read_external(full, self.keeper.max_note_bytes)
         body, found_title = _document_body(full, text)
         name = (title or found_title or full.stem).strip()
         digest = content_hash(text.encode("utf-8"))
