@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint setup clean eval check-clients
+.PHONY: demo test lint setup clean eval check-clients check-conformance
 
 setup: $(STAMP)
 
@@ -41,6 +41,12 @@ eval: $(STAMP)
 # `claude mcp add/list` (npm packages pinned in scripts/clients; installs them first).
 check-clients: $(STAMP)
 	scripts/check_clients.sh
+
+# The official MCP conformance suite against `vault mcp --http` on the starter vault
+# (the suite and Node 22 are pinned in scripts/conformance; installs them first). Fails
+# on any scenario not in scripts/conformance/expected-failures.yml.
+check-conformance: $(STAMP)
+	$(BIN)/python scripts/check_conformance.py
 
 clean:
 	rm -rf $(VENV) index

@@ -69,10 +69,45 @@ class Running:
             self.url, content=json.dumps(body), headers=headers or self.headers(), timeout=30
         )
 
+    def session(self) -> dict[str, str]:
+        """Initialize a handshake-era session; the headers every later request sends."""
+        reply = self.post(INITIALIZE)
+        assert reply.status_code == 200, reply.text
+        headers = self.headers(
+            mcp_session_id=reply.headers["mcp-session-id"],
+            mcp_protocol_version=HANDSHAKE_VERSION,
+        )
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert self.post(initialized, headers).status_code == 202
+        return headers
+
+
+HANDSHAKE_VERSION = "2025-11-25"
+MODERN_VERSION = "2026-07-28"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": HANDSHAKE_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "raw-http-test", "version": "0"},
+    },
+}
+
 
 def call(name: str, arguments: dict[str, Any], request_id: int = 1) -> dict[str, Any]:
     params = {"name": name, "arguments": arguments}
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+def modern(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` as a current-era (2026-07-28) request: it carries its own envelope."""
+    envelope = {
+        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return body | {"params": body["params"] | {"_meta": envelope}}
 
 
 def wait_until(predicate: Any, timeout: float, what: str) -> None:
@@ -140,10 +175,28 @@ def test_sdk_client_without_token_is_told_why(running: Running) -> None:
 # -- raw HTTP: the refusals -----------------------------------------------------------------
 
 
-def test_tools_call_works_without_a_session(running: Running) -> None:
-    reply = running.post(call("search", {"query": "quokka", "mode": "keyword"}))
+def test_tools_call_in_a_session_is_answered_with_json(running: Running) -> None:
+    headers = running.session()
+    reply = running.post(call("search", {"query": "quokka", "mode": "keyword"}), headers)
     assert reply.status_code == 200, reply.text
+    assert reply.headers["content-type"].startswith("application/json")
     assert "notes/a.md" in reply.json()["result"]["content"][0]["text"]
+
+
+def test_current_protocol_needs_no_session(running: Running) -> None:
+    headers = running.headers(
+        mcp_protocol_version=MODERN_VERSION, mcp_method="tools/call", mcp_name="search"
+    )
+    reply = running.post(modern(call("search", {"query": "quokka", "mode": "keyword"})), headers)
+    assert reply.status_code == 200, reply.text
+    assert "mcp-session-id" not in reply.headers
+    assert "notes/a.md" in reply.json()["result"]["content"][0]["text"]
+
+
+def test_handshake_call_without_a_session_is_told_to_initialize(running: Running) -> None:
+    reply = running.post(call("search", {"query": "quokka", "mode": "keyword"}))
+    assert reply.status_code == 400
+    assert "session" in reply.json()["error"]["message"].lower()
 
 
 def test_bad_host_is_421_even_before_auth(running: Running) -> None:
@@ -154,15 +207,17 @@ def test_bad_host_is_421_even_before_auth(running: Running) -> None:
         {"Host": f"evil.example:{running.port}", "Content-Type": "application/json"},
     ):
         assert running.post(body, headers).status_code == 421
-    assert running.post(body, running.headers(Host=f"localhost:{running.port}")).status_code == 200
+    session = running.session()
+    assert running.post(body, session | {"Host": f"localhost:{running.port}"}).status_code == 200
 
 
 def test_bad_origin_is_403(running: Running) -> None:
     body = call("status", {})
     for origin in ("http://evil.example", "null", f"http://localhost.evil.example:{running.port}"):
         assert running.post(body, running.headers(Origin=origin)).status_code == 403, origin
+    session = running.session()
     for origin in ("http://localhost:5173", "http://127.0.0.1", "https://[::1]:8443"):
-        assert running.post(body, running.headers(Origin=origin)).status_code == 200, origin
+        assert running.post(body, session | {"Origin": origin}).status_code == 200, origin
 
 
 def test_missing_or_wrong_token_is_401(running: Running) -> None:
@@ -194,8 +249,11 @@ def test_oversized_body_is_413(running: Running) -> None:
 
 
 def test_write_tools_are_rate_limited(running: Running) -> None:
+    headers = running.session()
+
     def create(i: int) -> httpx2.Response:
-        return running.post(call("create_note", {"kind": "note", "title": f"Rate {i}"}, i))
+        arguments = {"kind": "note", "title": f"Rate {i}"}
+        return running.post(call("create_note", arguments, i), headers)
 
     replies = [create(i) for i in range(1, WRITE_RATE + 2)]
     assert [r.status_code for r in replies[:WRITE_RATE]] == [200] * WRITE_RATE
@@ -205,7 +263,8 @@ def test_write_tools_are_rate_limited(running: Running) -> None:
     error = limited.json()
     assert error["id"] == WRITE_RATE + 1 and "Too many write calls" in error["error"]["message"]
     # reads are never limited
-    assert running.post(call("search", {"query": "quokka", "mode": "keyword"})).status_code == 200
+    read = call("search", {"query": "quokka", "mode": "keyword"})
+    assert running.post(read, headers).status_code == 200
 
 
 def test_write_tools_are_found_from_the_servers_annotations(open_vault: Any) -> None:
@@ -260,8 +319,15 @@ def test_serve_http_listens_on_loopback_and_never_prints_the_token(
         url = announced.split()[announced.split().index("at") + 1]
         token = token_file.read_text().strip()
         assert token not in announced
-        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-        body = json.dumps(call("search", {"query": "quokka", "mode": "keyword"}))
+        headers = {
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "MCP-Protocol-Version": MODERN_VERSION,
+            "MCP-Method": "tools/call",
+            "MCP-Name": "search",
+        }
+        body = json.dumps(modern(call("search", {"query": "quokka", "mode": "keyword"})))
         reply = _post_when_ready(url, body, headers)
         assert reply.status_code == 200 and "notes/a.md" in reply.text
     finally:
