@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,11 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from mcp import Client
+from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.subscriptions import ResourceUpdated
 
 from markvault import Vault
 from markvault.errors import ConfigError, UsageError
@@ -40,8 +43,10 @@ from markvault.mcp_http import (
     uvicorn_server,
     write_tools_of,
 )
+from markvault.mcp_live import LiveServer, NoteChange
 from markvault.mcp_server import build_server
 
+TRANSCRIPTS = Path(__file__).parent / "fixtures" / "claude"
 MAX_BODY = 64 * 1024
 WRITE_RATE = 2
 NOTE = "---\nid: a\n---\n# Alpha\n\n## Open items\n\n- quokka census\n"
@@ -51,6 +56,7 @@ NOTE = "---\nid: a\n---\n# Alpha\n\n## Open items\n\n- quokka census\n"
 class Running:
     port: int
     token: str
+    live: LiveServer
 
     @property
     def url(self) -> str:
@@ -118,10 +124,9 @@ def wait_until(predicate: Any, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
-@pytest.fixture(scope="module")
-def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    """One server for the module (the lifespan loads the model in the background)."""
-    root = tmp_path_factory.mktemp("http")
+@contextmanager
+def serving(root: Path, write_rate: int) -> Iterator[Running]:
+    """A server on a loopback port (its lifespan loads the model in the background)."""
     (root / "vault" / "notes").mkdir(parents=True)
     (root / "vault" / "notes" / "a.md").write_text(NOTE, encoding="utf-8")
     vault = Vault.open(root / "vault", root / "index")
@@ -129,18 +134,33 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     token = load_or_create_token(root / "config" / "http-token")
     sock = bind_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
+    live = LiveServer(InMemorySubscriptionBus())
     app = build_http_app(
-        build_server(vault), token=token, port=port, max_body=MAX_BODY, write_rate=WRITE_RATE
+        build_server(vault, live), token=token, port=port, max_body=MAX_BODY, write_rate=write_rate
     )
     server = uvicorn_server(app)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     wait_until(lambda: server.started or not thread.is_alive(), 60, "uvicorn to start")
     assert server.started, "the server failed to start"
-    yield Running(port, token)
+    yield Running(port, token, live)
     server.should_exit = True
     thread.join(30)
     sock.close()
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    """One server for the module's refusal checks (a low write rate, to see the 429)."""
+    with serving(tmp_path_factory.mktemp("http"), WRITE_RATE) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    """A server for subscriptions, progress and log lines (writes not limited away)."""
+    with serving(tmp_path_factory.mktemp("http-live"), 60) as server:
+        yield server
 
 
 # -- through the SDK's real client -----------------------------------------------------------
@@ -159,6 +179,72 @@ def test_sdk_client_lists_tools_and_searches(running: Running) -> None:
     tools, text = anyio.run(go)
     assert {"search", "get", "status", "create_note", "edit_note"} <= tools
     assert "notes/a.md" in text and "vault://note/a" in text
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_handshake_client_hears_its_subscription_and_progress_over_http(
+    live_server: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over HTTP the handshake era's notifications ride the session's GET stream."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(TRANSCRIPTS))
+    heard: list[Any] = []
+    got_update = anyio.Event()
+    progress: list[float] = []
+    logs: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        heard.append(message)
+        if isinstance(message, types.ResourceUpdatedNotification):
+            got_update.set()
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(str(params.data))
+
+    async def go() -> None:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {live_server.token}"})
+        transport = streamable_http_client(live_server.url, http_client=http)
+        client = Client(
+            transport, mode="legacy", message_handler=on_message, logging_callback=on_log
+        )
+        with anyio.fail_after(60):
+            async with http, client:
+                await client.subscribe_resource("vault://note/a")
+                await anyio.to_thread.run_sync(  # another thread, as the owner's feed will
+                    live_server.live.publish, [NoteChange("changed", "notes/a.md", id="a")]
+                )
+                await got_update.wait()
+                await client.set_logging_level("info")
+                result = await client.call_tool(
+                    "import_sessions", {}, progress_callback=on_progress
+                )
+                assert not result.is_error, result.content
+
+    anyio.run(go)
+    updates = [m for m in heard if isinstance(m, types.ResourceUpdatedNotification)]
+    assert updates[0].params.uri == "vault://note/a"
+    assert progress and progress == sorted(set(progress))
+    assert any("unreadable transcript lines skipped" in line for line in logs)
+
+
+def test_current_era_client_listens_over_http(live_server: Running) -> None:
+    async def go() -> Any:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {live_server.token}"})
+        transport = streamable_http_client(live_server.url, http_client=http)
+        with anyio.fail_after(60):
+            async with (
+                http,
+                Client(transport) as client,
+                client.listen(resource_subscriptions=["vault://note/a"]) as events,
+            ):
+                await anyio.to_thread.run_sync(
+                    live_server.live.publish, [NoteChange("changed", "notes/a.md", id="a")]
+                )
+                return await anext(events)
+
+    assert anyio.run(go) == ResourceUpdated(uri="vault://note/a")
 
 
 def test_sdk_client_without_token_is_told_why(running: Running) -> None:

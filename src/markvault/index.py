@@ -1163,6 +1163,48 @@ class Index:
             )
         )
 
+    def completions(self, what: str, prefix: str, limit: int) -> tuple[list[str], int]:
+        """Values of a note, topic, project or session argument that start with
+        ``prefix`` (any case), best first, and how many match in all.
+
+        Notes give ids (their path when they have none) and sessions their short
+        session id (8 characters; the whole id where 8 are ambiguous), matched by id,
+        title start, then a title word's start, newest first within each; topics and
+        projects give names, the most used first.
+        """
+        p = prefix.strip().lower()
+        if what in ("topic", "project"):
+            sql = (
+                f"SELECT {what}, count(*) OVER () FROM notes "
+                f"WHERE coalesce({what}, '') <> '' AND starts_with(lower({what}), $p) "
+                f"GROUP BY {what} ORDER BY count(*) DESC, {what} LIMIT $n"
+            )
+        elif what in ("note", "session"):
+            if what == "note":
+                key, value, scope = "id", "coalesce(id, path)", "TRUE"
+            else:
+                key = "json_extract_string(metadata, '$.session_id')"
+                value = (
+                    f"CASE WHEN count(*) OVER (PARTITION BY left({key}, 8)) = 1 "
+                    f"THEN left({key}, 8) ELSE {key} END"
+                )
+                scope = "kind = 'session'"
+            sql = f"""
+                WITH s AS (SELECT *, {key} AS k FROM notes WHERE {scope}),
+                m AS (
+                    SELECT {value} AS value, date, CASE
+                        WHEN lower(k) = $p THEN 0
+                        WHEN starts_with(lower(k), $p) THEN 1
+                        WHEN starts_with(lower(title), $p) THEN 2
+                        WHEN contains(lower(title), ' ' || $p) THEN 3 END AS rank
+                    FROM s WHERE coalesce(k, '') <> '')
+                SELECT value, count(*) OVER () FROM m WHERE rank IS NOT NULL
+                ORDER BY rank, date DESC NULLS LAST, value LIMIT $n"""
+        else:
+            raise ValueError(f"nothing to complete for {what!r}")
+        rows = self.con.execute(sql, {"p": p, "n": limit}).fetchall()
+        return [r[0] for r in rows], int(rows[0][1]) if rows else 0
+
     def stats(self) -> dict[str, Any]:
         one = self.con.execute(
             "SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM chunks), "

@@ -58,6 +58,7 @@ READ_METHODS = frozenset(
         "trash",
         "topics",
         "topic_points",
+        "complete",
         "recent",
         "timeline",
         "related",
