@@ -325,6 +325,10 @@ async def test_completions_in_memory(vault: Vault) -> None:
             assert word.values == ["other"]  # a title word's start, any case
             everything = await complete(client, NOTE_TEMPLATE, "note_id", "")
             assert len(everything.values) == everything.total == 5
+            # A new note is offered at once (the names are read again after a write).
+            made = await client.call_tool("create_note", {"kind": "note", "title": "Alpaca farm"})
+            new_id = (made.structured_content or {})["id"]
+            assert (await complete(client, NOTE_TEMPLATE, "note_id", "alpa")).values == [new_id]
             topic = types.ResourceTemplateReference(uri="knowledge://{topic}")
             assert (await complete(client, topic, "topic", "zoo")).values == [
                 "zoo-ops",
@@ -373,3 +377,30 @@ async def test_subscribe_and_set_level_over_stdio(vault: Vault, vault_dir: Path)
             await client.subscribe_resource("vault://note/alpha")
             await client.unsubscribe_resource("vault://note/alpha")
             await client.set_logging_level("debug")
+
+
+def test_session_ids_are_cut_to_8_unless_ambiguous(write: WriteNotes, vault_dir: Path) -> None:
+    def session(sid: str, title: str) -> str:
+        return f"---\nkind: session\nsession_id: {sid}\ntitle: {title}\n---\n# {title}\n"
+
+    write(
+        {
+            "sessions/p/one.md": session("abcdef12-1111-4000-8000-000000000001", "Rounding fix"),
+            "sessions/p/two.md": session("abcdef12-2222-4000-8000-000000000002", "Checkout"),
+            "sessions/p/three.md": session("abcdef99-3333-4000-8000-000000000003", "Deploy"),
+        }
+    )
+    v = Vault.open(vault_dir, vault_dir.parent / "index")
+    try:
+        v.reindex(vectors=False)
+        found = v.complete("session", "ABCDEF", 100)
+        assert sorted(found["values"]) == [
+            "abcdef12-1111-4000-8000-000000000001",
+            "abcdef12-2222-4000-8000-000000000002",
+            "abcdef99",
+        ]
+        assert v.complete("session", "roun", 100)["values"] == [
+            "abcdef12-1111-4000-8000-000000000001"
+        ]
+    finally:
+        v.close()

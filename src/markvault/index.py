@@ -22,6 +22,7 @@ import dataclasses
 import datetime as dt
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ from .chunk import embed_input
 from .config import Settings
 from .errors import IndexBusyError, MarkvaultError, UsageError
 from .model import Chunk, ParsedNote
+from .prefix_lookup import NameIndex, count_lookup
 
 SCHEMA_VERSION = "5"
 FTS_SCHEMA = "fts_main_chunks"
@@ -296,6 +298,7 @@ class Index:
         self._counts: tuple[str, int, int] | None = None  # cached embedding_counts
         self._tables: dict[str, bool] = {}  # cached _has_table answers
         self._expired: tuple[str, np.ndarray] | None = None  # (day, chunks not current)
+        self._names: dict[str, NameIndex | Counter[str]] = {}  # completions, until notes change
 
     # ---- opening -----------------------------------------------------------------
 
@@ -517,6 +520,7 @@ class Index:
             self._set_meta(last_sync=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         self._matrix = None
         self._counts = None
+        self._names = {}
 
     def _insert(self, records: Sequence[NoteRecord], old: dict[str, list[int]]) -> list[int]:
         """Insert notes, chunks and links; returns the chunk ids inserted."""
@@ -1164,46 +1168,46 @@ class Index:
         )
 
     def completions(self, what: str, prefix: str, limit: int) -> tuple[list[str], int]:
-        """Values of a note, topic, project or session argument that start with
-        ``prefix`` (any case), best first, and how many match in all.
+        """Values of a ``note``, ``topic``, ``project`` or ``session`` argument that start
+        with ``prefix``, best first, and how many match in all (``prefix_lookup``).
 
-        Notes give ids (their path when they have none) and sessions their short
-        session id (8 characters; the whole id where 8 are ambiguous), matched by id,
-        title start, then a title word's start, newest first within each; topics and
-        projects give names, the most used first.
+        Notes give ids (their path when they have none), sessions their short session id
+        (8 characters; the whole id where 8 are ambiguous), topics and projects names.
+        Each kind's names are read on first use and kept until notes change.
         """
-        p = prefix.strip().lower()
+        if what not in self._names:
+            self._names[what] = self._read_names(what)
+        found = self._names[what]
+        if isinstance(found, NameIndex):
+            return found.lookup(prefix, limit)
+        return count_lookup(found, prefix, limit)
+
+    def _read_names(self, what: str) -> NameIndex | Counter[str]:
         if what in ("topic", "project"):
+            rows = self.con.execute(
+                f"SELECT {what}, count(*) FROM notes WHERE coalesce({what}, '') <> '' "
+                f"GROUP BY {what}"
+            ).fetchall()
+            return Counter({name: count for name, count in rows})
+        if what == "note":
             sql = (
-                f"SELECT {what}, count(*) OVER () FROM notes "
-                f"WHERE coalesce({what}, '') <> '' AND starts_with(lower({what}), $p) "
-                f"GROUP BY {what} ORDER BY count(*) DESC, {what} LIMIT $n"
+                "SELECT coalesce(id, path) AS k, coalesce(title, ''), coalesce(date, '') FROM notes"
             )
-        elif what in ("note", "session"):
-            if what == "note":
-                key, value, scope = "id", "coalesce(id, path)", "TRUE"
-            else:
-                key = "json_extract_string(metadata, '$.session_id')"
-                value = (
-                    f"CASE WHEN count(*) OVER (PARTITION BY left({key}, 8)) = 1 "
-                    f"THEN left({key}, 8) ELSE {key} END"
-                )
-                scope = "kind = 'session'"
-            sql = f"""
-                WITH s AS (SELECT *, {key} AS k FROM notes WHERE {scope}),
-                m AS (
-                    SELECT {value} AS value, date, CASE
-                        WHEN lower(k) = $p THEN 0
-                        WHEN starts_with(lower(k), $p) THEN 1
-                        WHEN starts_with(lower(title), $p) THEN 2
-                        WHEN contains(lower(title), ' ' || $p) THEN 3 END AS rank
-                    FROM s WHERE coalesce(k, '') <> '')
-                SELECT value, count(*) OVER () FROM m WHERE rank IS NOT NULL
-                ORDER BY rank, date DESC NULLS LAST, value LIMIT $n"""
+        elif what == "session":
+            sql = (
+                "SELECT json_extract_string(metadata, '$.session_id') AS k, coalesce(title, ''), "
+                "coalesce(date, '') FROM notes WHERE kind = 'session' AND coalesce(k, '') <> ''"
+            )
         else:
             raise ValueError(f"nothing to complete for {what!r}")
-        rows = self.con.execute(sql, {"p": p, "n": limit}).fetchall()
-        return [r[0] for r in rows], int(rows[0][1]) if rows else 0
+        # Arrow to Python lists: a quarter of fetchall's time for 10k rows.
+        table = self.con.execute(sql).to_arrow_table()
+        keys, titles, dates = (column.to_pylist() for column in table.columns)
+        values = keys
+        if what == "session":  # the 8 characters read_session takes, where they are unique
+            short = Counter(k[:8] for k in keys)
+            values = [k[:8] if short[k[:8]] == 1 else k for k in keys]
+        return NameIndex(values, keys, titles, dates)
 
     def stats(self) -> dict[str, Any]:
         one = self.con.execute(
