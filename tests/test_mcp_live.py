@@ -404,3 +404,16 @@ def test_session_ids_are_cut_to_8_unless_ambiguous(write: WriteNotes, vault_dir:
         ]
     finally:
         v.close()
+
+
+async def test_current_era_listen_is_acknowledged_over_stdio(vault: Vault, vault_dir: Path) -> None:
+    vault.close()
+    with anyio.fail_after(120):
+        async with (
+            Client(stdio_server(vault_dir)) as client,
+            client.listen(
+                resource_subscriptions=["vault://note/alpha"], resources_list_changed=True
+            ) as events,
+        ):
+            assert events.honored.resource_subscriptions == ["vault://note/alpha"]
+            assert events.honored.resources_list_changed is True

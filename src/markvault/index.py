@@ -1199,7 +1199,9 @@ class Index:
                 "coalesce(date, '') FROM notes WHERE kind = 'session' AND coalesce(k, '') <> ''"
             )
         else:
-            raise ValueError(f"nothing to complete for {what!r}")
+            raise UsageError(
+                f"Nothing to complete for {what!r}.", "Use note, topic, project or session."
+            )
         # Arrow to Python lists: a quarter of fetchall's time for 10k rows.
         table = self.con.execute(sql).to_arrow_table()
         keys, titles, dates = (column.to_pylist() for column in table.columns)
