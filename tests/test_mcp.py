@@ -52,6 +52,7 @@ async def test_tools_are_listed_with_hints(vault: Vault) -> None:
         "list_sessions",
         "read_session",
         "save_session_summary",
+        "import_sessions",
     }
     for name in (
         "search",

@@ -212,9 +212,13 @@ async def exercise_every_tool(client: Client, vault_dir: Path) -> None:
     note = await client.read_resource("vault://note/gamma")
     assert "Wombat burrows." in note.contents[0].text
     prompts = {p.name for p in (await client.list_prompts()).prompts}
-    assert prompts == {"recall", "save_summary"}
+    assert prompts == {"recall", "save_summary", "summarize_session", "review_topic"}
     recall = await client.get_prompt("recall", {"task": "fix the quokka lock"})
     assert "fix the quokka lock" in recall.messages[0].content.text
+    focused = await client.get_prompt("recall", {"task": "locks", "project": "zoo"})
+    assert 'project=["zoo"]' in focused.messages[0].content.text
+    review = await client.get_prompt("review_topic", {"topic": "wombats"})
+    assert "knowledge://wombats" in review.messages[0].content.text
 
 
 async def test_every_tool_in_memory(vault: Vault, vault_dir: Path) -> None:

@@ -63,6 +63,11 @@ class Host(Protocol):
     def call(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Run a declared call: here, or at the process that owns the index."""
 
+    @property
+    def runs_here(self) -> bool:
+        """Whether calls run in this process now (on its own core), not at another
+        process that owns the index: only then can a cancelled call be stopped here."""
+
     def core(self) -> Core:
         """This process's own core (it owns the index); raises where calls go elsewhere."""
 

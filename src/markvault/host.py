@@ -80,6 +80,10 @@ class LocalHost:
     def model_wait(self, value: float | None) -> None:
         self._core.keeper.model_wait = value
 
+    @property
+    def runs_here(self) -> bool:
+        return True
+
     def core(self) -> Core:
         return self._core
 

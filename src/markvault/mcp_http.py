@@ -17,9 +17,15 @@ Checks 1-3 run before the body is read, so an unauthenticated client cannot make
 server buffer anything. The SDK's own Host/Origin/size checks stay on behind ours with
 the same settings; two equal fences cost nothing.
 
-Sessions are stateless and answers are plain JSON: the tools are request/response,
-the server never calls the client back, so a session would only add state that a
-restart loses (clients then get 404 and must re-initialize) and a table to exhaust.
+Clients of the handshake era (protocol 2025-11-25 and before) get a session
+(``Mcp-Session-Id``): a session is what ``resources/subscribe`` and ``logging/setLevel``
+belong to, and its GET stream is where the server's notifications reach the client
+(resource changes, log messages, progress). A restart forgets the sessions; clients
+then get 404 and initialize again, as the protocol says. Sessions are bounded in number
+and end after an idle half hour. Each answer to a POST is one JSON body, not an SSE
+stream: the tools answer once, and what a client hears besides comes on the GET
+stream. Clients of the current protocol (2026-07-28) need no session: each request
+stands alone, and ``subscriptions/listen`` is the one answer that is a stream.
 """
 
 from __future__ import annotations
@@ -61,6 +67,10 @@ DEFAULT_WRITE_RATE = 30
 """Write tool calls allowed per minute (and as a burst)."""
 MAX_CONNECTIONS = 64
 """Concurrent connections uvicorn accepts before answering 503: one user, a few agents."""
+MAX_SESSIONS = 256
+"""Handshake-era sessions open at once; a client past that gets 503 until one ends."""
+SESSION_IDLE_SECONDS = 1800.0
+"""A session with no request and no open GET stream for this long is forgotten."""
 TOKEN_ENV = "MARKVAULT_TOKEN_FILE"
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 RATE_LIMIT_ERROR = -32000
@@ -439,8 +449,10 @@ def build_http_app(
     hosts = allowed_hosts(host, port, extra_hosts)
     inner = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
-        stateless_http=True,
+        stateless_http=False,
         json_response=True,
+        session_idle_timeout=SESSION_IDLE_SECONDS,
+        max_sessions=MAX_SESSIONS,
         max_request_body_size=max_body,
         transport_security=sdk_security(hosts, extra_origins),
         host=host,

@@ -92,6 +92,10 @@ class SharedHost:
         """The host that runs calls in this process, when it owns the index."""
         return self._owner.host if self._owner else None
 
+    @property
+    def runs_here(self) -> bool:
+        return self._owner is not None
+
     def core(self) -> Core:
         if self._owner is None:
             raise errors.UsageError("Only the process that owns the index has its core.")

@@ -190,6 +190,12 @@ class Vault:
         return self._core.notes.topics()
 
     @reads
+    def complete(self, what: str, prefix: str, limit: int = 100) -> dict[str, Any]:
+        """Values of a ``note``, ``topic``, ``project`` or ``session`` argument that start
+        with ``prefix``: ``{"values": [...] (best first), "total": n}``."""
+        return self._core.notes.complete(what, prefix, limit)
+
+    @reads
     def topic_points(self, topic: str, max_chars: int = PAGE_CHARS) -> dict[str, Any]:
         """A topic's knowledge points, newest first."""
         return self._core.notes.topic_points(topic, max_chars)

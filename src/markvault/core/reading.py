@@ -275,6 +275,12 @@ class NoteReader:
         """Knowledge and document topics with their counts."""
         return self.keeper.reader().reads.topics()
 
+    def complete(self, what: str, prefix: str, limit: int = 100) -> dict[str, Any]:
+        """Completions of a ``note``, ``topic``, ``project`` or ``session`` argument
+        that start with ``prefix``: ``{"values": [...] (best first), "total": n}``."""
+        values, total = self.keeper.reader().reads.completions(what, prefix, limit)
+        return {"values": values, "total": total}
+
     def topic_points(self, topic: str, max_chars: int = PAGE_CHARS) -> dict[str, Any]:
         """A topic's knowledge points, newest first, their text within ``max_chars``."""
         filters = Filters(kinds=["knowledge"], topics=[topic], include_expired=True)

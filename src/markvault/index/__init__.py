@@ -28,7 +28,7 @@ class Index:
         self.reads = NoteReads(store)
         self.keyword = KeywordIndex(store, self.reads)
         self.vectors = VectorIndex(store)
-        self.writes = NoteWrites(store, self.keyword, self.vectors)
+        self.writes = NoteWrites(store, self.keyword, self.vectors, self.reads)
         self.sessions = SessionQueries(store)
 
     @classmethod

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from ..model import NoteRecord
 from .keyword import KeywordIndex
+from .reads import NoteReads
 from .store import Store
 from .vectors import VectorIndex
 
@@ -49,11 +50,14 @@ _NOTE_COLUMNS = [
 class NoteWrites:
     """Stores synced notes: records, removals, skipped files, file facts, link targets."""
 
-    def __init__(self, store: Store, keyword: KeywordIndex, vectors: VectorIndex) -> None:
+    def __init__(
+        self, store: Store, keyword: KeywordIndex, vectors: VectorIndex, reads: NoteReads
+    ) -> None:
         self.store = store
         self.con = store.con
         self.keyword = keyword
         self.vectors = vectors
+        self.reads = reads
 
     def file_states(self) -> dict[str, tuple[str, int, int, str]]:
         """path -> (file on disk, mtime_ns, size, hash) of every indexed note."""
@@ -140,6 +144,7 @@ class NoteWrites:
                 self.store.set_meta(fts_dirty="1")
             self.store.set_meta(last_sync=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         self.vectors.forget()
+        self.reads.forget_names()
 
     def _insert(self, records: Sequence[NoteRecord], old: dict[str, list[int]]) -> list[int]:
         """Insert notes, chunks and links; returns the chunk ids inserted."""
