@@ -275,19 +275,9 @@ def _search_tools(server: MCPServer, service: VaultService) -> None:
         variants=["lex: RRF reciprocal rank", "hyde: we merge BM25 and vector lists by rank"]
         """
         filters = _filters(
-            kind,
-            type,
-            tags,
-            concepts,
-            topic,
-            project,
-            files,
-            path,
-            since,
-            until,
-            include_expired,
-            scope,
-        )
+            kind, type, tags, concepts, topic, project, files, path, since, until,
+            include_expired, scope
+        )  # fmt: skip
         result = await service.run(
             ctx,
             "search",
