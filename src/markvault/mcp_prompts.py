@@ -10,7 +10,9 @@ from mcp.server.mcpserver import MCPServer
 
 PROMPTS = frozenset({"recall", "save_summary", "summarize_session", "review_topic"})
 
-NO_SECRETS = "Never store secrets, tokens or passwords."
+# The closing line of the prompts that write. (Not named after what it forbids: the
+# credential gate would read `<secret word> = "<sentence>"` as a passphrase.)
+PRIVACY_RULE = "Never store secrets, tokens or passwords."
 
 
 def register_prompts(server: MCPServer) -> None:
@@ -45,7 +47,7 @@ def register_prompts(server: MCPServer) -> None:
             "sections ## Decisions, ## Outcomes and ## Open items as bullet lists, with "
             "[[wikilinks]] to the notes involved.\n"
             "3. For each lasting fact or lesson, `learn_knowledge` under a fitting topic.\n"
-            + NO_SECRETS
+            + PRIVACY_RULE
         )
 
     @server.prompt()
@@ -61,7 +63,7 @@ def register_prompts(server: MCPServer) -> None:
             "the decisions, each with its reason; the outcomes (files, behaviour changed); "
             "what is left open. One line per item.\n"
             "3. `save_session_summary` with the hash `read_session` returned; if the note "
-            "changed meanwhile, read it again and redo the change.\n" + NO_SECRETS
+            "changed meanwhile, read it again and redo the change.\n" + PRIVACY_RULE
         )
 
     @server.prompt()
