@@ -26,7 +26,7 @@ from mcp.shared.subscriptions import ResourceUpdated
 
 from markvault.errors import ConfigError, UsageError
 from markvault.host import open_local
-from markvault.mcp_http import (
+from markvault.server.http import (
     DEFAULT_MAX_BODY,
     TokenBucket,
     allowed_hosts,
@@ -41,8 +41,8 @@ from markvault.mcp_http import (
     uvicorn_server,
     write_tools_of,
 )
-from markvault.mcp_live import LiveServer, NoteChange
-from markvault.mcp_server import WRITE_TOOLS, build_server
+from markvault.server.live import LiveServer, NoteChange
+from markvault.server.tools import WRITE_TOOLS, build_server
 
 TRANSCRIPTS = Path(__file__).parent / "fixtures" / "claude"
 MAX_BODY = 64 * 1024
@@ -375,8 +375,8 @@ def test_serve_http_listens_on_loopback_and_never_prints_the_token(
     token_file = tmp_path / "cfg" / "token"
     script = (
         "import sys; from markvault.host import open_local;"
-        "from markvault.mcp_server import build_server;"
-        "from markvault.mcp_http import serve_http;"
+        "from markvault.server.tools import build_server;"
+        "from markvault.server.http import serve_http;"
         "v = open_local(sys.argv[1], sys.argv[2]); v.reindex(vectors=False);"
         "serve_http(build_server(v), port=0)"
     )

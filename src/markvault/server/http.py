@@ -52,7 +52,7 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import ConfigError, UsageError
+from ..errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
     import uvicorn
