@@ -140,6 +140,10 @@ ASSIGNED = [
     ),
     ("clientSecret: Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB", "Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB"),
     ("password: hunter42", "hunter42"),
+    # A phrase of words is a passphrase under a password's key (and only there).
+    ('password = "correct horse battery staple"', "correct horse battery staple"),
+    ('password: "Tr0ub4dor &3"', "Tr0ub4dor &3"),
+    ('DB_PASSWORD="hunter2 again"', "hunter2 again"),
     ("**Password:** Summer2024!", "Summer2024!"),
     ("The wifi password: Tr0ub4dor&3 (ask Sam)", "Tr0ub4dor&3"),
     (
@@ -189,6 +193,15 @@ ORDINARY = [
     "The passkey flow: passkeys replace passwords. Bypass: none. Compass: north.",
     "if password == '': raise ValueError('empty password')",
     "TOKEN=[REDACTED] and password: [REDACTED]",
+    # Sentences are prose under any key; a phrase of words is no token, key or secret.
+    'NO_SECRETS = "Never store secrets, tokens or passwords in notes."',
+    'DB_PASSWORD = "Ask the admin for it."\nAPI_TOKEN = "see the team vault"',
+    'SECRET_MESSAGE = "Meet me by the old oak tree at noon"',
+    'secret = "correct horse battery staple"\ntoken: "rotate every quarter"',
+    # Docstrings and type annotations describe a secret without holding one.
+    "refresh_token: The refresh token to exchange.\nclient_secret: The OAuth client secret.",
+    "client_secret_expires_at: int | None = None\nfile_secret_settings: SettingsCallable",
+    "token_endpoint_auth_method: Confidential-client auth method, either post or basic",
 ]
 
 HASH_CONTEXTS = [
