@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from markvault.config import credential_settings
 from markvault.credentials import (
     REDACTED,
     CredentialPolicy,
@@ -420,6 +421,17 @@ def test_fingerprints_are_stable_and_distinct() -> None:
     assert fingerprint("password", "hunter2") == f"password:{expected}"
 
 
+@pytest.mark.parametrize("kind", sorted(TOKENS))
+def test_a_fingerprint_is_never_a_finding(kind: str) -> None:
+    """Allowlists in .markvault.toml and `vault check`'s output quote fingerprints: the
+    gate must not take its own fingerprints for secrets (sync scans that file too)."""
+    found = scan(f"value: {TOKENS[kind](random.Random(11))}\npassword = hunter42x\n")
+    assert found
+    for f in found:
+        for context in ("{fp}", 'fingerprint = "{fp}"', "notes/a.md:3  {fp}", "- {fp}"):
+            assert find(context.format(fp=f.fingerprint)) == [], (f.rule, context)
+
+
 def test_entropy_measures_spread() -> None:
     assert entropy("") == 0 and entropy("aaaa") == 0
     assert entropy("abcd") == 2.0
@@ -445,7 +457,7 @@ def test_redact_mode_redacts_and_says_so() -> None:
 
 def test_refuse_mode_refuses_naming_the_note_line_and_fingerprint() -> None:
     text, _ = token_text()
-    policy = CredentialPolicy.from_config({"mode": "refuse"})
+    policy = CredentialPolicy(mode="refuse")
     with pytest.raises(CredentialRefused) as caught:
         policy.check(text, note="notes/a.md")
     err = caught.value
@@ -460,8 +472,13 @@ def test_refuse_mode_refuses_naming_the_note_line_and_fingerprint() -> None:
 def test_the_allowlist_keeps_a_known_false_positive_in_its_note_only() -> None:
     text, token = token_text()
     [finding] = scan(text)
-    policy = CredentialPolicy.from_config(
-        {"mode": "refuse", "allow": [{"note": "notes/a.md", "fingerprint": finding.fingerprint}]}
+    policy = CredentialPolicy.of(
+        credential_settings(
+            {
+                "mode": "refuse",
+                "allow": [{"note": "notes/a.md", "fingerprint": finding.fingerprint}],
+            }
+        )
     )
     kept = policy.check(text, note="notes/a.md")
     assert kept.text == text and kept.allowed == (finding,) and kept.redacted == ()
@@ -485,12 +502,12 @@ def test_the_allowlist_keeps_a_known_false_positive_in_its_note_only() -> None:
 )
 def test_a_bad_credentials_table_is_a_config_error(table: object) -> None:
     with pytest.raises(ConfigError) as caught:
-        CredentialPolicy.from_config(table)
+        credential_settings(table)
     assert "credentials" in str(caught.value)
 
 
 def test_no_table_means_redact_with_no_allowlist() -> None:
-    assert CredentialPolicy.from_config(None) == CredentialPolicy("redact", frozenset())
+    assert CredentialPolicy.of(credential_settings(None)) == CredentialPolicy("redact", frozenset())
 
 
 def test_the_gate_reads_a_vault_worth_of_notes(tmp_path: Path) -> None:

@@ -59,15 +59,14 @@ import re
 import secrets as _secrets
 import string
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from .errors import ConfigError, RefusedError
+from .config import CredentialSettings
+from .errors import RefusedError
 
 REDACTED = "[REDACTED]"
-CONFIG_TABLE = "credentials"
-MODES = ("redact", "refuse")
 Mode = Literal["redact", "refuse"]
 
 _FINGERPRINT_ITERATIONS = 10_000
@@ -437,6 +436,13 @@ _NOT_SECRET_WORDS = _words(
     hash hashed bucket object sequence schema natural composite unique"""
 )
 
+# Every rule id a finding (and so a fingerprint) may carry.
+_RULE_IDS = frozenset(
+    [rule.id for rule in TOKEN_RULES]
+    + [kind.lower().replace(" ", "-") for kind in (*_STRONG.values(), *_KEY_OWNERS.values())]
+    + ["aws-secret-key", "high-entropy-value"]
+)
+
 # Every key word above holds one of these: where they occur, a key may start.
 _HINTS = (
     *("pass", "pw", "secret", "token", "pat", "key", "cred", "auth", "access", "sig"),
@@ -624,6 +630,8 @@ def _assignment_findings(text: str, lowered: str) -> Iterable[tuple[str, str, in
             while end > start and text[end - 1] in ".,:;":
                 end -= 1  # the sentence's full stop, not the value's
         value = text[start:end]
+        if _is_fingerprint(text[key_start:end]):
+            continue  # "github-token:0123abcd4567ef89": what vault check prints, no secret
         if _names_elsewhere(text, start, end) or _is_words(value, kind, quoted, text, start):
             continue
         if strong and _code_style(key, bool(m["quote"]) or quoted, m["op"]):
@@ -634,6 +642,15 @@ def _assignment_findings(text: str, lowered: str) -> Iterable[tuple[str, str, in
             secret = _looks_random(value)
         if secret:
             yield kind.lower().replace(" ", "-"), kind, start, end
+
+
+_FINGERPRINT = re.compile(r"([a-z]+(?:-[a-z]+)*):[0-9a-f]{16}")
+
+
+def _is_fingerprint(text: str) -> bool:
+    """``<rule>:<16 hex>``, as :func:`fingerprint` makes them (allowlists quote them)."""
+    m = _FINGERPRINT.fullmatch(text)
+    return m is not None and m.group(1) in _RULE_IDS
 
 
 def _names_elsewhere(text: str, start: int, end: int) -> bool:
@@ -802,46 +819,16 @@ class Checked:
 
 @dataclass(frozen=True)
 class CredentialPolicy:
-    """A vault's ``[credentials]`` table: redact (default) or refuse, and an allowlist
-    of known false positives by note and fingerprint.
-
-    .. code-block:: toml
-
-        [credentials]
-        mode = "refuse"
-        allow = [{ note = "notes/AWS examples.md", fingerprint = "aws-access-key:1f0c..." }]
-    """
+    """A vault's ``[credentials]`` table (config.CredentialSettings) at work: redact (the
+    default) or refuse, and an allowlist of known false positives by note and
+    fingerprint."""
 
     mode: Mode = "redact"
     allow: frozenset[tuple[str, str]] = frozenset()  # (note path or "*", fingerprint)
 
     @classmethod
-    def from_config(cls, table: Any, source: str = ".markvault.toml") -> CredentialPolicy:
-        """Raises ConfigError for a table that is not of this shape."""
-        if table is None:
-            return cls()
-        example = (
-            '[credentials]\nmode = "redact"\nallow = [{ note = "notes/x.md", fingerprint = "..." }]'
-        )
-        if not isinstance(table, Mapping) or set(table) - {"mode", "allow"}:
-            raise ConfigError(f"Bad [credentials] table in {source}.", f"Example:\n{example}")
-        mode = table.get("mode", "redact")
-        if mode not in MODES:
-            raise ConfigError(
-                f"credentials.mode in {source} is {mode!r}.", 'Use "redact" or "refuse".'
-            )
-        entries = table.get("allow", [])
-        if not isinstance(entries, list) or not all(
-            isinstance(e, Mapping)
-            and isinstance(e.get("note"), str)
-            and isinstance(e.get("fingerprint"), str)
-            for e in entries
-        ):
-            raise ConfigError(
-                f"credentials.allow in {source} must be a list of {{ note, fingerprint }}.",
-                f"Example:\n{example}",
-            )
-        return cls(mode, frozenset((e["note"], e["fingerprint"]) for e in entries))
+    def of(cls, settings: CredentialSettings) -> CredentialPolicy:
+        return cls(settings.mode, settings.allow)
 
     def allows(self, note: str, finding: Finding) -> bool:
         return (note, finding.fingerprint) in self.allow or ("*", finding.fingerprint) in self.allow
