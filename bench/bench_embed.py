@@ -5,10 +5,10 @@
     python bench/bench_embed.py --ndcg                   # + nDCG@10, Cranfield and CACM (~15 min)
 
 The baseline is what the issue names: ``SentenceTransformer.encode`` of the packaged model
-in torch fp32, batch 32, of exactly the texts markvault embeds (``missing_embeddings``
-of a keyword-only index). The markvault side is a vector reindex of that keyword-only
-index (``Vault.reindex(vectors=True)``: finding the missing chunks, encoding them with the
-configured backend, writing the vectors). Model load, and the one-time ONNX export, are
+in torch fp32, batch 32, of exactly the texts markvault embeds (the missing vectors of
+a keyword-only index). The markvault side is a vector reindex of that keyword-only index
+(a local vault's ``reindex(vectors=True)``: finding the missing chunks, encoding them
+with the configured backend, writing the vectors). Model load, and the one-time ONNX export, are
 off the clock on both sides. The two are timed pair by pair (A B, then B A, ...) in one
 process, so machine load hits both alike; the ratio of each pair is printed and their
 median is the figure. Also printed: the cosine between markvault's stored vectors and
@@ -39,10 +39,11 @@ import numpy as np
 
 import gen_vault
 from markvault.config import DEFAULT_MODEL, Settings
-from markvault.embed import model_path
+from markvault.core.lifecycle import chunk_fingerprint
+from markvault.embed import SentenceEmbedder, model_path
 from markvault.encoder import backend_choice
+from markvault.host import open_local
 from markvault.index import Index
-from markvault.vault import Vault, chunk_fingerprint
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -81,9 +82,9 @@ def keyword_index(source: Path | None, notes: int, workdir: Path) -> tuple[Path,
     else:
         shutil.copytree(source, vault, symlinks=True)
     index = workdir / "index"
-    with Vault.open(vault, index) as v:
+    with open_local(vault, index) as v:
         v.reindex(vectors=False)
-        db = v.settings.db_path
+    db = Settings.load(vault=vault, index=index).db_path
     saved = workdir / "keyword-only.duckdb"
     shutil.copy2(db, saved)
     return vault, index, saved
@@ -93,7 +94,7 @@ def texts_to_embed(vault: Path, index: Path) -> list[tuple[str, str]]:
     settings = Settings.load(vault=vault, index=index)
     idx = Index.open(settings, write=False, chunk_fingerprint=chunk_fingerprint(settings.chunk))
     try:
-        return idx.missing_embeddings(settings.model)
+        return idx.vectors.missing(settings.model)
     finally:
         idx.close()
 
@@ -115,9 +116,9 @@ def speed(args: argparse.Namespace, workdir: Path) -> list[str]:
 
     baseline = plain_model()
     baseline.encode(texts[:16], batch_size=BASELINE_BATCH)  # warm, off the clock
-    with Vault.open(vault, index) as v:
-        embedder = v.embedder()
-        embedder.encode(texts[:16])  # loads (exports the model the first time), off the clock
+    # The embedder a vault makes for itself: its export is kept beside the index.
+    embedder = SentenceEmbedder(DEFAULT_MODEL, index / "encoders")
+    embedder.encode(texts[:16])  # loads (exports the model the first time), off the clock
     log(f"markvault backend: {embedder.backend} {embedder.fallback_reason or ''}")
 
     def run_baseline() -> tuple[float, np.ndarray]:
@@ -128,7 +129,7 @@ def speed(args: argparse.Namespace, workdir: Path) -> list[str]:
     def run_markvault() -> float:
         db = Settings.load(vault=vault, index=index).db_path
         shutil.copy2(saved, db)
-        with Vault.open(vault, index, embedder=embedder) as v:
+        with open_local(vault, index, embedder=embedder) as v:
             started = time.perf_counter()
             report = v.reindex(vectors=True)
             seconds = time.perf_counter() - started

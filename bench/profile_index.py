@@ -37,12 +37,13 @@ from typing import Any
 
 from markvault.chunk import chunk_note
 from markvault.config import Settings
+from markvault.core.lifecycle import chunk_fingerprint
 from markvault.files import VaultFiles, content_hash
-from markvault.index import FTS_SCHEMA, Index, NoteRecord
+from markvault.index import Index
 from markvault.links import LinkResolver
+from markvault.model import NoteRecord
 from markvault.parse import parse_note
 from markvault.text import tokenize
-from markvault.vault import chunk_fingerprint
 
 
 def rss_mb() -> float:
@@ -201,54 +202,35 @@ def profile_build(corpus: Path, workdir: Path, stages: Stages, alternatives: boo
 
     index = Index.open(settings, write=True, chunk_fingerprint=chunk_fingerprint(settings.chunk))
     timings: dict[str, float] = {"insert": 0.0}
-    original_insert_table = index._insert_table
+    original_insert_table = index.store.insert_table
 
     def timed_insert_table(name: str, table: Any, extra: str | None = None) -> None:
         started = time.perf_counter()
         original_insert_table(name, table, extra)
         timings["insert"] += time.perf_counter() - started
 
-    index._insert_table = timed_insert_table  # type: ignore[method-assign]
+    index.store.insert_table = timed_insert_table  # type: ignore[method-assign]
     with stages.stage("apply (rows -> Arrow -> INSERT)") as s:
-        index.apply(records, [], [])
+        index.writes.apply(records, [], [])
         s.note = f"of which INSERT {timings['insert']:.2f} s wall"
     n_records = len(records)
     del records
     gc.collect()
 
     with stages.stage("links (resolve)") as s:
-        resolver = LinkResolver(index.note_link_keys())
-        rows = index.links_to_resolve(None)
-        index.set_link_targets([(rid, resolver.resolve(src, t, st)) for rid, src, t, st in rows])
+        resolver = LinkResolver(index.writes.note_link_keys())
+        rows = index.writes.links_to_resolve(None)
+        index.writes.set_link_targets(
+            [(rid, resolver.resolve(src, t, st)) for rid, src, t, st in rows]
+        )
         s.note = f"{len(rows)} links"
 
-    con = index.con
-    from markvault.index import _load_extension
-
-    with stages.stage("fts: create_fts_index"):
-        _load_extension(con, settings, "fts")
-        con.execute(
-            "PRAGMA create_fts_index('chunks', 'id', 'fts_text', stemmer='none', "
-            "stopwords='none', ignore='\\s+', strip_accents=0, lower=0, overwrite=1)"
-        )
-    terms_rows = con.execute(f"SELECT count(*) FROM {FTS_SCHEMA}.terms").fetchone()
-    with stages.stage("postings + vocab from fts tables") as s:
-        con.execute("BEGIN")
-        con.execute(
-            f"""CREATE OR REPLACE TABLE postings AS
-            SELECT t.termid::INTEGER AS termid, d.name AS chunk_id,
-                   count(*)::INTEGER AS tf, any_value(d.len)::INTEGER AS dl
-            FROM {FTS_SCHEMA}.terms t JOIN {FTS_SCHEMA}.docs d USING (docid)
-            GROUP BY t.termid, d.name ORDER BY t.termid, d.name"""
-        )
-        con.execute(
-            f"CREATE OR REPLACE TABLE vocab AS SELECT term, termid::INTEGER AS termid, "
-            f"df::INTEGER AS df FROM {FTS_SCHEMA}.dict ORDER BY term"
-        )
-        con.execute("COMMIT")
-        s.note = f"{terms_rows[0] if terms_rows else 0} fts term rows"
-    with stages.stage("drop fts index + checkpoint"):
-        con.execute("PRAGMA drop_fts_index('chunks')")
+    con = index.store.con
+    with stages.stage("keyword rebuild (fts index -> postings, vocab)") as s:
+        index.keyword.rebuild()
+        terms = con.execute("SELECT count(*) FROM vocab").fetchone()
+        s.note = f"{terms[0] if terms else 0} terms"
+    with stages.stage("checkpoint"):
         con.execute("CHECKPOINT")
     postings = con.execute("SELECT count(*) FROM postings").fetchone()
     print(f"  ({n_records} notes, {postings[0] if postings else 0} postings)", flush=True)

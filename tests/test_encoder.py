@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from markvault import encoder
-from markvault.embed import Embedder, model_path
+from markvault.embed import SentenceEmbedder, model_path
 from markvault.encoder import EncoderUnavailable, backend_choice, cache_key, read_layout
 
 TEXTS = [
@@ -100,7 +100,7 @@ def plain_vectors() -> np.ndarray:
 def test_int8_encoder_is_faithful_to_torch_and_keeps_order(
     encoder_cache: Path, plain_vectors: np.ndarray
 ) -> None:
-    embedder = Embedder("all-MiniLM-L6-v2", encoder_cache)
+    embedder = SentenceEmbedder("all-MiniLM-L6-v2", encoder_cache)
     got = embedder.encode(TEXTS, batch_size=2)  # mixed lengths: sorted and padded inside
     assert embedder.backend == "onnx-int8", embedder.fallback_reason
     assert embedder.dim == 384 and got.shape == (len(TEXTS), 384)
@@ -119,7 +119,7 @@ def test_fp32_onnx_matches_torch(
     tmp_path: Path, plain_vectors: np.ndarray, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MARKVAULT_ENCODER", "onnx")
-    embedder = Embedder("all-MiniLM-L6-v2", tmp_path / "cache")
+    embedder = SentenceEmbedder("all-MiniLM-L6-v2", tmp_path / "cache")
     cosine = (embedder.encode(TEXTS) * plain_vectors).sum(axis=1)
     assert embedder.backend == "onnx" and cosine.min() > 0.9999
 
@@ -129,7 +129,7 @@ def test_torch_backend_on_request(
     encoder_cache: Path, plain_vectors: np.ndarray, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MARKVAULT_ENCODER", "torch")
-    embedder = Embedder("all-MiniLM-L6-v2", encoder_cache)
+    embedder = SentenceEmbedder("all-MiniLM-L6-v2", encoder_cache)
     cosine = (embedder.encode(TEXTS) * plain_vectors).sum(axis=1)
     assert embedder.backend == "torch" and cosine.min() > 0.9999
     assert embedder.encode_query(TEXTS[0]).shape == (384,)
@@ -143,7 +143,7 @@ def test_a_model_the_exporter_cannot_serve_falls_back_to_torch(tmp_path: Path) -
     config = json.loads(pooling.read_text())
     config.update(pooling_mode_mean_tokens=False, pooling_mode_max_tokens=True)
     pooling.write_text(json.dumps(config))
-    embedder = Embedder(str(folder), tmp_path / "cache")
+    embedder = SentenceEmbedder(str(folder), tmp_path / "cache")
     vectors = embedder.encode(TEXTS[:2])
     assert embedder.backend == "torch" and "mean or CLS" in (embedder.fallback_reason or "")
     assert vectors.shape == (2, 384)
@@ -152,10 +152,10 @@ def test_a_model_the_exporter_cannot_serve_falls_back_to_torch(tmp_path: Path) -
 
 @pytest.mark.model
 def test_a_new_process_uses_the_cached_export_without_torch(encoder_cache: Path) -> None:
-    Embedder("all-MiniLM-L6-v2", encoder_cache).load()  # exported by now
+    SentenceEmbedder("all-MiniLM-L6-v2", encoder_cache).load()  # exported by now
     code = (
-        "import sys; from pathlib import Path; from markvault.embed import Embedder; "
-        f"e = Embedder('all-MiniLM-L6-v2', Path({str(encoder_cache)!r})); "
+        "import sys; from pathlib import Path; from markvault.embed import SentenceEmbedder; "
+        f"e = SentenceEmbedder('all-MiniLM-L6-v2', Path({str(encoder_cache)!r})); "
         "v = e.encode_query('hello'); "
         "print(e.backend, v.shape[0], 'torch' in sys.modules)"
     )
@@ -167,8 +167,8 @@ def test_a_new_process_uses_the_cached_export_without_torch(encoder_cache: Path)
 def test_exporting_prints_nothing_on_stdout(tmp_path: Path) -> None:
     """An MCP server's stdout is its protocol stream: the export must stay silent there."""
     code = (
-        "from pathlib import Path; from markvault.embed import Embedder; "
-        f"Embedder('all-MiniLM-L6-v2', Path({str(tmp_path / 'cache')!r})).load()"
+        "from pathlib import Path; from markvault.embed import SentenceEmbedder; "
+        f"SentenceEmbedder('all-MiniLM-L6-v2', Path({str(tmp_path / 'cache')!r})).load()"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout == ""
@@ -179,10 +179,10 @@ def test_exporting_prints_nothing_on_stdout(tmp_path: Path) -> None:
 @pytest.mark.model
 def test_a_damaged_export_is_made_again(tmp_path: Path, plain_vectors: np.ndarray) -> None:
     cache = tmp_path / "cache"
-    Embedder("all-MiniLM-L6-v2", cache).load()
+    SentenceEmbedder("all-MiniLM-L6-v2", cache).load()
     model_file = next(cache.glob("*/model.onnx"))
     model_file.write_bytes(model_file.read_bytes()[:1000])  # as after a full disk
-    embedder = Embedder("all-MiniLM-L6-v2", cache)
+    embedder = SentenceEmbedder("all-MiniLM-L6-v2", cache)
     cosine = (embedder.encode(TEXTS) * plain_vectors).sum(axis=1)
     assert embedder.backend == "onnx-int8" and cosine.min() > 0.99
     assert model_file.stat().st_size > 1000

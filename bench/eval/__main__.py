@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import markvault
-import markvault.index
+import markvault.index.keyword
 import markvault.query
 import markvault.search
 
@@ -164,7 +164,7 @@ def evaluate_collection(
         "setup": {
             "markvault": (
                 f"{built.settings['model']}, max_pieces {built.settings['max_pieces']}, "
-                f"BM25 k1 {markvault.index.BM25_K1} b {markvault.index.BM25_B}, "
+                f"BM25 k1 {markvault.index.keyword.BM25_K1} b {markvault.index.keyword.BM25_B}, "
                 f"RRF k {markvault.search.RRF_K}; {built.notes} notes, {built.chunks} chunks, "
                 f"indexed in {built.seconds:.1f} s"
             ),

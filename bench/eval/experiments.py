@@ -3,7 +3,7 @@
 Nothing here edits ``src/``. A setting is changed in one of four ways:
 
 - a module constant patched for the duration of one run (``runner.patched``):
-  BM25's k1 and b (``markvault.index``), RRF's k and deep search's weights
+  BM25's k1 and b (``markvault.index.keyword``), RRF's k and deep search's weights
   (``markvault.search``);
 - a module function wrapped the same way: ``markvault.query.parse`` by
   ``parse_keeping_text``, to try embedding the query as written;
@@ -31,7 +31,7 @@ from typing import Any
 import regex
 from bm25s.stopwords import STOPWORDS_EN
 
-import markvault.index
+import markvault.index.keyword
 import markvault.query
 import markvault.search
 from markvault import Vault
@@ -42,7 +42,7 @@ from .notes import collection_files
 from .smart import Collection, Query
 from .variants import STOPWORDS
 
-_MODULES = {"index": markvault.index, "query": markvault.query, "search": markvault.search}
+_MODULES = {"index": markvault.index.keyword, "query": markvault.query, "search": markvault.search}
 _ORIGINAL_PARSE = markvault.query.parse
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}ー"
 # markvault.text's segmentation: CJK runs, and words of every other script.
@@ -124,7 +124,7 @@ def default_experiments() -> list[Experiment]:
     out: list[Experiment] = []
     for k1 in (0.9, 1.2, 1.5, 2.0):
         for b in (0.5, 0.75, 0.9):
-            if (k1, b) != (markvault.index.BM25_K1, markvault.index.BM25_B):
+            if (k1, b) != (markvault.index.keyword.BM25_K1, markvault.index.keyword.BM25_B):
                 out.append(
                     Experiment(
                         f"BM25 k1={k1} b={b}",
