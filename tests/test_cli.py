@@ -152,12 +152,36 @@ def test_missing_vault_is_a_clear_error(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "No vault folder" in result.output
 
 
-def test_keyword_search_process_never_imports_torch(small: Path) -> None:
-    """The console script's keyword path stays light: no torch, no sentence-transformers."""
+# What a keyword search of a ready index never needs: the model, the sync (parsing,
+# chunking, worker processes), the session pipeline, the writers, Arrow and the watcher.
+NOT_FOR_KEYWORD_SEARCH = (
+    "torch",
+    "sentence_transformers",
+    "onnxruntime",
+    "pyarrow",
+    "markdown_it",
+    "multiprocessing",
+    "watchfiles",
+    "yaml",
+    "markvault.sync",
+    "markvault.parse",
+    "markvault.sessions",
+    "markvault.credentials",
+    "markvault.core.writing",
+    "markvault.core.session_import",
+    "markvault.core.session_notes",
+    "markvault.core.context",
+    "markvault.index.sessions",
+)
+
+
+def test_keyword_search_process_imports_only_what_it_uses(small: Path) -> None:
+    """The console script's keyword path stays light: no model, no sync, no sessions."""
     code = (
         "import sys; from markvault.cli import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)\n"
+        f"heavy = {NOT_FOR_KEYWORD_SEARCH!r}\n"
+        "print('LOADED=' + ','.join(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
     )
     args = [
         "--vault",
@@ -178,7 +202,7 @@ def test_keyword_search_process_never_imports_torch(small: Path) -> None:
         check=False,
     )
     assert "notes/alpha.md" in proc.stdout
-    assert "NO-TORCH" in proc.stderr
+    assert "LOADED=\n" in proc.stderr, proc.stderr
 
 
 def test_move_delete_trash_restore(small: Path) -> None:

@@ -17,7 +17,6 @@ import click
 
 from .config import Settings
 from .errors import MarkvaultError, UsageError
-from .frontmatter import parse_yaml_value
 from .model import PAGE_CHARS, SCOPES, Edit, Filters, Op, ReindexReport, SearchResult
 from .shared import connect
 from .vault import Vault, parse_lines
@@ -656,6 +655,8 @@ def _edit_from_options(options: dict[str, Any]) -> Edit:
             raise UsageError(
                 f"Bad --set {value!r}.", "Use --set KEY=VALUE, e.g. --set 'tags=[a, b]'."
             )
+        from .frontmatter import parse_yaml_value  # YAML is loaded by the edits that need it
+
         return Edit(op, key=key.strip(), value=parse_yaml_value(raw))
     if text is None:
         raise UsageError("This change needs --text TEXT (or --text - to read stdin).")

@@ -17,7 +17,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import errors
 from .calls import Call, SyncReport
@@ -26,7 +26,9 @@ from .core import Core
 from .embed import Embedder
 from .model import SearchResult
 from .vault import Vault
-from .watch import WatchBatch, Watcher, vault_callback
+
+if TYPE_CHECKING:
+    from .watch import WatchBatch
 
 CLOSE_WAIT_SECONDS = 1.5  # a stopping host waits this long for a call under way
 BUSY_ANSWER_SECONDS = 3.0  # a read waits this long for a running sync, then says so
@@ -187,6 +189,7 @@ class LocalHost:
         if self._core.keeper.watcher is not None:
             return
         settings = self.settings
+        from .watch import Watcher, vault_callback  # only hosts that watch load watchfiles
 
         def synced(batch: WatchBatch, report: Any) -> None:
             self._wake.set()

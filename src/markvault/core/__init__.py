@@ -3,18 +3,27 @@
 The faces call the facade (``vault.Vault``), which routes each call to the process that
 owns the index; there ``Core`` hands it to the part it concerns. ``index/`` owns the
 DuckDB file and ``files.py`` reads and writes the vault's files.
+
+Each part is made (and its module imported) the first time a call needs it: a
+short-lived `vault search` loads the index layer and the search, never the writers, the
+session pipeline or the link graph.
 """
 
 from __future__ import annotations
 
+from functools import cached_property
+from typing import TYPE_CHECKING
+
 from ..config import Settings
 from ..embed import Embedder
-from .context import ContextViews
 from .lifecycle import IndexKeeper
-from .reading import NoteReader
-from .session_import import SessionImporter
-from .session_notes import SessionNotes
-from .writing import NoteWriter
+
+if TYPE_CHECKING:
+    from .context import ContextViews
+    from .reading import NoteReader
+    from .session_import import SessionImporter
+    from .session_notes import SessionNotes
+    from .writing import NoteWriter
 
 
 class Core:
@@ -23,11 +32,41 @@ class Core:
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         """``embedder`` lets several vaults share one loaded model (its name must match)."""
         self.keeper = IndexKeeper(settings, embedder)  # lifecycle and sync
-        self.notes = NoteReader(self.keeper)  # note reads and paging
-        self.writer = NoteWriter(self.keeper, self.notes)  # note writes and templates
-        self.context = ContextViews(self.keeper, self.notes)  # context and the link graph
-        self.importer = SessionImporter(self.keeper)  # the session import pipeline
-        self.sessions = SessionNotes(self.keeper, self.notes)  # session notes once imported
+
+    @cached_property
+    def notes(self) -> NoteReader:
+        """Note reads, search and paging."""
+        from .reading import NoteReader
+
+        return NoteReader(self.keeper)
+
+    @cached_property
+    def writer(self) -> NoteWriter:
+        """Note writes and templates."""
+        from .writing import NoteWriter
+
+        return NoteWriter(self.keeper, self.notes)
+
+    @cached_property
+    def context(self) -> ContextViews:
+        """Context and the link graph."""
+        from .context import ContextViews
+
+        return ContextViews(self.keeper, self.notes)
+
+    @cached_property
+    def importer(self) -> SessionImporter:
+        """The session import pipeline."""
+        from .session_import import SessionImporter
+
+        return SessionImporter(self.keeper)
+
+    @cached_property
+    def sessions(self) -> SessionNotes:
+        """Session notes once imported."""
+        from .session_notes import SessionNotes
+
+        return SessionNotes(self.keeper, self.notes)
 
     @property
     def settings(self) -> Settings:

@@ -19,7 +19,6 @@ from ..embed import Embedder, SentenceEmbedder
 from ..files import VaultFiles
 from ..index import Index, IndexUnusable
 from ..model import Progress, ReindexReport
-from ..sync import EMBED_GROUP, Syncer
 
 if TYPE_CHECKING:
     from ..watch import Watcher
@@ -118,6 +117,10 @@ class IndexKeeper:
         index = self.open_index(write=True)
         self.files.remove_stale_temp_files()
         tracked = ActivityProgress(progress, self)
+        # Imported here: a process that only reads an index it finds ready never loads
+        # the sync (parsing, chunking, worker processes).
+        from ..sync import Syncer
+
         try:
             report = Syncer(self.settings, index, self.files).run(
                 vectors=vectors,
@@ -189,7 +192,7 @@ class IndexKeeper:
             "deleted": sum(1 for p in known if p not in on_disk),
         }
 
-    def chunks_without_vectors(self, limit: int = EMBED_GROUP) -> list[tuple[str, str]]:
+    def chunks_without_vectors(self, limit: int) -> list[tuple[str, str]]:
         """Up to ``limit`` (content hash, text the model reads) of chunks that have no
         vector yet, when the model is loaded (a server's background backfill)."""
         if self._embedder is None or not self._embedder.loaded:

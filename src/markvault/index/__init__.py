@@ -9,13 +9,18 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+from typing import TYPE_CHECKING
+
 from ..config import Settings
 from .keyword import KeywordIndex
 from .reads import NoteReads
-from .sessions import SessionQueries
 from .store import IndexUnusable, Store
 from .vectors import VectorIndex
-from .writes import NoteWrites
+
+if TYPE_CHECKING:
+    from .sessions import SessionQueries
+    from .writes import NoteWrites
 
 __all__ = ["Index", "IndexUnusable"]
 
@@ -28,8 +33,20 @@ class Index:
         self.reads = NoteReads(store)
         self.keyword = KeywordIndex(store, self.reads)
         self.vectors = VectorIndex(store)
-        self.writes = NoteWrites(store, self.keyword, self.vectors, self.reads)
-        self.sessions = SessionQueries(store)
+
+    # The write path and the session tables are loaded (with pyarrow, which they build
+    # their tables with) by the first call that needs them: a search needs neither.
+    @cached_property
+    def writes(self) -> NoteWrites:
+        from .writes import NoteWrites
+
+        return NoteWrites(self.store, self.keyword, self.vectors, self.reads)
+
+    @cached_property
+    def sessions(self) -> SessionQueries:
+        from .sessions import SessionQueries
+
+        return SessionQueries(self.store)
 
     @classmethod
     def open(cls, settings: Settings, *, write: bool, chunk_fingerprint: str) -> Index:

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from ..errors import UsageError
 from ..model import Filters
@@ -66,6 +65,8 @@ class NoteReads:
     def _query_paths(self, paths: Sequence[str], sql: str) -> list[tuple[Any, ...]]:
         """Run ``sql`` with the table ``wanted(path)`` holding ``paths`` (a bound list of
         thousands of strings is slow to bind)."""
+        import pyarrow as pa  # only here: most reads need no Arrow table
+
         self.con.register("wanted", pa.table({"path": pa.array(list(paths), pa.string())}))
         try:
             return self.con.execute(sql).fetchall()

@@ -12,13 +12,15 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
 
 from ..config import Settings
 from ..errors import IndexBusyError, MarkvaultError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 SCHEMA_VERSION = "5"
 

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from ..model import embed_input
 from .store import Store
@@ -71,6 +70,8 @@ class VectorIndex:
         return [(r[0], embed_input(r[1], r[2])) for r in rows]
 
     def add(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        import pyarrow as pa  # a search never writes vectors
+
         dim = vectors.shape[1]
         flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel())
         table = pa.table(

@@ -1,6 +1,9 @@
 """The write path: what a sync stores. Notes, chunks and links are replaced note by
 note in one transaction, the keyword index is updated in the same transaction when the
 change is small (``keyword.KeywordIndex``), and links are resolved afterwards.
+
+pyarrow, which the rows go in as, is imported by the methods that write: a command that
+only compares file states (the search's "index is behind" check) never loads it.
 """
 
 from __future__ import annotations
@@ -9,8 +12,6 @@ import json
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
-
-import pyarrow as pa
 
 from ..model import NoteRecord
 from .keyword import KeywordIndex
@@ -70,6 +71,8 @@ class NoteWrites:
 
     def touch(self, stats: Iterable[tuple[str, str, int, int]]) -> None:
         """Record new (file, mtime, size) for notes whose bytes did not change."""
+        import pyarrow as pa
+
         rows = list(stats)
         if not rows:
             return
@@ -100,6 +103,8 @@ class NoteWrites:
         Chunk ids are kept for chunks whose text is unchanged, also across renames,
         so that ``#id`` citations survive edits elsewhere in a note.
         """
+        import pyarrow as pa
+
         paths = [r.note.path for r in records]
         gone = sorted({*paths, *removed, *(s[0] for s in skipped)})
         with self.store.transaction():
@@ -148,6 +153,8 @@ class NoteWrites:
 
     def _insert(self, records: Sequence[NoteRecord], old: dict[str, list[int]]) -> list[int]:
         """Insert notes, chunks and links; returns the chunk ids inserted."""
+        import pyarrow as pa
+
         n_chunks = sum(len(r.chunks) for r in records)
         fresh = iter(
             r[0]
@@ -223,6 +230,8 @@ class NoteWrites:
         ).fetchall()
 
     def set_link_targets(self, resolved: Sequence[tuple[int, str | None]]) -> None:
+        import pyarrow as pa
+
         if not resolved:
             return
         table = pa.table(
@@ -241,6 +250,7 @@ class NoteWrites:
 
 def _note_row(rec: NoteRecord) -> dict[str, Any]:
     """The ``notes`` row of a record."""
+
     note, f = rec.note, rec.note.fields
     return {
         "path": note.path,
