@@ -1,0 +1,175 @@
+"""Every CLI call as a new process: `vault --help` and a keyword `vault search`, without
+and with an owner (`vault watch`) holding the index, wall time per call.
+
+    python bench/bench_cli.py                           # a generated 2,000-note vault
+    python bench/bench_cli.py --vault /path/to/notes    # any folder (indexed elsewhere)
+    python bench/bench_cli.py --baseline-src /tmp/old/src   # A/B against another tree
+
+Each figure is the median of ``--runs`` calls. With ``--baseline-src`` every call is made
+twice, once with this tree and once with that one (``PYTHONPATH``; same interpreter,
+same environment, same index), alternating which goes first, so machine load hits both
+alike; the ratio of each pair is taken and their median printed. Also printed: what
+``import markvault.cli`` and each call import (``python -X importtime``, summed by
+package), and the load average. The owner never loads a model (``MARKVAULT_MODEL``
+names a missing folder), so it takes no CPU from the calls. Measures and prints; never
+asserts. The table goes to ``bench/out/cli.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import gen_vault
+
+HERE = Path(__file__).resolve().parent
+OUT_DIR = HERE / "out"
+QUERIES = ["project notes", "search index", "error handling", "meeting", "design review"]
+
+
+def log(message: str) -> None:
+    print(f"[bench_cli] {message}", file=sys.stderr, flush=True)
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+class Tree:
+    """One source tree's way of running `vault` (this one, or a baseline's src)."""
+
+    def __init__(self, name: str, src: Path | None, site: list[str], env: dict[str, str]):
+        self.name = name
+        self.env = dict(env)
+        if src is not None:
+            self.env["PYTHONPATH"] = str(src)
+        self.site = site
+
+    def argv(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "markvault.cli", *self.site, *args]
+
+    def time_call(self, *args: str) -> float:
+        started = time.perf_counter()
+        done = subprocess.run(self.argv(*args), capture_output=True, env=self.env, check=False)
+        seconds = time.perf_counter() - started
+        if done.returncode not in (0, 1):  # 1: nothing found
+            raise RuntimeError(f"{self.name} {args}: {done.stderr.decode()[-800:]}")
+        return seconds
+
+    def imports(self, *args: str) -> str:
+        """Import time summed by top-level package (the five largest), and the total."""
+        code = (
+            "import sys; from markvault.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        )
+        argv = [sys.executable, "-X", "importtime", "-c", code, *self.site, *args]
+        done = subprocess.run(argv, capture_output=True, text=True, env=self.env, check=False)
+        spent: collections.Counter[str] = collections.Counter()
+        for line in done.stderr.splitlines():
+            if line.startswith("import time:") and "self [us]" not in line:
+                own, _, name = line.split("|")
+                spent[name.strip().split(".")[0]] += int(own.split(":")[1])
+        top = ", ".join(f"{k} {v / 1000:.0f}" for k, v in spent.most_common(5))
+        return f"{sum(spent.values()) / 1000:.0f} ms ({top})"
+
+
+def measure(trees: list[Tree], args: list[list[str]], runs: int) -> list[list[float]]:
+    """Seconds per call, per tree; calls alternate between trees and rotate ``args``."""
+    samples: list[list[float]] = [[] for _ in trees]
+    for turn in range(runs):
+        order = list(range(len(trees)))
+        if turn % 2:
+            order.reverse()
+        for i in order:
+            samples[i].append(trees[i].time_call(*args[turn % len(args)]))
+    return samples
+
+
+def row(label: str, trees: list[Tree], samples: list[list[float]]) -> str:
+    cells = [f"{statistics.median(s) * 1000:.0f} ms" for s in samples]
+    if len(samples) == 2:
+        ratios = [a / b for a, b in zip(samples[0], samples[1], strict=True)]
+        cells.append(f"{statistics.median(ratios):.2f}x")
+    return f"| {label} | " + " | ".join(cells) + " |"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--vault", type=Path, help="a folder of notes (default: generated)")
+    p.add_argument("--notes", type=int, default=2000, help="size of the generated vault")
+    p.add_argument("--runs", type=int, default=15, help="calls per figure and tree")
+    p.add_argument("--baseline-src", type=Path, help="another tree's src/ to compare with")
+    args = p.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="mv-cli-"))
+    owner = None
+    try:
+        vault = args.vault
+        if vault is None:
+            vault = work / "vault"
+            gen_vault.generate(vault, args.notes, 7)
+        site = ["--vault", str(vault), "--index", str(work / "index")]
+        env = {**os.environ, "MARKVAULT_MODEL": str(work / "no-model-here")}
+        trees = [Tree("this tree", None, site, env)]
+        if args.baseline_src:
+            trees.insert(0, Tree("baseline", args.baseline_src.resolve(), site, env))
+        log("building the keyword index")
+        trees[-1].time_call("reindex", "--no-vectors", "--quiet")
+        searches = [["search", q, "--mode", "keyword", "--json"] for q in QUERIES]
+        load_start = load_average()
+        names = " | ".join(t.name for t in trees)
+        lines = [
+            f"CLI calls as new processes on {vault} ({args.runs} calls each); "
+            f"{os.cpu_count()} cores, load average {load_start} at start.",
+            "",
+            f"| call | {names} |" + (" speed-up (baseline / this tree) |" if len(trees) == 2 else ""),
+            "| --- | " + " | ".join("---" for _ in trees) + (" | --- |" if len(trees) == 2 else ""),
+        ]
+        log("--help")
+        lines.append(row("`vault --help`", trees, measure(trees, [["--help"]], args.runs)))
+        log("search, no owner")
+        lines.append(
+            row("`vault search` (keyword), no owner", trees, measure(trees, searches, args.runs))
+        )
+        imports = {t.name: (t.imports("--help"), t.imports(*searches[0])) for t in trees}
+        log("search, with `vault watch` owning the index")
+        owner = subprocess.Popen(
+            trees[-1].argv("watch"), env=trees[-1].env, stderr=subprocess.PIPE, text=True
+        )
+        assert owner.stderr is not None
+        for line in owner.stderr:  # "Watching ..." once it owns the index
+            if line.startswith("Watching"):
+                break
+        lines.append(
+            row("`vault search` (keyword), owner running", trees, measure(trees, searches, 10))
+        )
+        for t in trees:
+            owned = t.imports(*searches[0])
+            help_imports, search_imports = imports[t.name]
+            lines.append("")
+            lines.append(
+                f"Imports, {t.name}: `--help` {help_imports}; `search` {search_imports}; "
+                f"`search` with an owner {owned}."
+            )
+        lines.append(f"\nLoad average at end: {load_average()}.")
+    finally:
+        if owner is not None:
+            owner.terminate()
+            owner.wait(30)
+        shutil.rmtree(work, ignore_errors=True)
+    text = "\n".join(lines)
+    print(text)
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    (OUT_DIR / "cli.md").write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
