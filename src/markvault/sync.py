@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import time
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from .chunk import chunk_note
@@ -52,6 +52,9 @@ def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> 
     tokens = [" ".join(tokenize(f"{note.title} {c.context}\n{c.text}")) for c in chunks]
     return NoteRecord(note, chunks, tokens, stat.file, content_hash(data), stat.mtime_ns, stat.size)
 
+
+# A first build writes the notes this many at a time as they are read (see scan_changes).
+APPLY_BATCH = 500
 
 # Below this many files to read, worker processes cost more than they save.
 PARALLEL_MIN_FILES = 200
@@ -111,9 +114,20 @@ class Syncer:
         self.index = index
         self.files = files
 
-    def scan_changes(self, progress: Progress, hints: Iterable[str] | None = None) -> Changes:
+    def scan_changes(
+        self,
+        progress: Progress,
+        hints: Iterable[str] | None = None,
+        store: Callable[[list[NoteRecord], dict[str, tuple[str, int, int, str]]], None]
+        | None = None,
+    ) -> Changes:
         """What changed on disk: everything, or only under the ``hints`` (files or
-        folders a watcher saw change; renames are matched by content hash as usual)."""
+        folders a watcher saw change; renames are matched by content hash as usual).
+
+        ``store``: when no note was removed (so no rename can need a removed note's
+        chunk ids), records are handed to it ``APPLY_BATCH`` at a time as they are read
+        instead of being kept in ``records``: a first build holds one batch of the
+        vault, never all of it."""
         hint_list = None if hints is None else sorted({h.strip("/") for h in hints})
         on_disk, warnings = self.files.scan(under=hint_list)
         known = self.index.writes.file_states()
@@ -131,24 +145,35 @@ class Syncer:
             to_read.append(st)
 
         changes = Changes([], [], [], [], unchanged, known, warnings)
+        gone = (set(known) | set(skipped_before)) - set(on_disk)
+        if hint_list is not None:
+            nfc = [unicodedata.normalize("NFC", h) for h in hint_list]
+            gone = {p for p in gone if _within(p, nfc)}
+        changes.removed = sorted(gone)
+        if changes.removed:
+            store = None
+        batch: list[NoteRecord] = []
         progress.start("Reading notes", len(to_read))
         todo = [(st, known[st.path][3] if st.path in known else None) for st in to_read]
         for st, (outcome, value) in read_files(self.files, self.settings, todo, progress):
             if outcome == "record":
                 assert isinstance(value, NoteRecord)
-                changes.records.append(value)
+                if store is None:
+                    changes.records.append(value)
+                    continue
+                batch.append(value)
+                if len(batch) >= APPLY_BATCH:
+                    store(batch, known)
+                    batch = []
             elif outcome == "touched":
                 changes.touched.append((st.path, st.file, st.mtime_ns, st.size))
             elif outcome == "skipped":
                 changes.skipped.append((st.path, str(value), st.mtime_ns, st.size))
             else:
                 warnings.append(str(value))
+        if batch and store is not None:
+            store(batch, known)
         progress.finish()
-        gone = (set(known) | set(skipped_before)) - set(on_disk)
-        if hint_list is not None:
-            nfc = [unicodedata.normalize("NFC", h) for h in hint_list]
-            gone = {p for p in gone if _within(p, nfc)}
-        changes.removed = sorted(gone)
         return changes
 
     def run(
@@ -169,29 +194,17 @@ class Syncer:
         report.notices.extend(self.index.notices)
         self.index.notices.clear()
 
-        changes = self.scan_changes(progress, hints)
-        known = changes.known
-        removed_hashes = {known[p][3]: p for p in changes.removed if p in known}
-        for rec in changes.records:
-            if rec.note.path in known:
-                report.updated += 1
-            elif rec.hash in removed_hashes:
-                report.renamed += 1
-            else:
-                report.added += 1
-        report.removed = len(changes.removed) - report.renamed
-        report.unchanged = changes.unchanged + len(changes.touched)
-        report.warnings = [{"path": w.split(":", 1)[0], "message": w} for w in changes.warnings]
-        for rec in changes.records:
-            for problem in rec.note.problems:
-                report.warnings.append({"path": rec.note.path, "message": problem})
-        report.errors = [{"path": s[0], "message": s[1]} for s in changes.skipped]
-
+        stored = StoredNotes(self.index, report)
+        changes = self.scan_changes(progress, hints, stored.store)
         self.index.writes.touch(changes.touched)
         if changes.records or changes.removed or changes.skipped:
-            aliases_before = dict(self.index.writes.note_link_keys())
-            self.index.writes.apply(changes.records, changes.removed, changes.skipped)
-            self._resolve_links(changes, aliases_before)
+            stored.store(changes.records, changes.known, changes.removed, changes.skipped)
+        if stored.wrote:
+            self._resolve_links(changes.removed, stored)
+        report.removed = len(changes.removed) - report.renamed
+        report.unchanged = changes.unchanged + len(changes.touched)
+        report.warnings[:0] = [{"path": w.split(":", 1)[0], "message": w} for w in changes.warnings]
+        report.errors = [{"path": s[0], "message": s[1]} for s in changes.skipped]
         if self.index.keyword.dirty():
             self.index.keyword.rebuild()
         elif self.index.keyword.needs_compaction():
@@ -208,14 +221,11 @@ class Syncer:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _resolve_links(self, changes: Changes, aliases_before: dict[str, list[str]]) -> None:
+    def _resolve_links(self, removed: list[str], stored: StoredNotes) -> None:
         notes = self.index.writes.note_link_keys()
         # A new, removed or re-aliased note can change where any link points;
         # otherwise only the changed notes' own links need resolving.
-        set_changed = changes.removed or any(
-            aliases_before.get(r.note.path) != list(r.note.aliases) for r in changes.records
-        )
-        sources = None if set_changed else [r.note.path for r in changes.records]
+        sources = None if removed or stored.aliases_changed else stored.paths
         resolver = LinkResolver(notes)
         rows = self.index.writes.links_to_resolve(sources)
         self.index.writes.set_link_targets(
@@ -249,6 +259,48 @@ class Syncer:
         done, _ = self.index.vectors.counts(model)
         report.reused = max(0, done - len(missing))
         self.index.vectors.prune()
+
+
+class StoredNotes:
+    """Writes a sync's records, all at once or batch by batch as they are read,
+    counting them into the report and keeping what link resolution needs of them."""
+
+    def __init__(self, index: Index, report: ReindexReport) -> None:
+        self.index = index
+        self.report = report
+        self.wrote = False
+        self.paths: list[str] = []  # the notes written
+        self.aliases_changed = False  # a written note is new or has other aliases
+        self._aliases_before: dict[str, list[str]] | None = None
+
+    def store(
+        self,
+        records: Sequence[NoteRecord],
+        known: dict[str, tuple[str, int, int, str]],
+        removed: Sequence[str] = (),
+        skipped: Sequence[tuple[str, str, int, int]] = (),
+    ) -> None:
+        """Write ``records`` (and drop ``removed``, note ``skipped``) in one transaction;
+        ``known`` is the index's view before the sync."""
+        if self._aliases_before is None:  # read before the first write
+            self._aliases_before = dict(self.index.writes.note_link_keys())
+        before = self._aliases_before
+        removed_hashes = {known[p][3] for p in removed if p in known}
+        report = self.report
+        for rec in records:
+            path = rec.note.path
+            if path in known:
+                report.updated += 1
+            elif rec.hash in removed_hashes:
+                report.renamed += 1
+            else:
+                report.added += 1
+            report.warnings.extend({"path": path, "message": p} for p in rec.note.problems)
+            if before.get(path) != list(rec.note.aliases):
+                self.aliases_changed = True
+            self.paths.append(path)
+        self.index.writes.apply(records, removed, skipped)
+        self.wrote = True
 
 
 def _within(path: str, hints: list[str]) -> bool:
