@@ -194,6 +194,24 @@ class Syncer:
         report.notices.extend(self.index.notices)
         self.index.notices.clear()
 
+        with self.index.store.deferred_checkpoints():
+            self._sync_notes(report, hints, progress)
+
+        if vectors and embedder is not None:
+            self._embed(embedder(), report, progress, embed_limit)
+
+        stats = self.index.reads.stats()
+        report.notes = stats["notes"]
+        report.chunks = stats["chunks"]
+        report.notices.extend(self.index.notices)
+        self.index.notices.clear()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _sync_notes(
+        self, report: ReindexReport, hints: Iterable[str] | None, progress: Progress
+    ) -> None:
+        """Bring the notes and the keyword index in step with the files."""
         stored = StoredNotes(self.index, report)
         changes = self.scan_changes(progress, hints, stored.store)
         self.index.writes.touch(changes.touched)
@@ -209,17 +227,6 @@ class Syncer:
             self.index.keyword.rebuild()
         elif self.index.keyword.needs_compaction():
             self.index.keyword.compact()
-
-        if vectors and embedder is not None:
-            self._embed(embedder(), report, progress, embed_limit)
-
-        stats = self.index.reads.stats()
-        report.notes = stats["notes"]
-        report.chunks = stats["chunks"]
-        report.notices.extend(self.index.notices)
-        self.index.notices.clear()
-        report.seconds = time.perf_counter() - started
-        return report
 
     def _resolve_links(self, removed: list[str], stored: StoredNotes) -> None:
         notes = self.index.writes.note_link_keys()
