@@ -129,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
             f"CLI calls as new processes on {vault} ({args.runs} calls each); "
             f"{os.cpu_count()} cores, load average {load_start} at start.",
             "",
-            f"| call | {names} |" + (" speed-up (baseline / this tree) |" if len(trees) == 2 else ""),
+            f"| call | {names} |"
+            + (" speed-up (baseline / this tree) |" if len(trees) == 2 else ""),
             "| --- | " + " | ".join("---" for _ in trees) + (" | --- |" if len(trees) == 2 else ""),
         ]
         log("--help")

@@ -191,7 +191,8 @@ def eval_collection(name: str, backend: str) -> float | None:
         return None
     data = json.loads(result.read_text(encoding="utf-8"))
     runs = data["collections"][0]["runs"] if "collections" in data else data["runs"]
-    return next(float(r["ndcg10"]) for r in runs if r["system"] == "markvault vector")
+    run = next(r for r in runs if r["system"] == "markvault vector")
+    return float(run.get("ndcg@10", run.get("ndcg10")))
 
 
 def ndcg(backend: str) -> list[str]:
