@@ -29,6 +29,7 @@ import contextlib
 import inspect
 import json
 import logging
+import os
 import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
@@ -40,6 +41,7 @@ import numpy as np
 from .encoder import EncoderUnavailable, ModelLayout, OnnxEncoder
 
 OPSET = 17
+QUIET_LOGGERS = ("torch", "onnx", "onnxruntime", "onnxscript", "transformers")
 SMOOTH_ALPHA = 0.5  # SmoothQuant's migration strength: half the range moves to the weights
 # A fresh export must reproduce torch's vectors this closely on CHECK_TEXTS, or it is
 # not used (int8 measured at 0.995 or more on these, fp32 at 1.0000).
@@ -228,12 +230,32 @@ def _smooth(model: Any, nodes: Sequence[Any], ranges: dict[str, np.ndarray]) -> 
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """The exporters warn about tracing and log advice; none of it is for users."""
-    previous = logging.root.manager.disable
-    logging.disable(logging.WARNING)
+    """The exporters warn about tracing and log advice; none of it is for users. Only
+    their own loggers are quieted: the export may run in a background thread, and a
+    process-wide ``logging.disable`` would swallow every other thread's warnings."""
+    loggers = [logging.getLogger(name) for name in QUIET_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR)
+    # onnxruntime's quantizer logs its advice on the root logger itself.
+    advice = _DropFrom(("onnxruntime", "onnx"))
+    logging.root.addFilter(advice)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             yield
     finally:
-        logging.disable(previous)
+        logging.root.removeFilter(advice)
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+
+
+class _DropFrom(logging.Filter):
+    """Drops the records logged from these packages' files."""
+
+    def __init__(self, packages: Sequence[str]) -> None:
+        super().__init__()
+        self.parts = tuple(f"{os.sep}{p}{os.sep}" for p in packages)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not any(part in record.pathname for part in self.parts)
