@@ -49,7 +49,7 @@ def test_templates_travel_with_the_vault_and_are_never_indexed(tmp_path: Path) -
         encoding="utf-8",
     )
     with open_local(vault, tmp_path / "index") as v:
-        made = v.new_note("note", "Alpha")
+        made = vault / v.new_note("note", "Alpha")["path"]
         assert "## Our own heading" in made.read_text(encoding="utf-8")
         report = v.reindex(vectors=False)
         assert report.notes == 1  # the new note; no template
@@ -90,7 +90,7 @@ def test_an_existing_obsidian_vault_keeps_every_file_byte_for_byte(tmp_path: Pat
     }
     # A templates/ folder of Obsidian's is not markvault's: the vault's own wins.
     with open_local(vault, tmp_path / "index") as v:
-        text = v.new_note("note", "Mine").read_text(encoding="utf-8")
+        text = (vault / v.new_note("note", "Mine")["path"]).read_text(encoding="utf-8")
     assert "from Obsidian's own templates" not in text and text.startswith("---\nid: n-")
 
 

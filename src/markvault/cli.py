@@ -718,6 +718,7 @@ def edit(ctx: click.Context, ref: str, expected: str, as_json: bool, **options: 
     else:
         state = "changed" if result["changed"] else "unchanged (the edit changed nothing)"
         click.echo(f"{result['path']} {state} · hash {result['hash']}")
+        _say_redacted(result)
 
 
 @main.command()
@@ -726,14 +727,23 @@ def edit(ctx: click.Context, ref: str, expected: str, as_json: bool, **options: 
 @click.option("--topic", help="Topic (required for knowledge): knowledge/<topic>/.")
 @click.option("--tags", default="", help="Comma-separated tags, e.g. search,duckdb.")
 @click.option("--project", help="Project the note belongs to.")
+@click.option("--json", "as_json", is_flag=True, help="Print path, id, hash and title as JSON.")
 @click.pass_context
 @handle_errors
 def new(
-    ctx: click.Context, kind: str, title: str, topic: str | None, tags: str, project: str | None
+    ctx: click.Context,
+    kind: str,
+    title: str,
+    topic: str | None,
+    tags: str,
+    project: str | None,
+    as_json: bool,
 ) -> None:
     """Create a note from templates/KIND.md in the kind's folder; print its path.
 
-    Never overwrites: an existing file of that name is an error (exit 5).
+    Never overwrites: an existing file of that name is an error (exit 5). A
+    credential in the title, topic, project, tags or template is redacted (said on
+    stderr), or refused (exit 6) when the vault's [credentials] mode is "refuse".
 
     \b
     Examples:
@@ -741,8 +751,13 @@ def new(
       vault new knowledge "BM25 saturates term frequency" --topic search
       vault new session "Refactor the indexer" --project markvault
     """
-    path = open_vault(ctx).new_note(kind, title, topic=topic, tags=tags.split(","), project=project)
-    click.echo(str(path))
+    vault = open_vault(ctx)
+    result = vault.new_note(kind, title, topic=topic, tags=tags.split(","), project=project)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(str(vault.settings.vault_dir / result["path"]))
+    _say_redacted(result)
 
 
 # ---- move, delete, trash, knowledge, context ------------------------------------------
@@ -755,6 +770,14 @@ def _print_changed(data: dict[str, Any], as_json: bool, verb: str) -> None:
     click.echo(
         f"{verb} {data.get('path')}" + (f"  (hash {data['hash']})" if data.get("hash") else "")
     )
+    _say_redacted(data)
+
+
+def _say_redacted(result: dict[str, Any]) -> None:
+    """What the credential gate redacted in a write, on stderr (stdout stays the
+    result a script reads)."""
+    if result.get("credentials"):
+        click.echo(click.style(f"{result['credentials']}.", fg="yellow"), err=True)
 
 
 def _print_notes(
@@ -1406,6 +1429,7 @@ def sessions_summarize(
     else:
         state = "summary saved" if result["changed"] else "unchanged (same summary)"
         click.echo(f"{result['path']} {state} · hash {result['hash']}")
+        _say_redacted(result)
 
 
 def _read_text_file(path: str) -> str:

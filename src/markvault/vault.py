@@ -175,11 +175,6 @@ class Vault:
         return self._core.notes.get_many(refs, pattern, max_chars)
 
     @reads
-    def written(self, path: Path) -> dict[str, Any]:
-        """Path, id, URI, hash and title of a note just written."""
-        return self._core.notes.written(path)
-
-    @reads
     def trash(self) -> list[dict[str, object]]:
         """What the trash holds, newest first."""
         return self._core.notes.trash()
@@ -213,8 +208,9 @@ class Vault:
         project: str | None = None,
         content: str = "",
         edits: Sequence[Edit] = (),
-    ) -> Path:
-        """Create a note from its kind's template; never overwrites."""
+    ) -> dict[str, Any]:
+        """Create a note from its kind's template; never overwrites. Its path, id, URI,
+        hash and title, and what the credential gate redacted."""
         return self._core.writer.new_note(
             kind, title, topic=topic, tags=tags, project=project, content=content, edits=edits
         )

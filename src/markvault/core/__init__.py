@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..config import Settings
 from ..embed import Embedder
 from .context import ContextViews
+from .gate import CredentialGate
 from .lifecycle import IndexKeeper
 from .reading import NoteReader
 from .session_import import SessionImporter
@@ -24,10 +25,11 @@ class Core:
         """``embedder`` lets several vaults share one loaded model (its name must match)."""
         self.keeper = IndexKeeper(settings, embedder)  # lifecycle and sync
         self.notes = NoteReader(self.keeper)  # note reads and paging
-        self.writer = NoteWriter(self.keeper, self.notes)  # note writes and templates
+        self.gate = CredentialGate(settings)  # the credential policy every write passes
+        self.writer = NoteWriter(self.keeper, self.notes, self.gate)  # writes and templates
         self.context = ContextViews(self.keeper, self.notes)  # context and the link graph
         self.importer = SessionImporter(self.keeper)  # the session import pipeline
-        self.sessions = SessionNotes(self.keeper, self.notes)  # session notes once imported
+        self.sessions = SessionNotes(self.keeper, self.notes, self.gate)  # once imported
 
     @property
     def settings(self) -> Settings:

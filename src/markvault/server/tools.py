@@ -362,13 +362,13 @@ def _write_tools(server: MCPServer, service: VaultService) -> None:
         content="## Decision\nWe chose DuckDB because ...", tags=["db"].
         """
 
-        def create(v: Vault) -> dict[str, Any]:
-            path = v.new_note(
+        return await service.run(
+            ctx,
+            "create_note",
+            lambda v, call: v.new_note(
                 kind, title, topic=topic, tags=tags or [], project=project, content=content
-            )
-            return v.written(path)
-
-        return await service.run(ctx, "create_note", lambda v, call: create(v))
+            ),
+        )
 
     @server.tool(annotations=WRITE)
     async def edit_note(
