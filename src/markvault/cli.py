@@ -1893,6 +1893,67 @@ def init(ctx: click.Context, folder: str | None, starter: bool, as_json: bool) -
         click.echo(f"  {cmd.ljust(width)}   {why}")
 
 
+# ---- check ----------------------------------------------------------------------------
+
+
+@main.command("check")
+@click.option("--json", "as_json", is_flag=True, help="Print every finding as JSON.")
+@click.pass_context
+@handle_errors
+def check(ctx: click.Context, as_json: bool) -> None:
+    """Scan the whole vault for credentials: cloud keys, tokens, private keys, passwords.
+
+    Reads every Markdown, text, JSON, TOML, YAML and .env file (hidden ones too, such as
+    an Obsidian plugin's settings; never .git or the trash) with the rules every write
+    passes, and lists each credential with its note, line and fingerprint. Nothing is
+    changed. A known false positive is let through by adding its note and fingerprint
+    to [credentials] allow in .markvault.toml; `vault sync` refuses to commit the rest.
+    Exit codes: 0 none found (allowed ones do not count); 6 credentials found; 2 bad
+    settings.
+
+    \b
+    Examples:
+      vault check
+      vault check --json | jq '.notes[].path'
+    """
+    from .credential_scan import check_vault
+
+    obj = ctx.find_root().obj
+    settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
+    report = check_vault(settings.vault_dir)
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        _print_check(report)
+    if report.credentials:
+        sys.exit(6)
+
+
+def _print_check(report: Any) -> None:
+    for note in report.notes:
+        for finding in note.found:
+            click.echo(
+                f"{note.path}:{finding.line}:{finding.column}: {finding.kind}  "
+                f"{finding.fingerprint}"
+            )
+    for path in report.skipped:
+        click.echo(f"skipped {path} (larger than 20 MB, or not text)", err=True)
+    size = f"{report.bytes / 1e6:.1f} MB" if report.bytes >= 1e5 else f"{report.bytes:,} bytes"
+    summary = f"{report.files} files ({size}) checked: "
+    allowed = f", {report.allowed} allowed" if report.allowed else ""
+    if not report.credentials:
+        click.echo(summary + f"no credentials{allowed}.", err=True)
+        return
+    notes = len(report.found)
+    click.echo(
+        summary + f"{report.credentials} credential{'s' if report.credentials > 1 else ''} "
+        f"in {notes} file{'s' if notes > 1 else ''}{allowed}. Remove them (a password "
+        "manager is their place), or, for a false positive, allow it in .markvault.toml: "
+        '[credentials] allow = [{ note = "<path>", fingerprint = "<fingerprint>" }]',
+        err=True,
+    )
+
+
 # ---- sync -----------------------------------------------------------------------------
 
 

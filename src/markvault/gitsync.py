@@ -88,6 +88,7 @@ class StagedCommit:
     def __init__(self, git: Git, changes: list[Change]) -> None:
         self._git = git
         self.changes = changes
+        self.vault_dir = git.top / git.prefix
 
     def read(self, change: Change) -> bytes:
         if change.blob is None:
@@ -109,7 +110,16 @@ def refuse_conflict_markers(staged: StagedCommit) -> None:
             check_writable(text, change.path)
 
 
-DEFAULT_CHECKS: tuple[CommitCheck, ...] = (refuse_conflict_markers,)
+def refuse_credentials(staged: StagedCommit) -> None:
+    """Never commit a credential: a pushed one is on every machine and in the remote's
+    history for good. The vault's allowlist lets a known false positive through."""
+    from .credential_scan import is_scanned, refuse_to_commit
+
+    changed = [c for c in staged.changes if c.status != "deleted" and is_scanned(c.path)]
+    refuse_to_commit(staged.vault_dir, ((c.path, staged.read(c)) for c in changed))
+
+
+DEFAULT_CHECKS: tuple[CommitCheck, ...] = (refuse_conflict_markers, refuse_credentials)
 
 
 @dataclass
