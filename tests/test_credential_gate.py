@@ -350,7 +350,9 @@ def test_refuse_mode_on_the_command_line(home: Home) -> None:
     home.refuse()
     done = home.cli("learn", "ops", f"token {home.github}")
     assert done.returncode == 6
-    assert "Refused: knowledge/ops/token REDACTED.md" not in done.stderr
-    assert "holds 1 credential (GitHub token, title)" in done.stderr
+    assert "Refused: knowledge/ops/token REDACTED.md holds 1 credential (GitHub token, title)" in (
+        done.stderr
+    )
+    assert home.github not in done.stderr  # nor in the note's path it shows
     assert "[credentials] allow = " in done.stderr and "fingerprint" in done.stderr
     assert list((home.vault / "knowledge").rglob("*.md")) == []

@@ -63,6 +63,15 @@ class CredentialGate:
         return GatedWrite(self.policy(), note)
 
 
+def unsecret(name: str) -> str:
+    """``name`` with every credential replaced (the allowlist aside): how a new note's
+    path is shown in messages and matched in the allowlist, never with the secret."""
+    from ..credentials import NAME_REDACTED, find, redact
+
+    findings = find(name) if name else []
+    return redact(name, findings, NAME_REDACTED) if findings else name
+
+
 def _stamp(path: Path) -> tuple[int, int] | None:
     try:
         st = path.stat()

@@ -22,7 +22,7 @@ from ..parse import FOLDER_KINDS, parse_note
 from ..resources import read_template
 from ..search import note_uri
 from .common import chunk_ref
-from .gate import CredentialGate, GatedWrite
+from .gate import CredentialGate, GatedWrite, unsecret
 from .lifecycle import IndexKeeper
 from .reading import NoteReader
 
@@ -70,7 +70,9 @@ class NoteWriter:
             raise UsageError("Knowledge notes need a topic.", "Add --topic TOPIC.")
         template = self._template(kind)
         gate = gate or self.gate.write("")
-        gate.note = _note_path(kind, title, topic, project)
+        # The note's name in findings, refusals and the allowlist: with every credential
+        # replaced, so that no message ever shows one (allowed ones included).
+        gate.note = _note_path(kind, *map(unsecret, (title, topic or "", project or "")))
         title = gate.name(title, "title")
         topic = gate.name(" ".join((topic or "").split()), "topic")
         project = gate.name(" ".join((project or "").split()), "project")
@@ -92,7 +94,7 @@ class NoteWriter:
             text = apply_edit(text, Edit("append", content))
         for edit in gate.edits(edits):
             text = apply_edit(text, edit)
-        gate.note = rel = _note_path(kind, title, topic, project)
+        rel = _note_path(kind, title, topic, project)
         if len(text) <= self.keeper.max_note_bytes:  # a larger one is refused unread
             text = gate.text(text)
         path = self.keeper.files.create(rel, text)
@@ -185,7 +187,7 @@ class NoteWriter:
     def restore_note(self, trash_path: str, to: str | None = None) -> dict[str, Any]:
         """Bring a note back from the trash to where it was, or to ``to`` (a name that
         passes the credential gate)."""
-        gate = self.gate.write(to or trash_path)
+        gate = self.gate.write(unsecret(to or trash_path))
         if to:
             to = gate.name(to, "file name")
         restored = self.keeper.files.restore(trash_path, to)
@@ -221,7 +223,7 @@ class NoteWriter:
         gate = self.gate.write("")
         if title is None:  # the first line, redacted before it is shortened
             first = _first_line(content)
-            gate.note = _note_path("knowledge", _shortened(first), topic, None)
+            gate.note = _note_path("knowledge", unsecret(_shortened(first)), topic, None)
             title = _shortened(gate.name(first, "title"))
         base = title.strip()
         tag_list = list(tags)
