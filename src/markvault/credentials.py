@@ -547,7 +547,7 @@ _FUNCTION_WORDS = _words(
     these those there here i me my we us our you your he him his she her they them their
     who what which when where why how all any each every some more most other only own
     same so than too very can could will would shall should may might must have has had
-    if then else because before after while until ask use see keep store stored"""
+    if then else because before after while until ask use see keep store stored one"""
 )
 _PROSE_WORD = re.compile(r"[(\"'«“]*[^\W\d_]+(?:['’-][^\W\d_]+)*[.,;:!?)\"'»”]*")
 _SENTENCE_MARK = re.compile(r"[.,;:!?]")
