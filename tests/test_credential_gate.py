@@ -356,3 +356,15 @@ def test_refuse_mode_on_the_command_line(home: Home) -> None:
     assert home.github not in done.stderr  # nor in the note's path it shows
     assert "[credentials] allow = " in done.stderr and "fingerprint" in done.stderr
     assert list((home.vault / "knowledge").rglob("*.md")) == []
+
+
+def test_a_knowledge_point_learned_twice_reports_its_credentials_once(
+    home: Home, vault: Vault
+) -> None:
+    content = f"Rotate the CI token\n\nIt was {home.github}\n"
+    first = vault.learn_knowledge("ci", content)
+    second = vault.learn_knowledge("ci", content)  # named "... (2)" after a conflict
+    assert second["path"] == "knowledge/ci/Rotate the CI token (2).md"
+    assert first["credentials"] == second["credentials"]
+    assert second["credentials"].startswith("1 credential redacted: GitHub token, line ")
+    assert home.leaks() == []

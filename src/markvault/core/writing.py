@@ -70,6 +70,7 @@ class NoteWriter:
             raise UsageError("Knowledge notes need a topic.", "Add --topic TOPIC.")
         template = self._template(kind)
         gate = gate or self.gate.write("")
+        found_before = len(gate.redacted)  # a retry under another name reports once
         # The note's name in findings, refusals and the allowlist: with every credential
         # replaced, so that no message ever shows one (allowed ones included).
         gate.note = _note_path(kind, *map(unsecret, (title, topic or "", project or "")))
@@ -97,7 +98,11 @@ class NoteWriter:
         rel = _note_path(kind, title, topic, project)
         if len(text) <= self.keeper.max_note_bytes:  # a larger one is refused unread
             text = gate.text(text)
-        path = self.keeper.files.create(rel, text)
+        try:
+            path = self.keeper.files.create(rel, text)
+        except ConflictError:
+            del gate.redacted[found_before:]
+            raise
         if self.keeper.settings.db_path.exists():
             self.keeper.refresh(paths=[path.relative_to(self.keeper.settings.vault_dir).as_posix()])
         return {**_written(rel, text), **gate.report()}
