@@ -12,9 +12,9 @@ for ``--seconds``:
   ``vault mcp --http`` server with ``--http`` SDK clients (a session each);
 - an "editor": a thread writing its own notes straight into the vault the way editors
   save (a temporary file, then a rename);
-- each MCP client creates notes (``create_note``), appends to its own (``get`` for the
-  hash, then ``edit_note``; a stale hash is read again and retried) and searches
-  (``search``, keyword) for a word another client wrote.
+- each MCP client creates notes (``create_note``), appends to its own and to one note
+  they all share (``get`` for the hash, then ``edit_note``; a stale hash is read again
+  and retried) and searches (``search``, keyword) for a word another client wrote.
 
 Every write carries a word of its own (``qx...q``). Afterwards, with every writer
 stopped: each acknowledged write is in its file exactly once, no note holds another
@@ -59,6 +59,7 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "out" / "soak.md"
 CALL_TIMEOUT_S = 60.0
 CATCH_UP_S = 60.0  # how long the watcher may take to index the last saves
+SHARED = "notes/Shared.md"  # every MCP client appends to it: stale hashes are retried
 CONFLICT_WORDS = ("changed since it was read", "changed while it was being written")
 WORD = re.compile(r"\bqx[a-z]+q\b")
 
@@ -140,6 +141,8 @@ async def mcp_writer(name: str, client: Client, stats: Stats, deadline: float) -
                 mine.append(data["path"])
             elif data is None:
                 stats.unknown.add(w)
+        elif step % 10 == 5:  # every client appends to one shared note, by its hash
+            await append(name, client, stats, SHARED)
         elif step % 2 == 0:
             await append(name, client, stats, rng.choice(mine))
         else:
@@ -233,6 +236,7 @@ def make_site(workdir: Path, notes: int) -> Site:
         "chunk",
         "vector",
     ]
+    (vault / SHARED).write_text("---\nid: shared\n---\n# Shared\n\n", "utf-8")
     for i in range(notes):
         words = " ".join(rng.choice(topics) for _ in range(60))
         (vault / "notes" / f"Seed {i}.md").write_text(f"# Seed {i}\n\n{words}\n", "utf-8")
@@ -372,6 +376,7 @@ def unindexed(vault: Any, stats: Stats, words: list[tuple[str, str]] | None = No
 def soak(workdir: Path, seconds: float, stdio: int, http: int, notes: int = 200) -> dict[str, Any]:
     site = make_site(workdir, notes)
     stats = Stats(seconds)
+    stats.acked[SHARED], stats.owner[SHARED] = [], "every MCP client"
     with open(workdir / "servers.log", "w", encoding="utf-8") as errlog:
         watch = subprocess.Popen(
             site.argv("watch", "--quiet"), stdout=errlog, stderr=errlog, text=True, env=site.env
