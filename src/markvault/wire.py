@@ -101,5 +101,13 @@ def raise_error(data: dict[str, Any]) -> None:
     """Raise the error an answer carries, as the class it had in the owner."""
     cls = getattr(errors, str(data.get("type")), None)
     if not (isinstance(cls, type) and issubclass(cls, MarkvaultError)):
-        cls = MarkvaultError
+        # A class of another module (credentials.CredentialRefused, gitsync.SyncError):
+        # its base here with the same exit code, so a command still exits as it would.
+        cls = _BY_EXIT_CODE.get(int(data.get("exit_code") or 1), MarkvaultError)
     raise cls(data.get("message", "the index owner failed"), data.get("hint"))
+
+
+_BY_EXIT_CODE: dict[int, type[MarkvaultError]] = {}
+for _cls in (getattr(errors, name) for name in dir(errors)):
+    if isinstance(_cls, type) and issubclass(_cls, MarkvaultError) and _cls is not MarkvaultError:
+        _BY_EXIT_CODE.setdefault(_cls.exit_code, _cls)
