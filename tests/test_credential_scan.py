@@ -108,6 +108,14 @@ def test_sync_refuses_a_hand_written_token_names_the_note_and_commits_nothing(
     )
     (vault / "notes/More.md").unlink()
 
+    # A file named after a key.
+    named = token()
+    write(vault, f"notes/{named}.md", "# Named\n")
+    code, _, stderr = sync(vault)
+    assert code == 6 and "notes/REDACTED.md (GitHub token, file name)" in stderr
+    assert named not in stderr
+    (vault / f"notes/{named}.md").unlink()
+
     # A known false positive, allowed by note and fingerprint, goes through.
     allow(vault, "notes/Deploy.md", scan(secret)[0].fingerprint)
     code, data, stderr = sync(vault)

@@ -1932,10 +1932,8 @@ def check(ctx: click.Context, as_json: bool) -> None:
 def _print_check(report: Any) -> None:
     for note in report.notes:
         for finding in note.found:
-            click.echo(
-                f"{note.path}:{finding.line}:{finding.column}: {finding.kind}  "
-                f"{finding.fingerprint}"
-            )
+            where = f"{finding.part}:" if finding.part else f"{finding.line}:{finding.column}:"
+            click.echo(f"{note.path}:{where} {finding.kind}  {finding.fingerprint}")
     for path in report.skipped:
         click.echo(f"skipped {path} (larger than 20 MB, or not text)", err=True)
     size = f"{report.bytes / 1e6:.1f} MB" if report.bytes >= 1e5 else f"{report.bytes:,} bytes"

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import read_credential_settings
-from .credentials import CredentialPolicy, CredentialRefused, Finding, refusal, scan
+from .credentials import CredentialPolicy, CredentialRefused, Finding, refusal, scan, unsecret
 from .files import TEMP_PREFIX, TRASH_DIR
 
 SCANNED_SUFFIXES = frozenset(
@@ -64,7 +64,7 @@ def is_scanned(path: str) -> bool:
 class FileFindings:
     """What one file holds: credentials to act on, and those the allowlist lets through."""
 
-    path: str
+    path: str  # as messages show it: a credential in the file's name replaced
     found: tuple[Finding, ...]
     allowed: tuple[Finding, ...] = ()
 
@@ -120,9 +120,11 @@ def policy_of(vault_dir: Path) -> CredentialPolicy:
 
 
 def scan_file(policy: CredentialPolicy, path: str, text: str) -> FileFindings:
-    findings = scan(text)
+    """The credentials in a file's text and in its path (a note named after a key)."""
+    findings = scan(path, part="file name") + scan(text)
     allowed = tuple(f for f in findings if policy.allows(path, f))
-    return FileFindings(path, tuple(f for f in findings if f not in allowed), allowed)
+    found = tuple(f for f in findings if f not in allowed)
+    return FileFindings(unsecret(path), found, allowed)
 
 
 def vault_files(vault_dir: Path) -> Iterator[str]:

@@ -804,6 +804,13 @@ def redact_and_relocate(
     return "".join(out), moved
 
 
+def unsecret(name: str) -> str:
+    """``name`` (a note's path or title) with every credential replaced, the allowlist
+    aside: how a message shows a name, never with the secret in it."""
+    findings = find(name) if name else []
+    return redact(name, findings, NAME_REDACTED) if findings else name
+
+
 def _named(findings: Sequence[Finding]) -> str:
     named = [f"{f.kind}, {f.where}" for f in findings[:_SHOWN_IN_SENTENCE]]
     if len(findings) > _SHOWN_IN_SENTENCE:

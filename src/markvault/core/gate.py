@@ -66,10 +66,9 @@ class CredentialGate:
 def unsecret(name: str) -> str:
     """``name`` with every credential replaced (the allowlist aside): how a new note's
     path is shown in messages and matched in the allowlist, never with the secret."""
-    from ..credentials import NAME_REDACTED, find, redact
+    from ..credentials import unsecret
 
-    findings = find(name) if name else []
-    return redact(name, findings, NAME_REDACTED) if findings else name
+    return unsecret(name)
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
