@@ -605,8 +605,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
         f"vault    {info['vault']}",
         f"index    {info['index']} ({info['index_bytes'] / 1048576:.1f} MiB; "
         f"{info.get('index_origin', '?')}), last sync {info['last_sync']}",
-        f"notes    {info['notes']} · chunks {info['chunks']} · links {info['links']} "
-        f"({info['unresolved_links']} unresolved) · skipped files {info['skipped_files']}",
+        f"notes    {info['notes']} · chunks {info['chunks']} · other files {info['files']} "
+        f"· skipped files {info['skipped_files']}",
+        f"links    {info['links']}: {info['links_to_notes']} to notes, "
+        f"{info['links_to_files']} to files, {info['unresolved_links']} unresolved",
         "kinds    " + ", ".join(f"{k} {v}" for k, v in info["by_kind"].items()),
         "types    " + ", ".join(f"{k} {v}" for k, v in info["by_type"].items()),
         f"model    {info['model']} (dim {info['dimension'] or '?'}) · "
@@ -1092,7 +1094,10 @@ def vault_map(ctx: click.Context, depth: int | None, top: int, as_json: bool) ->
         return
     click.echo(click.style("folders", bold=True))
     for f in info["folders"]:
-        click.echo(f"  {f['folder']:32} {f['notes']:5} notes {f['links_inside']:6} links inside")
+        click.echo(
+            f"  {f['folder']:32} {f['notes']:5} notes {f['files']:5} files "
+            f"{f['links_inside']:6} links inside"
+        )
     click.echo(click.style("links between folders", bold=True))
     for e in info["links_between"][:top]:
         click.echo(f"  {e['from']} → {e['to']}: {e['links']}")
@@ -1102,6 +1107,13 @@ def vault_map(ctx: click.Context, depth: int | None, top: int, as_json: bool) ->
     click.echo(click.style(f"orphans ({info['orphan_count']})", bold=True))
     for path in info["orphans"][:top]:
         click.echo(f"  {path}")
+    if info["files"]:
+        click.echo(click.style(f"files other than notes ({info['files']})", bold=True))
+        for n in info["most_linked_files"]:
+            click.echo(f"  {n['backlinks']:5}  {n['path']}")
+        click.echo(click.style(f"orphan files ({info['orphan_file_count']})", bold=True))
+        for path in info["orphan_files"][:top]:
+            click.echo(f"  {path}")
     click.echo(click.style(f"broken links ({info['broken_link_count']})", bold=True))
     for link in info["broken_links"][:top]:
         click.echo(f"  {link['source']}:{link['line']} [[{link['target']}]]")
