@@ -41,7 +41,7 @@ from mcp import Client, StdioServerParameters, types
 import gen_vault
 from markvault.config import Settings
 from markvault.host import open_local
-from markvault.mcp_server import build_server
+from markvault.server.tools import build_server
 from markvault.shared import connect
 from markvault.vault import Vault
 

@@ -88,6 +88,27 @@ def open_vault(vault_dir: Path) -> Iterator[Callable[..., Vault]]:
         v.close()
 
 
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests (the MCP clients and servers) run on asyncio."""
+    return "asyncio"
+
+
+@pytest.fixture
+def notes() -> dict[str, str | bytes]:
+    """The files of the vault that ``vault`` opens; a test module overrides it."""
+    return {}
+
+
+@pytest.fixture
+def vault(write: WriteNotes, notes: dict[str, str | bytes], open_vault: OpenVault) -> Vault:
+    """A vault of ``notes``, keyword-indexed, whose calls run in this process."""
+    write(notes)
+    v = open_vault()
+    v.reindex(vectors=False)
+    return v
+
+
 def checksums(root: Path) -> dict[str, str]:
     """sha256 of every file under ``root`` (the vault must never change under us)."""
     return {

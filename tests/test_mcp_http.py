@@ -26,7 +26,7 @@ from mcp.shared.subscriptions import ResourceUpdated
 
 from markvault.errors import ConfigError, UsageError
 from markvault.host import open_local
-from markvault.mcp_http import (
+from markvault.server.http import (
     DEFAULT_MAX_BODY,
     TokenBucket,
     allowed_hosts,
@@ -41,8 +41,8 @@ from markvault.mcp_http import (
     uvicorn_server,
     write_tools_of,
 )
-from markvault.mcp_live import LiveServer, NoteChange
-from markvault.mcp_server import WRITE_TOOLS, build_server
+from markvault.server.live import LiveServer, NoteChange
+from markvault.server.tools import WRITE_TOOLS, build_server
 
 TRANSCRIPTS = Path(__file__).parent / "fixtures" / "claude"
 MAX_BODY = 64 * 1024
@@ -239,6 +239,54 @@ def test_current_era_client_listens_over_http(live_server: Running) -> None:
     assert anyio.run(go) == ResourceUpdated(uri="vault://note/a")
 
 
+def test_current_era_call_reports_progress_and_logs_over_http(
+    live_server: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A current-era request's progress and opted-in log lines ride its own answer, an
+    SSE stream (a JSON body has room for the result only)."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(TRANSCRIPTS))
+    progress: list[tuple[float, str | None]] = []
+    logs: list[str] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, message))
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(str(params.data))
+
+    async def go() -> None:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {live_server.token}"})
+        transport = streamable_http_client(live_server.url, http_client=http)
+        client = Client(transport, logging_callback=on_log, log_level="info")
+        with anyio.fail_after(60):
+            async with http, client:
+                result = await client.call_tool(
+                    "import_sessions", {}, progress_callback=on_progress
+                )
+                assert not result.is_error, result.content
+                stale = {"ref": "a", "hash": "0" * 16, "op": "append", "text": "x"}
+                assert (await client.call_tool("edit_note", stale)).is_error
+
+    anyio.run(go)
+    values = [v for v, _ in progress]
+    assert values and values == sorted(set(values))
+    assert any(m and m.startswith("Importing sessions") for _, m in progress)
+    assert any("edit_note refused" in line for line in logs)
+
+
+def test_current_era_answer_without_notifications_is_json(running: Running) -> None:
+    headers = running.headers(
+        mcp_protocol_version=MODERN_VERSION, mcp_method="tools/call", mcp_name="status"
+    )
+    reply = running.post(modern(call("status", {})), headers)
+    assert reply.status_code == 200, reply.text
+    assert reply.headers["content-type"].startswith("application/json")
+    # A current-era client must take an SSE answer too; one that cannot is told so.
+    refused = running.post(modern(call("status", {})), headers | {"Accept": "application/json"})
+    assert refused.status_code == 406
+    assert "text/event-stream" in refused.json()["error"]["message"]
+
+
 def test_sdk_client_without_token_is_told_why(running: Running) -> None:
     async def go() -> None:
         with anyio.fail_after(60):
@@ -375,8 +423,8 @@ def test_serve_http_listens_on_loopback_and_never_prints_the_token(
     token_file = tmp_path / "cfg" / "token"
     script = (
         "import sys; from markvault.host import open_local;"
-        "from markvault.mcp_server import build_server;"
-        "from markvault.mcp_http import serve_http;"
+        "from markvault.server.tools import build_server;"
+        "from markvault.server.http import serve_http;"
         "v = open_local(sys.argv[1], sys.argv[2]); v.reindex(vectors=False);"
         "serve_http(build_server(v), port=0)"
     )
@@ -401,7 +449,7 @@ def test_serve_http_listens_on_loopback_and_never_prints_the_token(
         headers = {
             "Authorization": f"Bearer {token}",
             "Content-Type": "application/json",
-            "Accept": "application/json",
+            "Accept": "application/json, text/event-stream",
             "MCP-Protocol-Version": MODERN_VERSION,
             "MCP-Method": "tools/call",
             "MCP-Name": "search",

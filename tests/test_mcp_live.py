@@ -21,9 +21,9 @@ from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
 from markvault import Vault
 from markvault.host import open_local
-from markvault.mcp_calls import CallCancelled, ToolCall
-from markvault.mcp_live import LiveServer, NoteChange
-from markvault.mcp_server import build_server
+from markvault.server.live import LiveServer, NoteChange
+from markvault.server.tool_call import CallCancelled, ToolCall
+from markvault.server.tools import build_server
 
 from .conftest import REPO, WriteNotes, stdio_server
 
@@ -43,16 +43,8 @@ NOTES = {
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def vault(write: WriteNotes, vault_dir: Path) -> Vault:
-    write(NOTES)
-    v = open_local(vault_dir, vault_dir.parent / "index")
-    v.reindex(vectors=False)
-    return v
+def notes() -> dict[str, str]:
+    return NOTES
 
 
 class Inbox:

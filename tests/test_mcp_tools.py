@@ -16,7 +16,7 @@ from mcp import Client
 
 from markvault import Vault
 from markvault.host import open_local
-from markvault.mcp_server import build_server
+from markvault.server.tools import build_server
 
 from .conftest import WriteNotes, stdio_server
 
@@ -55,17 +55,9 @@ NOTES: dict[str, str | bytes] = {
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def vault(write: WriteNotes, vault_dir: Path) -> Vault:
-    write({**NOTES, ".markvault.toml": 'document_roots = [".."]\n'})
+def notes(vault_dir: Path) -> dict[str, str]:
     (vault_dir.parent / "outside.md").write_text("# Outside\n\nA stored document.\n")
-    v = open_local(vault_dir, vault_dir.parent / "index")
-    v.reindex(vectors=False)
-    return v
+    return {**NOTES, ".markvault.toml": 'document_roots = [".."]\n'}
 
 
 async def call(client: Client, tool: str, **args: Any) -> Any:

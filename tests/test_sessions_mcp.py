@@ -12,7 +12,7 @@ from mcp import Client
 
 from markvault import Vault
 from markvault.host import open_local
-from markvault.mcp_server import WRITE_TOOLS, build_server
+from markvault.server.tools import WRITE_TOOLS, build_server
 
 from .conftest import stdio_server
 from .test_mcp_tools import call, error
@@ -22,11 +22,6 @@ from .test_sessions_import import K_CWD, OTHER_SID, transcripts
 pytestmark = pytest.mark.anyio
 
 SESSION_TOOLS = {"list_sessions", "read_session", "save_session_summary"}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture

@@ -1457,7 +1457,7 @@ def _hook_command(ctx: click.Context) -> str:
     import shlex
 
     from .config import Settings
-    from .mcp_install import vault_command
+    from .server.install import vault_command
 
     obj = ctx.find_root().obj
     settings = Settings.load(obj["vault"], obj["index"], obj["model"])
@@ -1691,7 +1691,7 @@ def watch(ctx: click.Context, poll: bool | None, as_json: bool, quiet: bool) -> 
         click.echo("Stopped.", err=True)
 
 
-# Defaults of `vault mcp --http`, repeated from mcp_http so `vault --help` need not import the SDK.
+# Defaults of `vault mcp --http`, as in server/http.py: `vault --help` never imports the SDK.
 HTTP_PORT, HTTP_MAX_BODY, HTTP_WRITE_RATE = 8765, 4 * 1024 * 1024, 30
 
 
@@ -1749,12 +1749,12 @@ def mcp(
     if ctx.invoked_subcommand is not None:
         return
     if not use_http:
-        from .mcp_server import serve_stdio  # the SDK is imported only for this command
+        from .server.tools import serve_stdio  # the SDK is imported only for this command
 
         serve_stdio(open_vault(ctx))
         return
-    from .mcp_http import check_bind, serve_http
-    from .mcp_server import build_server
+    from .server.http import check_bind, serve_http
+    from .server.tools import build_server
 
     check_bind(host, allow_remote)  # before the vault is opened
     serve_http(
@@ -1791,12 +1791,12 @@ def mcp_install(ctx: click.Context, scope: str, use_http: bool, host: str, port:
     from pathlib import Path
 
     from .config import Settings
-    from .mcp_install import check_scope, install, plan
+    from .server.install import check_scope, install, plan
 
     obj = ctx.find_root().obj
     settings = Settings.load(obj["vault"], obj["index"], obj["model"])
     if use_http:
-        from .mcp_http import http_url, load_or_create_token
+        from .server.http import http_url, load_or_create_token
 
         registration = plan(
             settings.vault_dir,
@@ -1819,7 +1819,7 @@ def mcp_install(ctx: click.Context, scope: str, use_http: bool, host: str, port:
 @handle_errors
 def mcp_token(rotate: bool) -> None:
     """Print the bearer token that `vault mcp --http` requires (made on first use)."""
-    from .mcp_http import load_or_create_token, rotate_token, token_path
+    from .server.http import load_or_create_token, rotate_token, token_path
 
     click.echo(rotate_token() if rotate else load_or_create_token())
     click.echo(f"(kept in {token_path()}, outside the vault)", err=True)

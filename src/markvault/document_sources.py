@@ -130,6 +130,6 @@ def _markvault_user_files() -> tuple[Path, ...]:
     Imported here, not at the top: the HTTP server's module loads the web stack
     (about a second), which only an agent's request (a long-lived server) pays, once.
     """
-    from .mcp_http import token_path
+    from .server.http import token_path
 
     return (token_path().expanduser().resolve(),)

@@ -39,7 +39,7 @@ from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp.types import LoggingLevel, LoggingMessageNotification, LoggingMessageNotificationParams
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .mcp_live import LOGGER_NAME, LiveServer, level_allows
+from .live import LOGGER_NAME, LiveServer, level_allows
 
 T = TypeVar("T")
 PROGRESS_INTERVAL = 0.25  # seconds between two progress notifications of one stage

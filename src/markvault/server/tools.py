@@ -2,9 +2,9 @@
 
 No SQL and no file I/O here. One ``Vault`` is opened per server; DuckDB
 connections are not meant for concurrent use, so tool calls (each in a worker thread,
-``mcp_calls``) take turns on a lock. Around the tools: resource subscriptions and log
-levels (``mcp_live``), and completions of template and prompt arguments
-(``mcp_completion``).
+``tool_call``) take turns on a lock. Around the tools: resource subscriptions and log
+levels (``live``), and completions of template and prompt arguments
+(``completion``).
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.types import ToolAnnotations
 
-from .errors import ConflictError, MarkvaultError, NotFoundError, RefusedError
-from .mcp_calls import ToolCall
-from .mcp_completion import register_completions
-from .mcp_live import LiveServer
-from .mcp_prompts import PROMPTS, register_prompts
-from .model import MAX_PAGE_CHARS, MIN_PAGE_CHARS, PAGE_CHARS, Edit, Filters, Op, SearchResult
-from .vault import Vault, parse_lines
+from ..errors import ConflictError, MarkvaultError, NotFoundError, RefusedError
+from ..model import MAX_PAGE_CHARS, MIN_PAGE_CHARS, PAGE_CHARS, Edit, Filters, Op, SearchResult
+from ..vault import Vault, parse_lines
+from .completion import register_completions
+from .live import LiveServer
+from .prompts import PROMPTS, register_prompts
+from .tool_call import ToolCall
 
 T = TypeVar("T")
 MODEL_WAIT_SECONDS = 3.0
@@ -92,7 +92,7 @@ class VaultService:
 
     async def run(self, ctx: Context, what: str, fn: Callable[[Vault, ToolCall], T]) -> T:
         """A tool's work in a worker thread, as ``call`` runs it, reporting to the client
-        while it runs (``mcp_calls``): ``fn`` gets the vault and the ``ToolCall``, which is
+        while it runs (``tool_call``): ``fn`` gets the vault and the ``ToolCall``, which is
         the facade's ``progress`` and takes log lines. A refused change (stale hash, a
         merge under way) is also logged for the person watching the client."""
         # Cancelling stops work that runs here; calls sent to the owner process finish there.
@@ -127,7 +127,7 @@ class VaultService:
                 raise ResourceError(str(exc)) from exc
 
     def complete(self, what: str, prefix: str, limit: int) -> dict[str, Any]:
-        """Completions (``mcp_completion``); nothing while a long call holds the vault,
+        """Completions (``completion``); nothing while a long call holds the vault,
         rather than a keystroke that waits for it."""
         if not self._lock.acquire(timeout=COMPLETE_WAIT_SECONDS):
             return {"values": [], "total": 0}

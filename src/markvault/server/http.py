@@ -22,10 +22,12 @@ Clients of the handshake era (protocol 2025-11-25 and before) get a session
 belong to, and its GET stream is where the server's notifications reach the client
 (resource changes, log messages, progress). A restart forgets the sessions; clients
 then get 404 and initialize again, as the protocol says. Sessions are bounded in number
-and end after an idle half hour. Each answer to a POST is one JSON body, not an SSE
-stream: the tools answer once, and what a client hears besides comes on the GET
+and end after an idle half hour. Each answer to a session's POST is one JSON body, not
+an SSE stream: the tools answer once, and what a client hears besides comes on the GET
 stream. Clients of the current protocol (2026-07-28) need no session: each request
-stands alone, and ``subscriptions/listen`` is the one answer that is a stream.
+stands alone, and what belongs to it rides its own answer, which becomes an SSE stream
+when there is any (a tool's progress and log lines before its result; a
+``subscriptions/listen`` stream's events) and stays one JSON body otherwise.
 """
 
 from __future__ import annotations
@@ -48,11 +50,13 @@ from urllib.parse import urlsplit
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import ConfigError, UsageError
+from ..errors import ConfigError, UsageError
+from .sdk import json_answers_for_handshake_sessions
 
 if TYPE_CHECKING:
     import uvicorn
@@ -266,7 +270,8 @@ class GuardMiddleware:
         if scope["type"] != "http":  # no websockets here
             await send({"type": "websocket.close", "code": 1008})
             return
-        refusal = self.refusal(Headers(scope=scope))
+        headers = Headers(scope=scope)
+        refusal = self.refusal(headers) or accept_refusal(scope["method"], headers)
         if refusal is not None:
             await refusal(scope, receive, send)
             return
@@ -293,6 +298,23 @@ class GuardMiddleware:
         if authorization:
             challenge += ', error="invalid_token"'
         return error_response(401, f"{what} {TOKEN_HINT}", headers={"WWW-Authenticate": challenge})
+
+
+def accept_refusal(method: str, headers: Headers) -> Response | None:
+    """406 for a current-era POST that cannot take an SSE answer, saying why (the SDK's
+    own 406 has no body). Its answer is a stream whenever the call reports progress or
+    log lines, so the protocol has clients accept both."""
+    version = headers.get("mcp-protocol-version")
+    if method != "POST" or version is None or version in HANDSHAKE_PROTOCOL_VERSIONS:
+        return None
+    accept = headers.get("accept", "").lower()
+    if "text/event-stream" in accept and ("application/json" in accept or "*/*" in accept):
+        return None
+    return error_response(
+        406,
+        f"Protocol {version[:20]} needs 'Accept: application/json, text/event-stream': "
+        "an answer is an SSE stream when the call reports progress or log lines.",
+    )
 
 
 class TokenBucket:
@@ -450,13 +472,14 @@ def build_http_app(
     inner = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=False,
-        json_response=True,
+        json_response=False,  # current era: SSE when a call reports; handshake: JSON (sdk.py)
         session_idle_timeout=SESSION_IDLE_SECONDS,
         max_sessions=MAX_SESSIONS,
         max_request_body_size=max_body,
         transport_security=sdk_security(hosts, extra_origins),
         host=host,
     )
+    json_answers_for_handshake_sessions(server)
     tools: WriteTools = write_tools if write_tools is not None else write_tools_of(server)
     limited = WriteRateLimitMiddleware(inner, bucket=TokenBucket(write_rate), write_tools=tools)
     sized = RequestBodyLimitMiddleware(limited, max_body)

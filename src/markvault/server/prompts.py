@@ -1,7 +1,7 @@
 """The server's prompts: workflows a person picks from the client's menu.
 
 An argument named ``note``, ``topic``, ``project`` or ``session`` names that in the
-vault, and the client completes it as it is typed (``mcp_completion``).
+vault, and the client completes it as it is typed (``completion``).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ URIs match by what they name (``vault://note/a%20b`` and ``vault://note/a b`` al
 and a client is told the URI exactly as it subscribed to it.
 
 Log messages (``log``) carry paths and reasons, never the text of a note. At the
-current era log delivery rides a request the client made (``mcp_calls``); only
+current era log delivery rides a request the client made (``tool_call``); only
 handshake-era connections hear the server's own messages.
 """
 
@@ -49,7 +49,7 @@ from mcp.types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .mcp_sdk import connection_of, declare_resources_list_changed, lowlevel
+from .sdk import connection_of, declare_resources_list_changed, lowlevel
 
 logger = logging.getLogger(__name__)
 
