@@ -72,6 +72,35 @@ class GitRepo:
             f"it with `git {name} --abort`.",
         )
 
+    def head(self) -> str | None:
+        """The commit checked out (read from git's files: no process), or None when
+        there is none yet or it cannot be read."""
+        try:
+            text = (self.git_dir / "HEAD").read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        if not text.startswith("ref:"):
+            return text or None
+        ref = text[4:].strip()
+        common = self._common_dir()
+        for base in dict.fromkeys((self.git_dir, common)):
+            with contextlib.suppress(OSError):
+                return (base / ref).read_text(encoding="utf-8").strip() or None
+        with contextlib.suppress(OSError):
+            for line in (common / "packed-refs").read_text(encoding="utf-8").splitlines():
+                sha, _, name = line.partition(" ")
+                if name == ref:
+                    return sha
+        return None
+
+    def _common_dir(self) -> Path:
+        """Where refs are shared between worktrees (the main repository's .git)."""
+        try:
+            rel = (self.git_dir / "commondir").read_text(encoding="utf-8").strip()
+        except OSError:
+            return self.git_dir
+        return (self.git_dir / rel).resolve()
+
     @property
     def lock_path(self) -> Path:
         """Where the vault's write lock lives (see the module's docstring)."""

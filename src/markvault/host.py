@@ -53,11 +53,15 @@ def local_vault(settings: Settings, embedder: Embedder | None = None) -> Vault:
 class LocalHost:
     """Runs a vault's calls on this process's core (see the module's docstring)."""
 
-    def __init__(self, core: Core, *, owner: bool = False) -> None:
+    def __init__(self, core: Core, *, owner: bool = False, fresh: bool | None = None) -> None:
         """``owner``: this host serves a shared index, so its background work also
-        embeds and watches for every process (an unshared vault only loads the model)."""
+        embeds and watches for every process (an unshared vault only loads the model).
+        ``fresh``: sync what changed on disk before each call (``core/freshness.py``);
+        by default an owner does (the faces' vaults), an unshared vault does not (tests,
+        benchmarks and scripts that sync when they choose)."""
         self._core = core
         self.owner = owner
+        self.fresh = owner if fresh is None else fresh
         self.calls = threading.RLock()  # one call at a time
         self.closed = False
         self.clients: int | None = None  # set by the owner's server: processes served
@@ -107,6 +111,8 @@ class LocalHost:
             self.calls.release()
             raise ConnectionAbortedError("the index owner is closing")
         try:
+            if self.fresh:
+                self._core.fresh.before_call(call.name)
             # A facade of this host for the body to run on (held by nothing here: a
             # vault nobody closed still goes, and its index with it).
             return call.body(Vault(self), *args, **kwargs)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..config import Settings
 from ..embed import Embedder
 from .context import ContextViews
+from .freshness import Freshness
 from .git_sync import GitSync
 from .lifecycle import IndexKeeper
 from .reading import NoteReader
@@ -29,6 +30,7 @@ class Core:
         self.context = ContextViews(self.keeper, self.notes)  # context and the link graph
         self.importer = SessionImporter(self.keeper)  # the session import pipeline
         self.sessions = SessionNotes(self.keeper, self.notes)  # session notes once imported
+        self.fresh = Freshness(self.keeper)  # small changes on disk synced before a call
         self.git = GitSync(self.keeper)  # `vault sync`: commit, pull, push, index
 
     @property

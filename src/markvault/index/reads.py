@@ -158,6 +158,20 @@ class NoteReads:
         sync saw it."""
         return {r[0] for r in self.con.execute("SELECT path FROM attachments").fetchall()}
 
+    def file_states_of(self, paths: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """(mtime_ns, size) as last synced of the notes and skipped files among
+        ``paths`` (NFC vault-relative): what a freshness check compares with the disk."""
+        self.con.register("wanted", pa.table({"path": pa.array(sorted(set(paths)), pa.string())}))
+        try:
+            rows = self.con.execute(
+                "SELECT path, mtime_ns, size FROM notes WHERE path IN (SELECT path FROM wanted) "
+                "UNION ALL SELECT path, mtime_ns, size FROM skipped "
+                "WHERE path IN (SELECT path FROM wanted)"
+            ).fetchall()
+        finally:
+            self.con.unregister("wanted")
+        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+
     def find_attachment(self, ref: str) -> str | None:
         """The file other than a note that ``ref`` names: its vault path, or the end of
         the path of only one file (case-insensitively)."""

@@ -1,0 +1,103 @@
+"""Fresh on every read: with no watcher, a command syncs what changed on disk before it
+answers (a pull, an edit in another editor); with a watcher, a pull is seen at once.
+Real git (a bare remote and two clones), the CLI as its own process, `vault mcp` over
+stdio."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+import markvault.core.freshness as freshness
+from markvault.config import Settings
+from markvault.shared import connect
+
+from .conftest import run_cli, stdio_server
+from .test_gitsync import Clone, clone, git, git_config, write
+
+__all__ = ["clone", "git_config"]  # fixtures used here
+
+
+def found(vault: Path, word: str) -> list[str]:
+    done = run_cli(vault, "search", "--mode", "keyword", word, "--json")
+    assert done.returncode in (0, 1), done.stderr  # 1: no match
+    return [h["path"] for h in json.loads(done.stdout)["hits"]]
+
+
+def push_from(vault: Path, message: str) -> None:
+    git(vault, "add", "-A")
+    git(vault, "commit", "-q", "-m", message)
+    git(vault, "push", "-q")
+
+
+def test_a_search_right_after_git_pull_finds_the_new_text(clone: Clone) -> None:
+    a, b = clone("a"), clone("b")
+    assert run_cli(b, "reindex", "--no-vectors").returncode == 0
+    write(a, "notes/Alpha.md", "# Alpha\n\nA zeppelin landed.\n")
+    write(a, "notes/Beta.md", "# Beta\n\nAbout quokkas.\n")
+    push_from(a, "two notes")
+    git(b, "pull", "-q")
+    assert found(b, "zeppelin") == ["notes/Alpha.md"]
+    assert found(b, "quokkas") == ["notes/Beta.md"]
+    (a / "notes" / "Beta.md").unlink()
+    push_from(a, "one gone")
+    git(b, "pull", "-q")
+    assert found(b, "quokkas") == []
+
+
+def test_edits_not_committed_and_put_back_are_seen(clone: Clone) -> None:
+    b = clone("b")
+    assert run_cli(b, "reindex", "--no-vectors").returncode == 0
+    assert found(b, "narwhal") == []
+    # An edit in place (as Obsidian writes) and a new note, neither committed.
+    with (b / "notes" / "Alpha.md").open("a", encoding="utf-8") as f:
+        f.write("\nA narwhal surfaced.\n")
+    write(b, "notes/New.md", "# New\n\nNarwhal again.\n")
+    assert sorted(found(b, "narwhal")) == ["notes/Alpha.md", "notes/New.md"]
+    git(b, "checkout", "--", "notes/Alpha.md")  # the edit put back: clean again
+    assert found(b, "narwhal") == ["notes/New.md"]
+
+
+def test_a_vault_without_git_is_checked_by_a_stat_walk(tmp_path: Path) -> None:
+    vault = tmp_path / "plain" / "vault"
+    write(vault, "notes/a.md", "# A\n\nFirst text.\n")
+    assert run_cli(vault, "reindex", "--no-vectors").returncode == 0
+    write(vault, "notes/a.md", "# A\n\nA walrus now.\n")
+    write(vault, "notes/b.md", "# B\n\nA walrus too.\n")
+    assert sorted(found(vault, "walrus")) == ["notes/a.md", "notes/b.md"]
+
+
+def test_many_changes_answer_from_the_old_index_with_a_note(
+    clone: Clone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    b = clone("b")
+    assert run_cli(b, "reindex", "--no-vectors").returncode == 0
+    assert found(b, "first") == ["notes/Alpha.md"]  # the check's state is recorded
+    monkeypatch.setattr(freshness, "FRESH_MAX_FILES", 2)
+    for n in range(3):
+        write(b, f"notes/N{n}.md", f"# N{n}\n\nAn ocelot.\n")
+    with connect(Settings.load(vault=b, index=tmp_path / "b" / "index")) as v:
+        result = v.search("ocelot", mode="keyword")
+        assert result.total == 0
+        assert any("3 files changed" in w and "vault reindex" in w for w in result.warnings)
+        v.reindex(vectors=False)
+        assert v.search("ocelot", mode="keyword").total == 3
+
+
+@pytest.mark.anyio
+async def test_a_search_through_mcp_right_after_a_pull(clone: Clone) -> None:
+    a, b = clone("a"), clone("b")
+    assert run_cli(b, "reindex", "--no-vectors").returncode == 0
+    with anyio.fail_after(90):
+        async with Client(stdio_server(b)) as client:
+            before = await client.call_tool("search", {"query": "zeppelin", "mode": "keyword"})
+            assert "notes/Alpha.md" not in before.content[0].text
+            write(a, "notes/Alpha.md", "# Alpha\n\nA zeppelin landed.\n")
+            push_from(a, "zeppelin")
+            git(b, "pull", "-q")
+            after = await client.call_tool("search", {"query": "zeppelin", "mode": "keyword"})
+            assert "notes/Alpha.md" in after.content[0].text
