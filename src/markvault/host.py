@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import errors
+from .autosync import AutoSync
 from .calls import Call, SyncReport
 from .config import Settings
 from .core import Core
@@ -71,6 +72,7 @@ class LocalHost:
         self.backfill_idle = threading.Event()
         self._stopping = threading.Event()
         self._on_report: SyncReport | None = None
+        self.autosync: AutoSync | None = None  # [sync] auto: started with the background
 
     @property
     def settings(self) -> Settings:
@@ -120,6 +122,8 @@ class LocalHost:
             self.calls.release()
             if call.writes:
                 self._wake.set()
+                if self.autosync is not None and call.name not in ("sync", "reindex", "refresh"):
+                    self.autosync.changed()
 
     def _busy_answer(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         activity = self._core.keeper.activity
@@ -146,6 +150,7 @@ class LocalHost:
             self._start_backfill()
             if watch:
                 self._start_watching(poll)
+            self._start_autosync()
 
     def on_sync(self, report: SyncReport) -> None:
         self._on_report = report
@@ -188,6 +193,14 @@ class LocalHost:
                 self._wake.wait(BACKFILL_IDLE_SECONDS)
                 self._wake.clear()
 
+    def _start_autosync(self) -> None:
+        """``[sync] auto``: sync with git on its own (``autosync.py``), as a call of this
+        host, so it takes its turn with every other call."""
+        if self.autosync is not None or not self.settings.sync.auto:
+            return
+        self.autosync = AutoSync(lambda: Vault(self).sync(), self.settings.sync)
+        self.autosync.start()
+
     def _start_watching(self, poll: bool | None = None) -> None:
         """Keep the index in step with the files (servers and `vault watch` do this)."""
         if self._core.keeper.watcher is not None:
@@ -196,6 +209,10 @@ class LocalHost:
 
         def synced(batch: WatchBatch, report: Any) -> None:
             self._wake.set()
+            if self.autosync is not None and (
+                report.added or report.updated or report.renamed or report.removed
+            ):
+                self.autosync.changed()
             if self._on_report is not None:
                 self._on_report(batch, report)
 
@@ -216,6 +233,8 @@ class LocalHost:
         reopens its index at the next call)."""
         self._stopping.set()
         self._wake.set()
+        if self.autosync is not None:
+            self.autosync.stop()
         if self._core.keeper.watcher is not None:
             self._core.keeper.watcher.stop(1.0)  # a sync in progress finishes in its daemon thread
             self._core.keeper.watcher = None
