@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -101,3 +102,44 @@ async def test_a_search_through_mcp_right_after_a_pull(clone: Clone) -> None:
             git(b, "pull", "-q")
             after = await client.call_tool("search", {"query": "zeppelin", "mode": "keyword"})
             assert "notes/Alpha.md" in after.content[0].text
+
+
+@pytest.mark.anyio
+async def test_a_pull_while_an_mcp_server_runs_and_writes(clone: Clone) -> None:
+    """The agent writes through `vault mcp` while `vault sync` pulls a change on the same
+    machine: the sync runs in the server between two writes, nothing is lost, nothing
+    half-written is committed, and both machines end with every note."""
+    a, b = clone("a"), clone("b")
+    write(a, "notes/Alpha.md", "# Alpha\n\nA zeppelin landed.\n")
+    push_from(a, "zeppelin")
+    titles = [f"Agent note {n}" for n in range(8)]
+    with anyio.fail_after(120):
+        async with Client(stdio_server(b)) as client:
+
+            async def agent() -> None:
+                for title in titles:
+                    made = await client.call_tool(
+                        "create_note", {"kind": "note", "title": title, "content": f"ibis {title}"}
+                    )
+                    assert not made.is_error, made.content
+
+            sync_done: list[dict[str, Any]] = []
+
+            async def pull() -> None:
+                done = await anyio.to_thread.run_sync(run_cli, b, "sync", "--json")
+                assert done.returncode == 0, done.stderr
+                sync_done.append(json.loads(done.stdout))
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(agent)
+                tasks.start_soon(pull)
+            assert sync_done[0]["pulled"] == 1
+            hits = await client.call_tool("search", {"query": "zeppelin", "mode": "keyword"})
+            assert "notes/Alpha.md" in hits.content[0].text
+            again = run_cli(b, "sync", "--json")  # what the agent wrote after the first
+            assert again.returncode == 0, again.stderr
+    git(a, "pull", "-q")
+    for title in titles:
+        assert f"ibis {title}" in (a / "notes" / f"{title}.md").read_text(encoding="utf-8")
+    assert git(b, "status", "--porcelain") == ""
+    assert ".mv-tmp-" not in git(b, "log", "--all", "--name-only", "--format=")
