@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from gen_vault import generate  # noqa: E402
+from gen_vault import generate
 
 DRIVER = """
 import sys
