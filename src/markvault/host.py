@@ -127,12 +127,15 @@ class LocalHost:
 
     def _busy_answer(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         activity = self._core.keeper.activity
-        doing = (
-            f"{activity[0].lower()}: {activity[1]:,} of {activity[2]:,}"
-            if activity
-            else "a sync is running"
-        )
-        message = f"the index is being built ({doing}); results will come when it is done"
+        if activity and not activity[2]:  # work that counts nothing: `vault sync`'s git
+            message = f"the vault is busy ({activity[0].lower()}); retry when it is done"
+        else:
+            doing = (
+                f"{activity[0].lower()}: {activity[1]:,} of {activity[2]:,}"
+                if activity
+                else "a sync is running"
+            )
+            message = f"the index is being built ({doing}); results will come when it is done"
         if call.name == "search":
             query = str(args[0] if args else kwargs.get("query", ""))
             mode = str(kwargs.get("mode", "hybrid"))
