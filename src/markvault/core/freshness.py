@@ -100,10 +100,15 @@ class Freshness:
                 dirty = candidates[1]
             new_state = {"head": head, "dirty": sorted(dirty) if dirty is not None else None}
         if len(changed) > FRESH_MAX_FILES:
+            then = (
+                "the watcher is indexing them; later answers will include them."
+                if watched
+                else "run `vault reindex` to bring it up to date (or keep `vault watch` or "
+                "`vault mcp` running, which do it as files change)."
+            )
             self.keeper.notices.append(
                 f"{len(changed):,} files changed since the index was last updated; this "
-                "answer comes from the index as it was. Run `vault reindex` to bring it up to "
-                "date (or keep `vault watch` or `vault mcp` running, which do it as files change)."
+                f"answer comes from the index as it was: {then}"
             )
             return
         if changed:
