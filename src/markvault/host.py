@@ -7,8 +7,10 @@ connection is not for two threads at once, so calls take turns on one lock; a re
 that finds a long sync holding it (a first build, a big checkout) is answered within
 seconds, saying so, rather than left waiting.
 
-A host that owns a shared index also keeps it fresh for everyone: it watches the files
-and embeds new chunks in the background, a small group at a time.
+A host that owns a shared index also keeps it fresh for everyone: before each call it
+syncs what changed on disk since it last looked (``core/freshness.py``), it watches the
+files, embeds new chunks in the background, a small group at a time, and with ``[sync]
+auto`` syncs the vault with git on its own (``autosync.py``).
 """
 
 from __future__ import annotations
