@@ -67,9 +67,13 @@ def test_a_vault_without_git_is_checked_by_a_stat_walk(tmp_path: Path) -> None:
     vault = tmp_path / "plain" / "vault"
     write(vault, "notes/a.md", "# A\n\nFirst text.\n")
     assert run_cli(vault, "reindex", "--no-vectors").returncode == 0
-    write(vault, "notes/a.md", "# A\n\nA walrus now.\n")
+    assert found(vault, "walrus") == []  # the walk's sum is recorded
+    write(vault, "notes/a.md", "# A\n\nA walrus now.\n")  # in place: no folder changes
+    assert found(vault, "walrus") == ["notes/a.md"]
     write(vault, "notes/b.md", "# B\n\nA walrus too.\n")
     assert sorted(found(vault, "walrus")) == ["notes/a.md", "notes/b.md"]
+    (vault / "notes" / "a.md").unlink()
+    assert found(vault, "walrus") == ["notes/b.md"]
 
 
 def test_many_changes_answer_from_the_old_index_with_a_note(

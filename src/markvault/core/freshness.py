@@ -12,8 +12,10 @@ what changed:
   deleted and not committed; the files dirty at the last check are looked at again (a
   `git checkout -- note.md` puts one back). Only those files are statted and compared
   with the index.
-- **Any other vault:** one stat walk of the vault against the index (as `vault status`'
-  pending count does).
+- **Any other vault:** one stat walk of the vault, summed up (files, mtimes, sizes, and
+  folders' mtimes, which change when a file is added, removed or renamed) and compared
+  with the sum at the last check; only when it differs, the walk that compares each
+  file with the index (as `vault status`' pending count does).
 
 With a watcher running in this process (a `vault mcp` server, `vault watch`) edits are
 the watcher's, and only the commit is compared: a pull lands before the watcher's
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MarkvaultError
+from ..files import IGNORE_FILE
 from ..gitrepo import find_repo
 from ..gitsync import Git, open_git
 from .lifecycle import IndexKeeper
@@ -85,7 +88,11 @@ class Freshness:
         if repo is None or shutil.which("git") is None:
             if watched:
                 return
+            fingerprint = self._fingerprint()
+            if fingerprint == state.get("walk"):
+                return  # not a file or folder changed since the last check
             changed = self._changed_by_walk()
+            new_state = {"walk": fingerprint}
         else:
             head = repo.head()
             if watched and head == state.get("head"):
@@ -176,6 +183,40 @@ class Freshness:
         changed |= (set(known) | set(skipped)) - set(scan.notes)
         changed |= scan.attachments ^ index.reads.attachments()
         return sorted(changed)
+
+    def _fingerprint(self) -> list[int]:
+        """What one stat walk of the vault sums up: files, their mtimes and sizes, and
+        folders and their mtimes (a file added, removed or renamed changes its folder's),
+        and the ignore file's mtime. Equal to the last check's: nothing changed. Cheaper
+        than ``_changed_by_walk``: no ignore rules per file, no Unicode forms, no index."""
+        settings = self.keeper.settings
+        skip = {str(settings.index_dir)}
+        total = [0, 0, 0, 0, 0]  # files, sum of mtimes, sum of sizes, folders, their mtimes
+        with contextlib.suppress(OSError):
+            total[4] += os.stat(settings.vault_dir / IGNORE_FILE).st_mtime_ns
+        folders = [str(settings.vault_dir)]
+        while folders:
+            folder = folders.pop()
+            try:
+                total[4] += os.stat(folder).st_mtime_ns
+                entries = os.scandir(folder)
+            except OSError:
+                continue
+            total[3] += 1
+            with entries:
+                for entry in entries:
+                    if entry.name.startswith("."):
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.path not in skip:
+                            folders.append(entry.path)
+                        continue
+                    with contextlib.suppress(OSError):
+                        st = entry.stat()  # follows a symlink, as the scan does
+                        total[0] += 1
+                        total[1] += st.st_mtime_ns
+                        total[2] += st.st_size
+        return total
 
     def _load(self) -> dict[str, Any]:
         try:
