@@ -63,6 +63,16 @@ def test_edits_not_committed_and_put_back_are_seen(clone: Clone) -> None:
     assert found(b, "narwhal") == ["notes/New.md"]
 
 
+def test_notes_git_ignores_are_seen_too(clone: Clone) -> None:
+    b = clone("b")
+    write(b, ".git/info/exclude", "private/\n")  # kept out of git, indexed by markvault
+    write(b, "private/Diary.md", "# Diary\n\nNothing yet.\n")
+    assert run_cli(b, "reindex", "--no-vectors").returncode == 0
+    assert found(b, "okapi") == []
+    write(b, "private/Diary.md", "# Diary\n\nAn okapi.\n")
+    assert found(b, "okapi") == ["private/Diary.md"]
+
+
 def test_a_vault_without_git_is_checked_by_a_stat_walk(tmp_path: Path) -> None:
     vault = tmp_path / "plain" / "vault"
     write(vault, "notes/a.md", "# A\n\nFirst text.\n")

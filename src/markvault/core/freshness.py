@@ -233,13 +233,16 @@ class Freshness:
 
 
 def _dirty(git: Git) -> set[str]:
-    """Vault files that differ from the commit (edited, added, deleted, untracked)."""
+    """Vault files that differ from the commit (edited, added, deleted, untracked), and
+    what git ignores (a folder kept out of git may still hold notes: it is looked at
+    each time, folders as a whole)."""
     out = git.run(
         "--no-optional-locks",
         "status",
         "--porcelain=v1",
         "-z",
         "--untracked-files=all",
+        "--ignored=matching",
         "--no-renames",
         "--",
         *git.pathspec,
