@@ -99,9 +99,10 @@ class Freshness:
                 return
             git = open_git(self.keeper.settings.vault_dir, interactive=False)
             candidates = self._git_candidates(git, head, state, watched)
-            if candidates is None:  # nothing to start from: look at every file once
-                changed = self._changed_by_walk()
-                dirty = None if watched else _dirty(git)
+            if candidates is None and watched:
+                changed, dirty = [], None  # the watcher reconciled every file as it started
+            elif candidates is None:  # nothing to start from: look at every file once
+                changed, dirty = self._changed_by_walk(), _dirty(git)
             else:
                 changed = self._changed_among(candidates[0])
                 dirty = candidates[1]
