@@ -27,6 +27,7 @@ WRITES = {
     "store_document",
     "import_sessions",
     "save_session_summary",
+    "sync",
 }
 
 

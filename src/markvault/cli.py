@@ -605,8 +605,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
         f"vault    {info['vault']}",
         f"index    {info['index']} ({info['index_bytes'] / 1048576:.1f} MiB; "
         f"{info.get('index_origin', '?')}), last sync {info['last_sync']}",
-        f"notes    {info['notes']} · chunks {info['chunks']} · links {info['links']} "
-        f"({info['unresolved_links']} unresolved) · skipped files {info['skipped_files']}",
+        f"notes    {info['notes']} · chunks {info['chunks']} · other files {info['files']} "
+        f"· skipped files {info['skipped_files']}",
+        f"links    {info['links']}: {info['links_to_notes']} to notes, "
+        f"{info['links_to_files']} to files, {info['unresolved_links']} unresolved",
         "kinds    " + ", ".join(f"{k} {v}" for k, v in info["by_kind"].items()),
         "types    " + ", ".join(f"{k} {v}" for k, v in info["by_type"].items()),
         f"model    {info['model']} (dim {info['dimension'] or '?'}) · "
@@ -1115,7 +1117,10 @@ def vault_map(ctx: click.Context, depth: int | None, top: int, as_json: bool) ->
         return
     click.echo(click.style("folders", bold=True))
     for f in info["folders"]:
-        click.echo(f"  {f['folder']:32} {f['notes']:5} notes {f['links_inside']:6} links inside")
+        click.echo(
+            f"  {f['folder']:32} {f['notes']:5} notes {f['files']:5} files "
+            f"{f['links_inside']:6} links inside"
+        )
     click.echo(click.style("links between folders", bold=True))
     for e in info["links_between"][:top]:
         click.echo(f"  {e['from']} → {e['to']}: {e['links']}")
@@ -1125,6 +1130,13 @@ def vault_map(ctx: click.Context, depth: int | None, top: int, as_json: bool) ->
     click.echo(click.style(f"orphans ({info['orphan_count']})", bold=True))
     for path in info["orphans"][:top]:
         click.echo(f"  {path}")
+    if info["files"]:
+        click.echo(click.style(f"files other than notes ({info['files']})", bold=True))
+        for n in info["most_linked_files"]:
+            click.echo(f"  {n['backlinks']:5}  {n['path']}")
+        click.echo(click.style(f"orphan files ({info['orphan_file_count']})", bold=True))
+        for path in info["orphan_files"][:top]:
+            click.echo(f"  {path}")
     click.echo(click.style(f"broken links ({info['broken_link_count']})", bold=True))
     for link in info["broken_links"][:top]:
         click.echo(f"  {link['source']}:{link['line']} [[{link['target']}]]")
@@ -1993,72 +2005,66 @@ def sync(
       vault sync -m "Notes from the workshop" --no-push
       vault sync --dry-run
     """
-    from .gitsync import SyncOptions, sync_vault
-
-    obj = ctx.find_root().obj
-    settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
-    pull = settings.sync.pull if rebase is None else ("rebase" if rebase else "merge")
-    options = SyncOptions(
+    vault = open_vault(ctx)
+    done = vault.sync(
         message=message,
         push=not no_push,
         dry_run=dry_run,
-        pull=pull,
-        interactive=sys.stdin.isatty(),
+        pull=None if rebase is None else ("rebase" if rebase else "merge"),
+        # git may ask for a passphrase on this terminal only when it runs here (not in a
+        # running `vault mcp` that owns the index).
+        interactive=sys.stdin.isatty() and vault.host.runs_here,
     )
-    report = sync_vault(settings.vault_dir, options)
-    indexed: ReindexReport | None = None
-    if report.changed_paths and settings.db_path.exists():
-        # Keyword search finds the new text at once; vectors follow with `vault reindex`
-        # (or in the background of a running `vault mcp`).
-        indexed = open_vault(ctx).reindex(paths=report.changed_paths, vectors=False)
     if as_json:
-        emit_json({**report.to_json(), "index": indexed.to_json() if indexed else None})
+        emit_json(done)
     else:
-        _print_sync(report, indexed)
-    if report.conflicts:
+        _print_sync(done)
+    if done["conflicts"]:
         sys.exit(5)
 
 
-def _print_sync(report: Any, indexed: ReindexReport | None) -> None:
-    from .gitsync import commit_message
+def _print_sync(report: dict[str, Any]) -> None:
+    from .gitsync import Change, commit_message
 
-    if report.finished:
-        click.echo(f"Finished the {report.finished} stopped by the last sync.")
-    if report.changes:
-        summary = commit_message(report.changes).splitlines()
-        verb = "Would commit" if report.dry_run else f"Committed {report.commit[:8]}"
+    upstream, indexed = report["upstream"], report["index"]
+    if report["finished"]:
+        click.echo(f"Finished the {report['finished']} stopped by the last sync.")
+    if report["changes"]:
+        changes = [Change(c["status"], c["path"], c["from"], None) for c in report["changes"]]
+        summary = commit_message(changes).splitlines()
+        verb = "Would commit" if report["dry_run"] else f"Committed {report['commit'][:8]}"
         click.echo(f"{verb}: {summary[0].split(': ', 1)[1]}")
         for line in summary[2:]:
             click.echo(f"  {line}")
-    elif not report.conflicts:
+    elif not report["conflicts"]:
         click.echo("Nothing to commit.")
-    if report.dry_run:
+    if report["dry_run"]:
         click.echo(
-            f"Then pull ({report.behind} commits behind {report.upstream} as of the last "
-            f"fetch) and push ({report.ahead} ahead)."
+            f"Then pull ({report['behind']} commits behind {upstream} as of the last "
+            f"fetch) and push ({report['ahead']} ahead)."
         )
-    if report.pulled:
+    if report["pulled"]:
         click.echo(
-            f"Pulled {report.pulled} commit(s) from {report.upstream}: "
-            f"{len(report.changed_paths)} file(s) changed."
+            f"Pulled {report['pulled']} commit(s) from {upstream}: "
+            f"{len(report['changed_paths'])} file(s) changed."
         )
-    if report.pushed:
-        click.echo(f"Pushed {report.pushed} commit(s) to {report.upstream}.")
+    if report["pushed"]:
+        click.echo(f"Pushed {report['pushed']} commit(s) to {upstream}.")
     if indexed is not None:
         click.echo(
-            f"Index updated: {indexed.added} added, {indexed.updated} updated, "
-            f"{indexed.renamed} renamed, {indexed.removed} removed."
+            f"Index updated: {indexed['added']} added, {indexed['updated']} updated, "
+            f"{indexed['renamed']} renamed, {indexed['removed']} removed."
         )
-    for notice in report.notices:
+    for notice in report["notices"]:
         click.echo(notice, err=True)
-    if report.conflicts:
+    if report["conflicts"]:
         click.echo(
             click.style("Conflict: ", fg="red", bold=True)
-            + f"combining with {report.upstream or 'the upstream'} stopped on "
-            f"{len(report.conflicts)} file(s):",
+            + f"combining with {upstream or 'the upstream'} stopped on "
+            f"{len(report['conflicts'])} file(s):",
             err=True,
         )
-        for path in report.conflicts:
+        for path in report["conflicts"]:
             click.echo(f"  {path}", err=True)
         click.echo(
             "Both versions are in each file, between <<<<<<< and >>>>>>> lines. Keep the "
@@ -2067,8 +2073,8 @@ def _print_sync(report: Any, indexed: ReindexReport | None) -> None:
             "nothing in this vault.",
             err=True,
         )
-    elif not report.dry_run and not report.pulled and not report.pushed and not report.changes:
-        click.echo(f"Up to date with {report.upstream}.")
+    elif not (report["dry_run"] or report["pulled"] or report["pushed"] or report["changes"]):
+        click.echo(f"Up to date with {upstream}.")
 
 
 if __name__ == "__main__":

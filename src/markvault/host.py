@@ -7,8 +7,10 @@ connection is not for two threads at once, so calls take turns on one lock; a re
 that finds a long sync holding it (a first build, a big checkout) is answered within
 seconds, saying so, rather than left waiting.
 
-A host that owns a shared index also keeps it fresh for everyone: it watches the files
-and embeds new chunks in the background, a small group at a time.
+A host that owns a shared index also keeps it fresh for everyone: before each call it
+syncs what changed on disk since it last looked (``core/freshness.py``), it watches the
+files, embeds new chunks in the background, a small group at a time, and with ``[sync]
+auto`` syncs the vault with git on its own (``autosync.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import errors
+from .autosync import AutoSync
 from .calls import Call, SyncReport
 from .config import Settings
 from .core import Core
@@ -53,11 +56,15 @@ def local_vault(settings: Settings, embedder: Embedder | None = None) -> Vault:
 class LocalHost:
     """Runs a vault's calls on this process's core (see the module's docstring)."""
 
-    def __init__(self, core: Core, *, owner: bool = False) -> None:
+    def __init__(self, core: Core, *, owner: bool = False, fresh: bool | None = None) -> None:
         """``owner``: this host serves a shared index, so its background work also
-        embeds and watches for every process (an unshared vault only loads the model)."""
+        embeds and watches for every process (an unshared vault only loads the model).
+        ``fresh``: sync what changed on disk before each call (``core/freshness.py``);
+        by default an owner does (the faces' vaults), an unshared vault does not (tests,
+        benchmarks and scripts that sync when they choose)."""
         self._core = core
         self.owner = owner
+        self.fresh = owner if fresh is None else fresh
         self.calls = threading.RLock()  # one call at a time
         self.closed = False
         self.clients: int | None = None  # set by the owner's server: processes served
@@ -67,6 +74,7 @@ class LocalHost:
         self.backfill_idle = threading.Event()
         self._stopping = threading.Event()
         self._on_report: SyncReport | None = None
+        self.autosync: AutoSync | None = None  # [sync] auto: started with the background
 
     @property
     def settings(self) -> Settings:
@@ -107,6 +115,8 @@ class LocalHost:
             self.calls.release()
             raise ConnectionAbortedError("the index owner is closing")
         try:
+            if self.fresh:
+                self._core.fresh.before_call(call.name)
             # A facade of this host for the body to run on (held by nothing here: a
             # vault nobody closed still goes, and its index with it).
             return call.body(Vault(self), *args, **kwargs)
@@ -114,15 +124,20 @@ class LocalHost:
             self.calls.release()
             if call.writes:
                 self._wake.set()
+                if self.autosync is not None and call.name not in ("sync", "reindex", "refresh"):
+                    self.autosync.changed()
 
     def _busy_answer(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         activity = self._core.keeper.activity
-        doing = (
-            f"{activity[0].lower()}: {activity[1]:,} of {activity[2]:,}"
-            if activity
-            else "a sync is running"
-        )
-        message = f"the index is being built ({doing}); results will come when it is done"
+        if activity and not activity[2]:  # work that counts nothing: `vault sync`'s git
+            message = f"the vault is busy ({activity[0].lower()}); retry when it is done"
+        else:
+            doing = (
+                f"{activity[0].lower()}: {activity[1]:,} of {activity[2]:,}"
+                if activity
+                else "a sync is running"
+            )
+            message = f"the index is being built ({doing}); results will come when it is done"
         if call.name == "search":
             query = str(args[0] if args else kwargs.get("query", ""))
             mode = str(kwargs.get("mode", "hybrid"))
@@ -140,6 +155,7 @@ class LocalHost:
             self._start_backfill()
             if watch:
                 self._start_watching(poll)
+            self._start_autosync()
 
     def on_sync(self, report: SyncReport) -> None:
         self._on_report = report
@@ -182,6 +198,14 @@ class LocalHost:
                 self._wake.wait(BACKFILL_IDLE_SECONDS)
                 self._wake.clear()
 
+    def _start_autosync(self) -> None:
+        """``[sync] auto``: sync with git on its own (``autosync.py``), as a call of this
+        host, so it takes its turn with every other call."""
+        if self.autosync is not None or not self.settings.sync.auto:
+            return
+        self.autosync = AutoSync(lambda: Vault(self).sync(), self.settings.sync)
+        self.autosync.start()
+
     def _start_watching(self, poll: bool | None = None) -> None:
         """Keep the index in step with the files (servers and `vault watch` do this)."""
         if self._core.keeper.watcher is not None:
@@ -190,6 +214,10 @@ class LocalHost:
 
         def synced(batch: WatchBatch, report: Any) -> None:
             self._wake.set()
+            if self.autosync is not None and (
+                report.added or report.updated or report.renamed or report.removed
+            ):
+                self.autosync.changed()
             if self._on_report is not None:
                 self._on_report(batch, report)
 
@@ -210,6 +238,8 @@ class LocalHost:
         reopens its index at the next call)."""
         self._stopping.set()
         self._wake.set()
+        if self.autosync is not None:
+            self.autosync.stop()
         if self._core.keeper.watcher is not None:
             self._core.keeper.watcher.stop(1.0)  # a sync in progress finishes in its daemon thread
             self._core.keeper.watcher = None

@@ -12,7 +12,7 @@ import functools
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from .chunk import chunk_note
 from .config import Settings
@@ -20,7 +20,7 @@ from .embed import Embedder
 from .errors import MarkvaultError, RefusedError
 from .files import FileStat, VaultFiles, content_hash
 from .index import Index
-from .links import LinkResolver
+from .links import LinkResolver, link_name, names_of
 from .model import NoProgress, NoteRecord, Progress, ReindexReport
 from .parse import parse_note
 from .pool import in_workers
@@ -42,6 +42,8 @@ class Changes:
     unchanged: int
     known: dict[str, tuple[str, int, int, str]]  # the index's view before the change
     warnings: list[str]
+    files_added: set[str] = field(default_factory=set)  # attachments (files not notes)
+    files_removed: set[str] = field(default_factory=set)
 
 
 def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> NoteRecord:
@@ -115,7 +117,8 @@ class Syncer:
         """What changed on disk: everything, or only under the ``hints`` (files or
         folders a watcher saw change; renames are matched by content hash as usual)."""
         hint_list = None if hints is None else sorted({h.strip("/") for h in hints})
-        on_disk, warnings = self.files.scan(under=hint_list)
+        scan = self.files.scan_all(under=hint_list)
+        on_disk, warnings = scan.notes, scan.warnings
         known = self.index.writes.file_states()
         skipped_before = self.index.writes.skipped_states()
         to_read: list[FileStat] = []
@@ -145,10 +148,14 @@ class Syncer:
                 warnings.append(str(value))
         progress.finish()
         gone = (set(known) | set(skipped_before)) - set(on_disk)
+        files_before = self.index.reads.attachments()
         if hint_list is not None:
             nfc = [unicodedata.normalize("NFC", h) for h in hint_list]
             gone = {p for p in gone if _within(p, nfc)}
+            files_before = {p for p in files_before if _within(p, nfc)}
         changes.removed = sorted(gone)
+        changes.files_added = scan.attachments - files_before
+        changes.files_removed = files_before - scan.attachments
         return changes
 
     def run(
@@ -188,9 +195,12 @@ class Syncer:
         report.errors = [{"path": s[0], "message": s[1]} for s in changes.skipped]
 
         self.index.writes.touch(changes.touched)
-        if changes.records or changes.removed or changes.skipped:
+        files_changed = bool(changes.files_added or changes.files_removed)
+        if changes.records or changes.removed or changes.skipped or files_changed:
             aliases_before = dict(self.index.writes.note_link_keys())
-            self.index.writes.apply(changes.records, changes.removed, changes.skipped)
+            if changes.records or changes.removed or changes.skipped:
+                self.index.writes.apply(changes.records, changes.removed, changes.skipped)
+            self.index.writes.set_attachments(changes.files_added, changes.files_removed)
             self._resolve_links(changes, aliases_before)
         if self.index.keyword.dirty():
             self.index.keyword.rebuild()
@@ -209,15 +219,26 @@ class Syncer:
         return report
 
     def _resolve_links(self, changes: Changes, aliases_before: dict[str, list[str]]) -> None:
+        """Resolve the changed notes' own links, and the links whose target may now
+        point elsewhere: those naming a file or alias that came or went, and those that
+        pointed at a file that went or a note whose aliases changed."""
         notes = self.index.writes.note_link_keys()
-        # A new, removed or re-aliased note can change where any link points;
-        # otherwise only the changed notes' own links need resolving.
-        set_changed = changes.removed or any(
-            aliases_before.get(r.note.path) != list(r.note.aliases) for r in changes.records
-        )
-        sources = None if set_changed else [r.note.path for r in changes.records]
-        resolver = LinkResolver(notes)
-        rows = self.index.writes.links_to_resolve(sources)
+        resolver = LinkResolver(notes, self.index.reads.attachments())
+        sources: list[str] | None = [r.note.path for r in changes.records]
+        names: set[str] = set()
+        targets = set(changes.removed) | changes.files_removed
+        for path in (*changes.files_added, *changes.files_removed, *changes.removed):
+            names |= names_of(path)
+        for rec in changes.records:
+            before = aliases_before.get(rec.note.path)
+            if before is None:  # a new note (or the new name of a moved one)
+                names |= names_of(rec.note.path)
+            if before != list(rec.note.aliases):
+                targets.add(rec.note.path)
+                names |= {link_name(a) for a in (*(before or ()), *rec.note.aliases)}
+        if not aliases_before:  # the first build: every link
+            sources = None
+        rows = self.index.writes.links_to_resolve(sources, names, targets)
         self.index.writes.set_link_targets(
             [(rid, resolver.resolve(src, target, style)) for rid, src, target, style in rows]
         )

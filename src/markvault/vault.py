@@ -90,6 +90,25 @@ class Vault:
         """Bring the index up to date after a change to the files (``paths``: hints)."""
         return self._core.keeper.refresh(progress, paths)
 
+    @writes
+    def sync(
+        self,
+        *,
+        message: str | None = None,
+        push: bool = True,
+        dry_run: bool = False,
+        pull: str | None = None,
+        interactive: bool = False,
+    ) -> dict[str, Any]:
+        """Commit the vault's changes, pull the upstream's, push, and index what arrived
+        (``gitsync.SyncReport.to_json`` and ``index``: the index's report, or None). A
+        conflict is reported in ``conflicts``, not raised. ``pull``: "merge" or "rebase"
+        (None: the vault's ``[sync] pull``); ``interactive``: git may prompt on this
+        terminal for a password (only where the call runs in the caller's process)."""
+        return self._core.git.sync(
+            message=message, push=push, dry_run=dry_run, pull=pull, interactive=interactive
+        )
+
     @reads
     def index_status(self) -> dict[str, Any]:
         """Notes, chunks, vectors, pending files, problems and the watcher's state."""

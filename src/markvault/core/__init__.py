@@ -10,7 +10,9 @@ from __future__ import annotations
 from ..config import Settings
 from ..embed import Embedder
 from .context import ContextViews
+from .freshness import Freshness
 from .gate import CredentialGate
+from .git_sync import GitSync
 from .lifecycle import IndexKeeper
 from .reading import NoteReader
 from .session_import import SessionImporter
@@ -30,6 +32,8 @@ class Core:
         self.context = ContextViews(self.keeper, self.notes)  # context and the link graph
         self.importer = SessionImporter(self.keeper)  # the session import pipeline
         self.sessions = SessionNotes(self.keeper, self.notes, self.gate)  # once imported
+        self.fresh = Freshness(self.keeper)  # small changes on disk synced before a call
+        self.git = GitSync(self.keeper)  # `vault sync`: commit, pull, push, index
 
     @property
     def settings(self) -> Settings:

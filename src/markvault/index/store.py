@@ -20,7 +20,7 @@ import pyarrow as pa
 from ..config import Settings
 from ..errors import IndexBusyError, MarkvaultError
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 
 _SCHEMA = """
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -38,8 +38,11 @@ CREATE TABLE chunks (
 );
 CREATE TABLE links (
     source VARCHAR, target VARCHAR, heading VARCHAR, block VARCHAR, alias VARCHAR,
-    embed BOOLEAN, style VARCHAR, line INTEGER, target_path VARCHAR
+    embed BOOLEAN, style VARCHAR, line INTEGER, target_name VARCHAR, target_path VARCHAR
 );
+-- Every file of the vault that is not a note (images, PDFs, canvases): what links and
+-- embeds may name besides notes. Never indexed as notes.
+CREATE TABLE attachments (path VARCHAR);
 CREATE TABLE skipped (path VARCHAR, reason VARCHAR, mtime_ns BIGINT, size BIGINT);
 CREATE SEQUENCE chunk_ids START 1;
 -- Point lookups of hits and of a note's chunks; a scan would read every chunk's text.

@@ -68,6 +68,10 @@ WRITE = ToolAnnotations(
 DESTRUCTIVE = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
 )
+# `sync` commits, pulls and pushes with the vault's git remote: it reaches past the vault.
+SYNC = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
+)
 # The tools that write to the vault: every one needs a hash or creates a note, and the
 # HTTP transport rate-limits them (it finds them on the live server by their annotations;
 # a test holds the two to agree).
@@ -82,6 +86,7 @@ WRITE_TOOLS = frozenset(
         "store_document",
         "save_session_summary",
         "import_sessions",
+        "sync",
     }
 )
 
@@ -221,6 +226,7 @@ def build_server(vault: Vault, live: LiveServer | None = None) -> MCPServer:
     _search_tools(server, service)
     _read_tools(server, service)
     _write_tools(server, service)
+    _sync_tool(server, service)
     _knowledge_tools(server, service)
     _context_tools(server, service)
     _session_tools(server, service)
@@ -673,6 +679,34 @@ def _session_summary_tool(server: MCPServer, service: VaultService) -> None:
             ),
         )
         return report
+
+
+def _sync_tool(server: MCPServer, service: VaultService) -> None:
+    @server.tool(annotations=SYNC)
+    async def sync(
+        ctx: Context, message: str | None = None, push: bool = True, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """Sync the vault with its git remote, as `vault sync` does: commit what changed
+        (the message lists notes added, edited, moved, deleted; `message` replaces its
+        subject), pull the other machines' commits, push, and index what arrived, so the
+        next search finds it. Needs a vault in a git repository with an upstream. On a
+        conflict nothing is lost: `conflicts` names the notes, both texts stay in them
+        between <<<<<<< and >>>>>>> lines, and writes to the vault are refused until a
+        person resolves them. dry_run: show what would be committed, change nothing.
+        Example: message="Notes from the design review".
+        """
+        return await service.run(
+            ctx,
+            "sync",
+            lambda v, call: _synced(v.sync(message=message, push=push, dry_run=dry_run), call),
+        )
+
+
+def _synced(report: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """A sync's report, and its conflict as a log line for the person watching."""
+    if report["conflicts"]:
+        call.log("warning", f"sync stopped on a conflict in {', '.join(report['conflicts'])}")
+    return report
 
 
 def _imported(report: Any, call: ToolCall) -> dict[str, Any]:
