@@ -20,10 +20,12 @@ from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
 from markvault import Vault
+from markvault.config import Settings
 from markvault.host import open_local
 from markvault.server.live import LiveServer, NoteChange
 from markvault.server.tool_call import CallCancelled, ToolCall
 from markvault.server.tools import build_server
+from markvault.shared import connect
 
 from .conftest import REPO, WriteNotes, stdio_server
 
@@ -263,7 +265,7 @@ def _slow_tool(server: MCPServer, release: threading.Event, stopped: threading.E
                 stopped.set()
                 raise
 
-        return await ToolCall(ctx, None, "slow", cancellable=True).run(work)
+        return await ToolCall(ctx, None, "slow").run(work)
 
 
 async def test_a_long_call_beats_and_stops_when_cancelled(vault: Vault) -> None:
@@ -292,6 +294,53 @@ async def test_a_long_call_beats_and_stops_when_cancelled(vault: Vault) -> None:
             assert await anyio.to_thread.run_sync(stopped.wait, 30)
     assert beats[0] == "slow: 1 s"  # the heartbeat before any stage
     assert any(b and b.startswith("Working: ") for b in beats)
+
+
+async def test_cancelling_a_tool_call_stops_its_work_in_the_owner(
+    write: WriteNotes, vault_dir: Path
+) -> None:
+    """A server that asks the index owner (another host over the socket) passes the
+    client's cancel on: the owner's sync stops at its next step and writes nothing."""
+    write(NOTES)
+    settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
+    with connect(settings) as owner:
+        owner.reindex(vectors=False)
+        write({f"notes/n{i}.md": f"# Note {i}\n\nwalrus {i}\n" for i in range(2000)})
+        asker = connect(settings)  # closed by the server's lifespan
+        assert not asker.host.runs_here
+        server = build_server(asker)
+        stopped = threading.Event()
+
+        @server.tool()
+        async def refresh(ctx: Context) -> str:
+            def work(call: ToolCall) -> str:
+                try:
+                    asker.refresh(progress=call)
+                except CallCancelled:
+                    stopped.set()  # the owner's answer: it stopped
+                    raise
+                return "done"
+
+            return await ToolCall(ctx, None, "refresh").run(work)
+
+        heard = anyio.Event()
+
+        async def progress(value: float, total: float | None, message: str | None) -> None:
+            if total is not None:
+                heard.set()  # the owner began reading: cancel now
+
+        with anyio.fail_after(120):
+            async with Client(server) as client:
+                async with anyio.create_task_group() as tasks:
+
+                    async def call() -> None:
+                        await client.call_tool("refresh", {}, progress_callback=progress)
+
+                    tasks.start_soon(call)
+                    await heard.wait()
+                    tasks.cancel_scope.cancel()
+                assert await anyio.to_thread.run_sync(stopped.wait, 60)
+        assert owner.pending()["new"] == 2000  # nothing of the cancelled sync was written
 
 
 # -- completions ---------------------------------------------------------------------------

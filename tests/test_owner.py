@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 from mcp import Client
 
 from markvault.config import Settings
+from markvault.errors import CallCancelled
 from markvault.shared import connect
 
 from .conftest import WriteNotes, run_cli, stdio_server
@@ -203,3 +205,45 @@ def test_the_owner_embeds_a_keyword_only_index_without_holding_it(
             assert slowest < 3.0
             hits = other.search("how do I connect Claude Code", mode="vector").hits
             assert hits[0].path == "notes/Connecting Claude Code.md"
+
+
+class CancelAtFirstStep:
+    """The progress of a caller that cancels as soon as the work has begun
+    (``client.CancelHook``): what a cancelled MCP tool call does to a call it sent."""
+
+    def __init__(self) -> None:
+        self._callbacks: list[Callable[[], None]] = []
+        self.cancelled = False
+
+    def on_cancel(self, callback: Callable[[], None]) -> None:
+        self._callbacks.append(callback)
+
+    def start(self, label: str, total: int) -> None:
+        self.cancelled = True
+        for callback in self._callbacks:
+            callback()
+
+    def advance(self, n: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+def test_cancelling_a_call_stops_its_work_in_the_owner(write: WriteNotes, vault_dir: Path) -> None:
+    """The caller's cancel crosses the socket: the owner's sync stops at its next step
+    (nothing of it is written) and the caller gets CallCancelled, not a report."""
+    write({"a.md": "apple"})
+    settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
+    with connect(settings) as owner:
+        owner.reindex(vectors=False)
+        write({f"notes/n{i}.md": f"# Note {i}\n\nwalrus {i}\n" for i in range(600)})
+        with connect(settings) as asker:
+            assert not asker.host.runs_here
+            progress = CancelAtFirstStep()
+            with pytest.raises(CallCancelled):
+                asker.refresh(progress=progress)
+            assert progress.cancelled
+            assert owner.pending()["new"] == 600  # the owner stopped before writing any
+            assert asker.refresh()  # the connection is still good for the next call
+            assert owner.pending()["new"] == 0

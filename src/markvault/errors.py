@@ -6,7 +6,8 @@
     ├── NotFoundError              no note or chunk by that reference (exit 3)
     ├── IndexBusyError             another process holds the index (exit 4)
     ├── ConflictError              the note changed or exists already (exit 5)
-    └── RefusedError               unsafe path, unreadable or oversized file (exit 6)
+    ├── RefusedError               unsafe path, unreadable or oversized file (exit 6)
+    └── CallCancelled              the caller cancelled the call (exit 130)
 
 The CLI turns these into ``click.ClickException``; the MCP server into ``ToolError``.
 """
@@ -50,3 +51,10 @@ class ConflictError(MarkvaultError):
 
 class RefusedError(MarkvaultError):
     exit_code = 6
+
+
+class CallCancelled(MarkvaultError):
+    """Raised into a call's work at its next progress step once its caller cancelled it;
+    what it wrote by then is whole, as after any interrupted sync."""
+
+    exit_code = 130
