@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from markvault import ConfigError, Settings
-from markvault.config import ORIGIN_CACHE, ORIGIN_CONFIG, ORIGIN_GIVEN
+from markvault.config import (
+    ORIGIN_CACHE,
+    ORIGIN_CONFIG,
+    ORIGIN_GIVEN,
+    CredentialSettings,
+    read_credential_settings,
+)
 
 from .conftest import BUNDLED_VAULT, REPO, run_cli
 
@@ -64,6 +71,35 @@ def test_sync_table(tmp_path: Path) -> None:
     (vault / ".markvault.toml").write_text("[sync]\nevery = 5\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="every"):
         Settings.load(vault=vault, env={})
+
+
+def test_credentials_table(tmp_path: Path) -> None:
+    vault = tmp_path / "v"
+    vault.mkdir()
+    assert Settings.load(vault=vault, env={}).credentials == CredentialSettings("redact")
+    (vault / ".markvault.toml").write_text(
+        '[credentials]\nmode = "refuse"\nallow = [\n'
+        '  { note = "notes/a.md", fingerprint = "github-token:0123abcd4567ef89" },\n'
+        '  { note = "*", fingerprint = "password:89ef4567abcd0123" },\n]\n',
+        encoding="utf-8",
+    )
+    loaded = Settings.load(vault=vault, env={}).credentials
+    assert loaded.mode == "refuse"
+    assert loaded.allow == {
+        ("notes/a.md", "github-token:0123abcd4567ef89"),
+        ("*", "password:89ef4567abcd0123"),
+    }
+    assert read_credential_settings(vault) == loaded
+    for bad, named in (
+        ('mode = "warn"', "credentials.mode"),
+        ('allow = [{ note = "x.md" }]', "credentials.allow"),
+        ("allow = 3", "credentials.allow"),
+        ("every = 5", "[credentials]"),
+    ):
+        (vault / ".markvault.toml").write_text(f"[credentials]\n{bad}\n", encoding="utf-8")
+        with pytest.raises(ConfigError, match=re.escape(named)) as caught:
+            Settings.load(vault=vault, env={})
+        assert "allow = [{ note" in str(caught.value.hint) or "refuse" in str(caught.value.hint)
 
 
 def test_status_says_where_the_index_is_and_why(tmp_path: Path) -> None:

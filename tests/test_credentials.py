@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from markvault.config import credential_settings
 from markvault.credentials import (
     REDACTED,
     CredentialPolicy,
@@ -140,6 +141,10 @@ ASSIGNED = [
     ),
     ("clientSecret: Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB", "Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB"),
     ("password: hunter42", "hunter42"),
+    # A phrase of words is a passphrase under a password's key (and only there).
+    ('password = "correct horse battery staple"', "correct horse battery staple"),
+    ('password: "Tr0ub4dor &3"', "Tr0ub4dor &3"),
+    ('DB_PASSWORD="hunter2 again"', "hunter2 again"),
     ("**Password:** Summer2024!", "Summer2024!"),
     ("The wifi password: Tr0ub4dor&3 (ask Sam)", "Tr0ub4dor&3"),
     (
@@ -189,6 +194,15 @@ ORDINARY = [
     "The passkey flow: passkeys replace passwords. Bypass: none. Compass: north.",
     "if password == '': raise ValueError('empty password')",
     "TOKEN=[REDACTED] and password: [REDACTED]",
+    # Sentences are prose under any key; a phrase of words is no token, key or secret.
+    'NO_SECRETS = "Never store secrets, tokens or passwords in notes."',
+    'DB_PASSWORD = "Ask the admin for it."\nAPI_TOKEN = "see the team vault"',
+    'SECRET_MESSAGE = "Meet me by the old oak tree at noon"',
+    'secret = "correct horse battery staple"\ntoken: "rotate every quarter"',
+    # Docstrings and type annotations describe a secret without holding one.
+    "refresh_token: The refresh token to exchange.\nclient_secret: The OAuth client secret.",
+    "client_secret_expires_at: int | None = None\nfile_secret_settings: SettingsCallable",
+    "token_endpoint_auth_method: Confidential-client auth method, either post or basic",
 ]
 
 HASH_CONTEXTS = [
@@ -407,6 +421,17 @@ def test_fingerprints_are_stable_and_distinct() -> None:
     assert fingerprint("password", "hunter2") == f"password:{expected}"
 
 
+@pytest.mark.parametrize("kind", sorted(TOKENS))
+def test_a_fingerprint_is_never_a_finding(kind: str) -> None:
+    """Allowlists in .markvault.toml and `vault check`'s output quote fingerprints: the
+    gate must not take its own fingerprints for secrets (sync scans that file too)."""
+    found = scan(f"value: {TOKENS[kind](random.Random(11))}\npassword = hunter42x\n")
+    assert found
+    for f in found:
+        for context in ("{fp}", 'fingerprint = "{fp}"', "notes/a.md:3  {fp}", "- {fp}"):
+            assert find(context.format(fp=f.fingerprint)) == [], (f.rule, context)
+
+
 def test_entropy_measures_spread() -> None:
     assert entropy("") == 0 and entropy("aaaa") == 0
     assert entropy("abcd") == 2.0
@@ -432,7 +457,7 @@ def test_redact_mode_redacts_and_says_so() -> None:
 
 def test_refuse_mode_refuses_naming_the_note_line_and_fingerprint() -> None:
     text, _ = token_text()
-    policy = CredentialPolicy.from_config({"mode": "refuse"})
+    policy = CredentialPolicy(mode="refuse")
     with pytest.raises(CredentialRefused) as caught:
         policy.check(text, note="notes/a.md")
     err = caught.value
@@ -447,8 +472,13 @@ def test_refuse_mode_refuses_naming_the_note_line_and_fingerprint() -> None:
 def test_the_allowlist_keeps_a_known_false_positive_in_its_note_only() -> None:
     text, token = token_text()
     [finding] = scan(text)
-    policy = CredentialPolicy.from_config(
-        {"mode": "refuse", "allow": [{"note": "notes/a.md", "fingerprint": finding.fingerprint}]}
+    policy = CredentialPolicy.of(
+        credential_settings(
+            {
+                "mode": "refuse",
+                "allow": [{"note": "notes/a.md", "fingerprint": finding.fingerprint}],
+            }
+        )
     )
     kept = policy.check(text, note="notes/a.md")
     assert kept.text == text and kept.allowed == (finding,) and kept.redacted == ()
@@ -472,12 +502,12 @@ def test_the_allowlist_keeps_a_known_false_positive_in_its_note_only() -> None:
 )
 def test_a_bad_credentials_table_is_a_config_error(table: object) -> None:
     with pytest.raises(ConfigError) as caught:
-        CredentialPolicy.from_config(table)
+        credential_settings(table)
     assert "credentials" in str(caught.value)
 
 
 def test_no_table_means_redact_with_no_allowlist() -> None:
-    assert CredentialPolicy.from_config(None) == CredentialPolicy("redact", frozenset())
+    assert CredentialPolicy.of(credential_settings(None)) == CredentialPolicy("redact", frozenset())
 
 
 def test_the_gate_reads_a_vault_worth_of_notes(tmp_path: Path) -> None:

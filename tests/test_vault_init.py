@@ -31,8 +31,9 @@ def test_a_new_vault_has_folders_templates_settings_and_a_gitignore(tmp_path: Pa
     for kind in ("note", "session", "knowledge", "document"):
         assert (vault / ".markvault" / "templates" / f"{kind}.md").is_file()
     config = tomllib.loads((vault / ".markvault.toml").read_text(encoding="utf-8"))
-    assert config == {"sync": {"pull": "merge"}}
+    assert config == {"sync": {"pull": "merge"}, "credentials": {"mode": "redact"}}
     settings = Settings.load(vault=vault, env={})
+    assert settings.credentials.mode == "redact" and not settings.credentials.allow
     assert settings.sync.pull == "merge" and vault not in settings.index_dir.parents
     ignore = (vault / ".gitignore").read_text(encoding="utf-8").splitlines()
     assert {".trash/", ".mv-tmp-*", ".obsidian/workspace.json"} <= set(ignore)

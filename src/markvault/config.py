@@ -58,6 +58,25 @@ class SyncSettings:
 
 
 @dataclass(frozen=True)
+class CredentialSettings:
+    """The credential gate (the ``[credentials]`` table; credentials.py applies it).
+
+    .. code-block:: toml
+
+        [credentials]
+        mode = "refuse"
+        allow = [{ note = "notes/AWS.md", fingerprint = "aws-access-key:1f0c2a9e4b7d3c10" }]
+    """
+
+    # What a write holding a credential gets: "redact" (the default: each one replaced
+    # by [REDACTED], the result says so) or "refuse" (nothing written; exit 6).
+    mode: Literal["redact", "refuse"] = "redact"
+    # Known false positives kept by every write, `vault check` and `vault sync`:
+    # (note path, or "*" for any note; fingerprint as `vault check` prints it).
+    allow: frozenset[tuple[str, str]] = frozenset()
+
+
+@dataclass(frozen=True)
 class Settings:
     vault_dir: Path
     index_dir: Path
@@ -77,6 +96,7 @@ class Settings:
     # `vault store` reads any ordinary path). See document_sources.py.
     document_roots: tuple[Path, ...] = ()
     sync: SyncSettings = field(default_factory=SyncSettings)
+    credentials: CredentialSettings = field(default_factory=CredentialSettings)
 
     @property
     def db_path(self) -> Path:
@@ -132,6 +152,7 @@ class Settings:
             index_origin=origin,
             model=str(model or env.get(ENV_MODEL) or file_cfg.get("model") or DEFAULT_MODEL),
             sync=_sync_settings(file_cfg.get("sync", {}), vault_dir / CONFIG_FILE),
+            credentials=credential_settings(file_cfg.get("credentials"), vault_dir / CONFIG_FILE),
         )
         roots = (
             env.get(ENV_DOCUMENT_ROOTS, "").split(os.pathsep)
@@ -187,6 +208,57 @@ def _sync_settings(table: Any, path: Path) -> SyncSettings:
             f"[sync] pull in {path} is {pull!r}.", 'Use "merge" (the default) or "rebase".'
         )
     return SyncSettings(pull=pull)
+
+
+CREDENTIALS_EXAMPLE = (
+    '[credentials]\nmode = "redact"    # or "refuse"\n'
+    'allow = [{ note = "notes/x.md", fingerprint = "github-token:0123abcd4567ef89" }]'
+)
+
+
+def credential_settings(table: Any, path: Path | str = CONFIG_FILE) -> CredentialSettings:
+    """The ``[credentials]`` table (None: the defaults).
+
+    Raises:
+        ConfigError: a table of another shape.
+    """
+    if table is None:
+        return CredentialSettings()
+    if not isinstance(table, dict) or set(table) - {"mode", "allow"}:
+        raise ConfigError(
+            f"Bad [credentials] table in {path} (keys: mode, allow).",
+            f"Example:\n{CREDENTIALS_EXAMPLE}",
+        )
+    mode = table.get("mode", "redact")
+    if mode not in ("redact", "refuse"):
+        raise ConfigError(
+            f"credentials.mode in {path} is {mode!r}.", 'Use "redact" (the default) or "refuse".'
+        )
+    entries = table.get("allow", [])
+    if not isinstance(entries, list) or not all(
+        isinstance(e, dict)
+        and isinstance(e.get("note"), str)
+        and isinstance(e.get("fingerprint"), str)
+        for e in entries
+    ):
+        raise ConfigError(
+            f"credentials.allow in {path} must be a list of {{ note, fingerprint }}.",
+            f"Example:\n{CREDENTIALS_EXAMPLE}",
+        )
+    return CredentialSettings(
+        mode, frozenset((e["note"], e["fingerprint"].strip()) for e in entries)
+    )
+
+
+def read_credential_settings(vault_dir: Path) -> CredentialSettings:
+    """The ``[credentials]`` table of a vault's settings file as it is now (a long-running
+    server sees an allowlist entry added after it started).
+
+    Raises:
+        ConfigError: the file or its table is invalid.
+    """
+    path = vault_dir / CONFIG_FILE
+    return credential_settings(_read_config_file(path).get("credentials"), path)
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:

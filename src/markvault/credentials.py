@@ -27,6 +27,15 @@ Design choices, each for a reason a reader would otherwise have to guess:
   ``count`` or ``public`` make the key a label, not a secret (``token_count``,
   ``key_id``, ``public_key``). A prose key (``Password: ...`` in a sentence) needs a
   value that looks like a password, so ``Secret: keep it simple`` passes.
+- **Words are not secrets.** A token, key or secret has no spaces; a password may be a
+  phrase of words (``"correct horse battery staple"``). So a value of three or more
+  words is prose under any key when it reads as a sentence (a function word such as
+  "the", "never", "see"; punctuation; eight words or more:
+  ``NO_SECRETS = "Never store secrets, tokens or passwords in notes."``), and a bare
+  phrase of words is a secret only under a password's key. An unquoted value that opens
+  a sentence running to the line's end (a function word or a capitalised word:
+  ``client_secret: The OAuth client secret.``) describes the secret, not holds it. A
+  passphrase that reads as a sentence ("the quick brown fox") is the price of this rule.
 - **Hashes pass.** Hex strings (content hashes, git SHAs) and UUIDs are never a
   high-entropy finding, and pass under a prose key; only a code-style secret key
   (``client_secret = "6da8..."``) makes one a secret.
@@ -50,15 +59,14 @@ import re
 import secrets as _secrets
 import string
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from .errors import ConfigError, RefusedError
+from .config import CredentialSettings
+from .errors import RefusedError
 
 REDACTED = "[REDACTED]"
-CONFIG_TABLE = "credentials"
-MODES = ("redact", "refuse")
 Mode = Literal["redact", "refuse"]
 
 _FINGERPRINT_ITERATIONS = 10_000
@@ -418,7 +426,7 @@ _LABEL_ENDINGS = _words(
     regex pattern mode provider source enabled required exists changed reset min max
     hash hashed digest checksum estimate tokens index position offset kind class spec
     word words mapping map dict list set board stroke code press pressed down up left
-    right frame stone pair ring chain"""
+    right frame stone pair ring chain at node tag method methods settings config"""
 )
 # A key holding one of these words names something that is not a secret:
 # csrf_token, public_key, next_page_token, primary_key, max_token.
@@ -426,6 +434,13 @@ _NOT_SECRET_WORDS = _words(
     """csrf xsrf public pub publishable next page pagination continuation cursor max min
     num total input output cache cached idempotency primary foreign sort partition
     hash hashed bucket object sequence schema natural composite unique"""
+)
+
+# Every rule id a finding (and so a fingerprint) may carry.
+_RULE_IDS = frozenset(
+    [rule.id for rule in TOKEN_RULES]
+    + [kind.lower().replace(" ", "-") for kind in (*_STRONG.values(), *_KEY_OWNERS.values())]
+    + ["aws-secret-key", "high-entropy-value"]
 )
 
 # Every key word above holds one of these: where they occur, a key may start.
@@ -451,7 +466,8 @@ _PLACEHOLDER_WORDS = _words(
     """none null nil true false undefined empty required optional example placeholder
     dummy test changeme change_me value val string str text bytes env var variable arg
     args param redacted hidden masked secret password passwd pass token key xxx todo tbd
-    foo bar baz n/a na ... your_token your_key your_password"""
+    foo bar baz n/a na ... your_token your_key your_password int float bool dict list
+    tuple any object optional await yield lambda"""
 )
 _VERSION_OR_DATE = re.compile(r"v?\d+(?:[.:/-]\d+)+[a-z]?")
 _REFERENCE = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+")
@@ -522,6 +538,56 @@ def _looks_like_password(value: str) -> bool:
     ) or _looks_random(value)
 
 
+# Words that occur in almost every English sentence and in no generated passphrase
+# (diceware lists leave them out: they add no strength).
+_FUNCTION_WORDS = _words(
+    """a an the and or but nor of to in on at by for from with without into onto about as
+    is are was were be been being am do does did done not no never yes it its this that
+    these those there here i me my we us our you your he him his she her they them their
+    who what which when where why how all any each every some more most other only own
+    same so than too very can could will would shall should may might must have has had
+    if then else because before after while until ask use see keep store stored"""
+)
+_PROSE_WORD = re.compile(r"[(\"'«“]*[^\W\d_]+(?:['’-][^\W\d_]+)*[.,;:!?)\"'»”]*")
+_SENTENCE_MARK = re.compile(r"[.,;:!?]")
+
+
+def _is_prose(value: str) -> bool:
+    """A value made of three or more words: a sentence (it holds a function word or
+    punctuation, or runs to eight words) or a bare phrase of words.
+
+    Neither is a token, a key or a secret: those have no spaces. Only a password may be
+    a phrase of words (``"correct horse battery staple"``), and the caller keeps such a
+    phrase under a password's key; a sentence is prose under any key
+    (``NO_SECRETS = "Never store secrets, tokens or passwords in notes."``).
+    """
+    words = value.split()
+    if len(words) < 3:
+        return False
+    prose = sum(1 for w in words if _PROSE_WORD.fullmatch(w))
+    return prose >= 0.8 * len(words)
+
+
+def _is_sentence(value: str) -> bool:
+    """Prose (``_is_prose``) that reads as a sentence, not as a passphrase."""
+    words = value.split()
+    return _is_prose(value) and (
+        len(words) >= 8
+        or bool(_SENTENCE_MARK.search(value))
+        or any(w.strip("()\"'«»“”.,;:!?").lower() in _FUNCTION_WORDS for w in words)
+    )
+
+
+def _opens_sentence(word: str, line: str) -> bool:
+    """An unquoted value that is the first word of a sentence running to the line's end
+    (a docstring's ``client_secret: The OAuth client secret.``): a function word or a
+    capitalised word, not a word with digits as a password would have."""
+    plain = word.rstrip(".,;:!?")
+    return (
+        plain.lower() in _FUNCTION_WORDS or (plain.istitle() and plain.isalpha())
+    ) and _is_sentence(line)
+
+
 def _code_style(key: str, quoted: bool, op: str) -> bool:
     """``API_KEY=``, ``"token":``, ``clientSecret:`` are code; ``Password:`` is prose."""
     return quoted or op != ":" or any(c in key for c in "_.-") or key[1:] != key[1:].lower()
@@ -557,17 +623,18 @@ def _assignment_findings(text: str, lowered: str) -> Iterable[tuple[str, str, in
             continue
         kind, strong = found
         start, end = m.span("value")
-        if m["value"][:1] in "\"'`":
+        quoted = m["value"][:1] in "\"'`"
+        if quoted:
             start, end = start + 1, end - 1
         else:
             while end > start and text[end - 1] in ".,:;":
                 end -= 1  # the sentence's full stop, not the value's
         value = text[start:end]
-        if not value.strip() or _is_placeholder(value) or _is_elsewhere(value):
+        if _is_fingerprint(text[key_start:end]):
+            continue  # "github-token:0123abcd4567ef89": what vault check prints, no secret
+        if _names_elsewhere(text, start, end) or _is_words(value, kind, quoted, text, start):
             continue
-        if text[end : end + 1] in ("(", "[") or _is_variable(value):
-            continue  # a call, an index or a variable: the value comes from elsewhere
-        if strong and _code_style(key, bool(m["quote"]), m["op"]):
+        if strong and _code_style(key, bool(m["quote"]) or quoted, m["op"]):
             secret = not (value.isdigit() and len(value) < 12 and kind != "password")
         elif strong:
             secret = _looks_like_password(value)
@@ -575,6 +642,37 @@ def _assignment_findings(text: str, lowered: str) -> Iterable[tuple[str, str, in
             secret = _looks_random(value)
         if secret:
             yield kind.lower().replace(" ", "-"), kind, start, end
+
+
+_FINGERPRINT = re.compile(r"([a-z]+(?:-[a-z]+)*):[0-9a-f]{16}")
+
+
+def _is_fingerprint(text: str) -> bool:
+    """``<rule>:<16 hex>``, as :func:`fingerprint` makes them (allowlists quote them)."""
+    m = _FINGERPRINT.fullmatch(text)
+    return m is not None and m.group(1) in _RULE_IDS
+
+
+def _names_elsewhere(text: str, start: int, end: int) -> bool:
+    """A value that is no value: empty, a placeholder, a path or reference, a call, an
+    index or a variable (the secret, if any, comes from elsewhere)."""
+    value = text[start:end]
+    return (
+        not value.strip()
+        or _is_placeholder(value)
+        or _is_elsewhere(value)
+        or text[end : end + 1] in ("(", "[")
+        or _is_variable(value)
+    )
+
+
+def _is_words(value: str, kind: str, quoted: bool, text: str, start: int) -> bool:
+    """Words, not a secret: a sentence under any key, a phrase of words under any key but
+    a password's, or (unquoted) the first word of a sentence running to the line's end."""
+    if _is_sentence(value) or (_is_prose(value) and kind != "password"):
+        return True
+    line_end = text.find("\n", start)
+    return not quoted and _opens_sentence(value, text[start : line_end if line_end >= 0 else None])
 
 
 def _is_variable(value: str) -> bool:
@@ -721,46 +819,16 @@ class Checked:
 
 @dataclass(frozen=True)
 class CredentialPolicy:
-    """A vault's ``[credentials]`` table: redact (default) or refuse, and an allowlist
-    of known false positives by note and fingerprint.
-
-    .. code-block:: toml
-
-        [credentials]
-        mode = "refuse"
-        allow = [{ note = "notes/AWS examples.md", fingerprint = "aws-access-key:1f0c..." }]
-    """
+    """A vault's ``[credentials]`` table (config.CredentialSettings) at work: redact (the
+    default) or refuse, and an allowlist of known false positives by note and
+    fingerprint."""
 
     mode: Mode = "redact"
     allow: frozenset[tuple[str, str]] = frozenset()  # (note path or "*", fingerprint)
 
     @classmethod
-    def from_config(cls, table: Any, source: str = ".markvault.toml") -> CredentialPolicy:
-        """Raises ConfigError for a table that is not of this shape."""
-        if table is None:
-            return cls()
-        example = (
-            '[credentials]\nmode = "redact"\nallow = [{ note = "notes/x.md", fingerprint = "..." }]'
-        )
-        if not isinstance(table, Mapping) or set(table) - {"mode", "allow"}:
-            raise ConfigError(f"Bad [credentials] table in {source}.", f"Example:\n{example}")
-        mode = table.get("mode", "redact")
-        if mode not in MODES:
-            raise ConfigError(
-                f"credentials.mode in {source} is {mode!r}.", 'Use "redact" or "refuse".'
-            )
-        entries = table.get("allow", [])
-        if not isinstance(entries, list) or not all(
-            isinstance(e, Mapping)
-            and isinstance(e.get("note"), str)
-            and isinstance(e.get("fingerprint"), str)
-            for e in entries
-        ):
-            raise ConfigError(
-                f"credentials.allow in {source} must be a list of {{ note, fingerprint }}.",
-                f"Example:\n{example}",
-            )
-        return cls(mode, frozenset((e["note"], e["fingerprint"]) for e in entries))
+    def of(cls, settings: CredentialSettings) -> CredentialPolicy:
+        return cls(settings.mode, settings.allow)
 
     def allows(self, note: str, finding: Finding) -> bool:
         return (note, finding.fingerprint) in self.allow or ("*", finding.fingerprint) in self.allow

@@ -66,6 +66,15 @@ CONFIG_TEXT = """\
 # "merge" (a merge commit when both changed) or "rebase" (this machine's commits
 # replayed on top).
 pull = "merge"
+
+[credentials]
+# What a write holding a credential (a cloud key, a token, a private key, a password)
+# gets, from an agent or a command: "redact" (each replaced by [REDACTED], and the
+# result says so) or "refuse" (nothing written). `vault sync` never commits one, and
+# `vault check` lists those already in the vault. A known false positive is let through
+# by its note and the fingerprint `vault check` prints ("*" for any note):
+# allow = [{ note = "notes/AWS examples.md", fingerprint = "aws-access-key:1f0c2a9e4b7d3c10" }]
+mode = "redact"
 """
 
 
