@@ -107,14 +107,14 @@ class ChangeFeed:
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener`` with each item from now on; returns the unsubscribe."""
-        token = object()
+        key = object()
         with self._changed:
-            self._listeners[token] = listener
+            self._listeners[key] = listener
             self._changed.notify_all()
 
         def unsubscribe() -> None:
             with self._changed:
-                self._listeners.pop(token, None)
+                self._listeners.pop(key, None)
                 self._changed.notify_all()
 
         return unsubscribe

@@ -298,9 +298,9 @@ class _Follower:
         self._stopped = False
 
     def add(self, listener: Listener) -> Callable[[], None]:
-        token = object()
+        key = object()
         with self._guard:
-            self._listeners[token] = listener
+            self._listeners[key] = listener
         owner = self._host._owner
         if owner is not None:
             self.owned_here(owner.host.feed.subscribe)
@@ -309,7 +309,7 @@ class _Follower:
 
         def remove() -> None:
             with self._guard:
-                self._listeners.pop(token, None)
+                self._listeners.pop(key, None)
 
         return remove
 
