@@ -1,10 +1,13 @@
 """The owner's change feed, end to end: a file written by another program (an editor,
 not markvault) reaches MCP clients as resource notifications, in both protocol eras,
-over stdio, from the server that owns the index and from one that asks it over the
-owner's socket. Real `vault mcp` processes, the SDK's real clients, events awaited."""
+over stdio and HTTP, from the server that owns the index and from one that asks it over
+the owner's socket. Real `vault mcp` processes, the SDK's real clients, events awaited."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
 import threading
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -13,8 +16,11 @@ from typing import Any
 
 import anyio
 import pytest
+from anyio.streams.text import TextReceiveStream
 from mcp import Client, types
+from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import Subscription
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
 from markvault import Vault
@@ -22,7 +28,7 @@ from markvault.config import Settings
 from markvault.feed import ChangeBatch, ChangeFeed, FeedItem, FeedQueue, NoteChange
 from markvault.shared import connect
 
-from .conftest import WriteNotes, stdio_server
+from .conftest import WriteNotes, stdio_server, vault_argv
 
 pytestmark = [
     pytest.mark.anyio,
@@ -254,3 +260,57 @@ def test_a_reader_that_falls_behind_gets_one_lost_marker() -> None:
     assert queue.get() == ChangeBatch((NoteChange("changed", "4.md"),))
     queue.close()
     assert queue.get() is None
+
+
+# -- over HTTP: `vault mcp --http`, as a user runs it ------------------------------------------
+
+
+@asynccontextmanager
+async def http_server(vault_dir: Path, token_file: Path) -> AsyncIterator[tuple[str, str]]:
+    """`vault mcp --http --port 0` in its own process: (its URL, its bearer token)."""
+    env = os.environ | {"MARKVAULT_TOKEN_FILE": str(token_file)}
+    argv = vault_argv(vault_dir, "mcp", "--http", "--port", "0")
+    async with await anyio.open_process(argv, env=env, stdin=subprocess.DEVNULL) as proc:
+        try:
+            assert proc.stderr is not None
+            announced = ""
+            async for chunk in TextReceiveStream(proc.stderr):
+                announced += chunk
+                if "Clients must send" in announced:
+                    break
+            found = re.search(r"http://127\.0\.0\.1:\d+/mcp", announced)
+            assert found, announced
+            # It listens before it announces: the first request waits in the socket's queue.
+            yield found.group(0), token_file.read_text().strip()
+        finally:
+            proc.terminate()
+
+
+async def test_an_editor_write_reaches_clients_over_http(
+    vault: Vault, vault_dir: Path, tmp_path: Path
+) -> None:
+    vault.close()
+    inbox = Inbox()
+    with anyio.fail_after(STARTUP_SECONDS):
+        async with http_server(vault_dir, tmp_path / "token") as (url, token):
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+            legacy_http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+            async with (
+                http,
+                legacy_http,
+                Client(streamable_http_client(url, http_client=http)) as client,
+                listening(client) as events,
+                Client(
+                    streamable_http_client(url, http_client=legacy_http),
+                    mode="legacy",
+                    message_handler=inbox.handler,
+                ) as legacy,
+            ):
+                await subscribed(legacy)
+                await current_era_hears(events, vault_dir)
+                # The handshake-era client heard the same writes (already made above).
+                with anyio.fail_after(DELIVERY_SECONDS):
+                    told = await inbox.next(types.ResourceUpdatedNotification)
+                    assert told.params.uri == ALPHA
+                    told = await inbox.next(types.ResourceUpdatedNotification)
+                    assert told.params.uri == LATER
