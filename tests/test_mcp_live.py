@@ -204,6 +204,27 @@ async def test_a_refused_change_is_logged_for_the_user(vault: Vault) -> None:
     assert "Text." not in heard.params.data  # paths and reasons, never a note's text
 
 
+async def test_a_sync_conflict_and_a_skipped_file_are_logged_for_the_user(
+    vault: Vault, vault_dir: Path
+) -> None:
+    """The owner's news (feed.OwnerEvent) reaches a handshake-era client as log lines:
+    paths and reasons, never the notes' text."""
+    inbox = Inbox()
+    async with handshake(vault, inbox) as (client, _):
+        await client.set_logging_level("warning")
+        (vault_dir / "notes/alpha.md").write_text(
+            "# Alpha\n\n<<<<<<< HEAD\nmine secret-ish text\n=======\ntheirs\n>>>>>>> origin\n",
+            encoding="utf-8",
+        )
+        (vault_dir / "notes/bad.md").write_bytes(b"# Bad\n\xff\xfe not UTF-8\n")
+        await anyio.to_thread.run_sync(vault.refresh)  # as the owner's watcher would
+        heard = [await inbox.next(types.LoggingMessageNotification) for _ in range(2)]
+    by_path = {("alpha" if "alpha" in h.params.data else "bad"): h.params for h in heard}
+    assert by_path["alpha"].level == "warning" and "conflict" in by_path["alpha"].data
+    assert "notes/bad.md" in by_path["bad"].data
+    assert all("secret-ish" not in h.params.data for h in heard)
+
+
 @pytest.mark.parametrize("era", ["handshake", "current"])
 async def test_import_logs_and_reports_progress(
     vault: Vault, monkeypatch: pytest.MonkeyPatch, era: str

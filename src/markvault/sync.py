@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from .chunk import chunk_note
 from .config import Settings
+from .edit import has_conflict_markers
 from .embed import Embedder
 from .errors import MarkvaultError, RefusedError
 from .feed import ChangeFeed, NoteChange
@@ -75,7 +76,7 @@ def read_file(
     record = build_record(st, data, text, settings)
     # The body and block structure were only needed for chunking: keep pickles small.
     slim = replace(record.note, body="", blocks=(), sections=(), code_lines=frozenset())
-    return "record", replace(record, note=slim)
+    return "record", replace(record, note=slim, conflicted=has_conflict_markers(text))
 
 
 def _read_batch(
@@ -199,6 +200,7 @@ class Syncer:
             if told is not None:
                 told.publish(note_changes(changes, before))
                 _tell_skipped(told, changes.skipped)
+                _tell_conflicts(told, changes.records)
         if self.index.keyword.dirty():
             self.index.keyword.rebuild()
         elif self.index.keyword.needs_compaction():
@@ -311,3 +313,15 @@ def _tell_skipped(feed: ChangeFeed, skipped: list[tuple[str, str, int, int]]) ->
     if len(skipped) > SKIPPED_TOLD:
         more = [s[0] for s in skipped[SKIPPED_TOLD:]]
         feed.event("warning", "skipped", f"{len(more):,} more files not indexed", more)
+
+
+def _tell_conflicts(feed: ChangeFeed, records: list[NoteRecord]) -> None:
+    """Notes that now hold git's conflict markers: a sync (``vault sync``, a ``git pull``)
+    stopped on a conflict, and markvault refuses to edit them until it is resolved."""
+    for rec in records:
+        if rec.conflicted:
+            message = (
+                f"{rec.note.path} holds git conflict markers: a sync stopped on a conflict. "
+                "Keep the text you want between <<<<<<< and >>>>>>>, then run `vault sync`."
+            )
+            feed.event("warning", "sync_conflict", message, [rec.note.path])
