@@ -314,3 +314,38 @@ async def test_an_editor_write_reaches_clients_over_http(
                     assert told.params.uri == ALPHA
                     told = await inbox.next(types.ResourceUpdatedNotification)
                     assert told.params.uri == LATER
+
+
+def test_a_follower_moves_to_the_next_owner_and_says_what_it_missed(
+    write: WriteNotes, vault: Vault, vault_dir: Path
+) -> None:
+    vault.close()
+    settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
+    first = connect(settings)
+    asker = connect(settings)
+    heard: list[FeedItem] = []
+    got = threading.Condition()
+
+    def listener(item: FeedItem) -> None:
+        with got:
+            heard.append(item)
+            got.notify_all()
+
+    try:
+        asker.host.watch_changes(listener)
+        feed: ChangeFeed = first.host.local.feed  # type: ignore[union-attr]
+        assert feed.wait_for_listeners(1, 30)
+        first.close()  # the owner goes; the next process to open the vault owns it
+        with connect(settings) as second:
+            assert second.host.runs_here
+            with got:  # the follower found the new owner: changes may have been missed
+                assert got.wait_for(lambda: len(heard) == 1, 30)
+            assert heard == [ChangeBatch(lost="the index changed owners")]
+            write({"notes/fourth.md": "---\nid: fourth\n---\n# Fourth\n"})
+            second.refresh()
+            with got:
+                assert got.wait_for(lambda: len(heard) == 2, 30)
+            assert isinstance(heard[1], ChangeBatch)
+            assert [(n.kind, n.id) for n in heard[1].notes] == [("added", "fourth")]
+    finally:
+        asker.close()
