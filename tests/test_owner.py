@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -20,7 +21,7 @@ from mcp import Client
 
 from markvault.config import Settings
 from markvault.errors import CallCancelled
-from markvault.shared import connect
+from markvault.shared import OwnerLostError, connect
 
 from .conftest import WriteNotes, run_cli, stdio_server
 
@@ -247,3 +248,22 @@ def test_cancelling_a_call_stops_its_work_in_the_owner(write: WriteNotes, vault_
             assert owner.pending()["new"] == 600  # the owner stopped before writing any
             assert asker.refresh()  # the connection is still good for the next call
             assert owner.pending()["new"] == 0
+
+
+def test_a_caller_that_goes_away_stops_its_call_in_the_owner(
+    write: WriteNotes, vault_dir: Path
+) -> None:
+    """A caller killed mid-call (its connection drops) wants no answer: the owner's
+    work stops at its next step, as if cancelled."""
+    write({"a.md": "apple"})
+    settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
+    with connect(settings) as owner:
+        owner.reindex(vectors=False)
+        write({f"notes/n{i}.md": f"# Note {i}\n\nwalrus {i}\n" for i in range(600)})
+        with connect(settings) as asker:
+            progress = CancelAtFirstStep()
+            sock = asker.host._client._sock  # type: ignore[attr-defined]
+            progress.on_cancel(lambda: sock.shutdown(socket.SHUT_RDWR))  # as if killed
+            with pytest.raises(OwnerLostError):
+                asker.refresh(progress=progress)
+        assert owner.pending()["new"] == 600

@@ -95,7 +95,7 @@ class OwnerClient:
     def _cancel(self, rid: int, answered: threading.Event) -> None:
         if answered.is_set():
             return
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):  # ValueError: closed meanwhile
             self._send_line({"id": rid, "cancel": True})
 
     def watch(self, on_item: Callable[[Any], None], on_watching: Callable[[], None]) -> None:

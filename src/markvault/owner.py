@@ -174,8 +174,11 @@ class _Handler(socketserver.StreamRequestHandler):
         finally:
             if self._feed is not None:
                 self._feed.stop()
+            if not owner.host.closed:  # the caller went away: its call stops at a step
+                for cancel in list(self._cancels.values()):
+                    cancel.set()
             if self._call is not None:
-                self._call.join()  # a call under way still sends its answer
+                self._call.join()  # closing: a call under way still sends its answer
             owner.client_disconnected(self.request)
 
     def _take(self, owner: IndexOwner, line: bytes) -> None:
@@ -206,8 +209,12 @@ class _Handler(socketserver.StreamRequestHandler):
         rid = request.get("id")
 
         def progress(event: Any) -> None:
-            self._send({"id": rid, "progress": event})
+            try:
+                self._send({"id": rid, "progress": event})
+            except OSError:  # the caller went away: the work stops at its next step
+                cancel.set()
 
+        reply: dict[str, Any]
         try:
             result = owner.answer(
                 request["method"],
@@ -215,20 +222,20 @@ class _Handler(socketserver.StreamRequestHandler):
                 request.get("kwargs", {}),
                 _RelayProgress(progress, cancel),
             )
-            self._send({"id": rid, "result": encode(result)})
+            reply = {"id": rid, "result": encode(result)}
         except MarkvaultError as exc:
-            self._send({"id": rid, "error": error_json(exc)})
+            reply = {"id": rid, "error": error_json(exc)}
         except ConnectionAbortedError:
             # Closing: the call did not run; the caller sends it to the next owner.
-            self._send({"id": rid, "declined": True})
-        except OSError:
-            pass  # the caller went away: nobody to answer
+            reply = {"id": rid, "declined": True}
         except Exception as exc:  # a bug must not take the owner down for everyone
             print(f"markvault owner: {type(exc).__name__}: {exc}", file=sys.stderr)
             message = f"internal error in the index owner: {type(exc).__name__}: {exc}"
-            self._send({"id": rid, "error": {"type": "MarkvaultError", "message": message}})
+            reply = {"id": rid, "error": {"type": "MarkvaultError", "message": message}}
         finally:
             self._cancels.pop(rid, None)
+        with contextlib.suppress(OSError):  # the caller went away: nobody to answer
+            self._send(reply)
 
     def _send(self, data: dict[str, Any]) -> None:
         with self._write:
