@@ -22,7 +22,7 @@ from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 from markvault import Vault
 from markvault.config import Settings
 from markvault.host import open_local
-from markvault.server.live import LiveServer, NoteChange
+from markvault.server.live import LiveServer, NoteChange, affected
 from markvault.server.tool_call import CallCancelled, ToolCall
 from markvault.server.tools import build_server
 from markvault.shared import connect
@@ -139,6 +139,12 @@ async def test_moves_and_removals_tell_old_and_new_names(vault: Vault) -> None:
         told = await inbox.next(types.ResourceUpdatedNotification)
         assert told.params.uri == "vault://note/notes/Old%20name.md"  # as subscribed
         await inbox.next(types.ResourceListChangedNotification)
+
+
+def test_a_changed_id_changes_the_list_an_edit_does_not() -> None:
+    uris, listed = affected([changed("new-id", "notes/a.md", old_id="old-id")])
+    assert listed and {"vault://note/new-id", "vault://note/old-id"} <= uris
+    assert affected([changed("a", "notes/a.md", old_id="a")])[1] is False
 
 
 async def test_a_closed_session_leaves_nothing_behind(vault: Vault) -> None:

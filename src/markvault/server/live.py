@@ -88,11 +88,13 @@ def uri_key(uri: str) -> str:
 
 def affected(changes: Iterable[NoteChange]) -> tuple[set[str], bool]:
     """The resource URIs a batch touches (each note by id and by path, old and new, and
-    the topics involved), and whether the list of notes changed (adds, moves, removals)."""
+    the topics involved), and whether the list of notes changed (adds, moves, removals,
+    a note whose id changed)."""
     uris: set[str] = set()
     listed = False
     for change in changes:
-        listed = listed or change.kind != "changed"
+        renamed = change.old_id is not None and change.old_id != change.id
+        listed = listed or change.kind != "changed" or renamed
         for ref in (change.id, change.path, change.old_id, change.old_path):
             if ref:
                 uris.add(note_uri(ref))
