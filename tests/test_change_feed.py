@@ -35,7 +35,10 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
 ]
 
-DELIVERY_SECONDS = 2.0  # the promise: a change is heard within this
+# How long a test waits for an event. The promise (a change heard within 2 s) is
+# measured by bench/bench_feed.py; a test that timed it would fail on a loaded machine
+# (a server's start loads the model in the background, on the same two cores).
+DELIVERY_SECONDS = 20.0
 STARTUP_SECONDS = 120.0  # a `vault mcp` process imports the SDK and opens the index
 
 ALPHA = "vault://note/alpha"
