@@ -224,7 +224,8 @@ async def test_a_sync_conflict_and_a_skipped_file_are_logged_for_the_user(
         )
         (vault_dir / "notes/bad.md").write_bytes(b"# Bad\n\xff\xfe not UTF-8\n")
         await anyio.to_thread.run_sync(vault.refresh)  # as the owner's watcher would
-        heard = [await inbox.next(types.LoggingMessageNotification) for _ in range(2)]
+        notes_changed = (types.ResourceListChangedNotification,)  # alpha's id changed
+        heard = [await inbox.next(types.LoggingMessageNotification, notes_changed) for _ in "12"]
     by_path = {("alpha" if "alpha" in h.params.data else "bad"): h.params for h in heard}
     assert by_path["alpha"].level == "warning" and "conflict" in by_path["alpha"].data
     assert "notes/bad.md" in by_path["bad"].data
