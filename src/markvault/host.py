@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from .calls import Call, SyncReport
 from .config import Settings
 from .core import Core
 from .embed import Embedder
+from .feed import ChangeFeed, Listener
 from .model import SearchResult
 from .vault import Vault
 from .watch import WatchBatch, Watcher, vault_callback
@@ -35,6 +38,7 @@ CLOSE_WAIT_SECONDS = 1.5  # a stopping host waits this long for a call under way
 BUSY_ANSWER_SECONDS = 3.0  # a read waits this long for a running sync, then says so
 BACKFILL_GROUP = 64  # chunks embedded per turn in the background
 BACKFILL_IDLE_SECONDS = 300.0  # a check for missing vectors when nothing woke it
+EMBED_NEWS_SECONDS = 5.0  # the background embedding tells its progress this often
 
 
 def open_local(
@@ -94,6 +98,15 @@ class LocalHost:
 
     def core(self) -> Core:
         return self._core
+
+    @property
+    def feed(self) -> ChangeFeed:
+        """What changes in the index, and the owner's news (``feed.py``): owner-side
+        work tells its users through ``feed.event``."""
+        return self._core.keeper.feed
+
+    def watch_changes(self, listener: Listener) -> Callable[[], None]:
+        return self.feed.subscribe(listener)
 
     def owner_info(self) -> dict[str, Any]:
         return {"owner_pid": os.getpid(), "this_process_owns": True, "clients": self.clients}
@@ -181,6 +194,7 @@ class LocalHost:
         while not embedder.wait(1.0):
             if self._stopping.is_set() or embedder.load_error:
                 return
+        news = _EmbeddingNews(self.feed)
         while not self._stopping.is_set():
             try:
                 # The index is held only to read and to store; the model works without it.
@@ -190,10 +204,13 @@ class LocalHost:
                     vectors = embedder.encode([text for _, text in todo])
                     with self.calls:
                         self._core.keeper.add_vectors([h for h, _ in todo], vectors)
+                        news.embedded(len(todo), self._core.keeper.vector_counts)
             except Exception as exc:  # the next write or sync tries again
                 print(f"markvault: embedding in the background failed: {exc}", file=sys.stderr)
+                self.feed.event("error", "embedding", f"embedding in the background failed: {exc}")
                 todo = []
             if not todo:
+                news.idle()
                 self.backfill_idle.set()
                 self._wake.wait(BACKFILL_IDLE_SECONDS)
                 self._wake.clear()
@@ -257,3 +274,27 @@ class LocalHost:
                 self._core.close()
             finally:
                 self.calls.release()
+
+
+class _EmbeddingNews:
+    """The background embedding's progress as owner events: every few seconds while it
+    works, and once when it has caught up."""
+
+    def __init__(self, feed: ChangeFeed) -> None:
+        self._feed = feed
+        self._done = 0
+        self._told_at = 0.0
+
+    def embedded(self, n: int, counts: Callable[[], tuple[int, int]]) -> None:
+        self._done += n
+        if not self._feed.listening or time.monotonic() - self._told_at < EMBED_NEWS_SECONDS:
+            return
+        self._told_at = time.monotonic()
+        have, total = counts()
+        self._feed.event("info", "embedding", f"embedding: {have:,} of {total:,} chunks")
+
+    def idle(self) -> None:
+        if self._done and self._feed.listening:
+            self._feed.event("info", "embedding", f"embedding done: {self._done:,} chunks")
+        self._done = 0
+        self._told_at = 0.0

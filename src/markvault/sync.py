@@ -16,8 +16,10 @@ from dataclasses import dataclass, field, replace
 
 from .chunk import chunk_note
 from .config import Settings
+from .edit import has_conflict_markers
 from .embed import Embedder
 from .errors import MarkvaultError, RefusedError
+from .feed import ChangeFeed, NoteChange
 from .files import FileStat, VaultFiles, content_hash
 from .index import Index
 from .links import LinkResolver, link_name, names_of
@@ -76,7 +78,7 @@ def read_file(
     record = build_record(st, data, text, settings)
     # The body and block structure were only needed for chunking: keep pickles small.
     slim = replace(record.note, body="", blocks=(), sections=(), code_lines=frozenset())
-    return "record", replace(record, note=slim)
+    return "record", replace(record, note=slim, conflicted=has_conflict_markers(text))
 
 
 def _read_batch(
@@ -166,10 +168,11 @@ class Syncer:
         progress: Progress | None = None,
         hints: Iterable[str] | None = None,
         embed_limit: int | None = None,
+        feed: ChangeFeed | None = None,
     ) -> ReindexReport:
         """``embed_limit``: embed only when at most this many chunks lack a vector (a
         server's sync must not hold the index for a long embedding; its background
-        backfill does that work group by group)."""
+        backfill does that work group by group). ``feed``: told what changed."""
         started = time.perf_counter()
         progress = progress or NoProgress()
         report = ReindexReport(vectors=vectors)
@@ -198,10 +201,16 @@ class Syncer:
         files_changed = bool(changes.files_added or changes.files_removed)
         if changes.records or changes.removed or changes.skipped or files_changed:
             aliases_before = dict(self.index.writes.note_link_keys())
+            told = feed if feed is not None and feed.listening else None
+            before = self.index.reads.note_keys(_known_paths(changes)) if told else {}
             if changes.records or changes.removed or changes.skipped:
                 self.index.writes.apply(changes.records, changes.removed, changes.skipped)
             self.index.writes.set_attachments(changes.files_added, changes.files_removed)
             self._resolve_links(changes, aliases_before)
+            if told is not None:
+                told.publish(note_changes(changes, before))
+                _tell_skipped(told, changes.skipped)
+                _tell_conflicts(told, changes.records)
         if self.index.keyword.dirty():
             self.index.keyword.rebuild()
         elif self.index.keyword.needs_compaction():
@@ -276,3 +285,64 @@ def _within(path: str, hints: list[str]) -> bool:
     """Whether ``path`` is one of the hinted files or lies in a hinted folder (hints
     in NFC, as index paths are)."""
     return any(not h or path == h or path.startswith(h + "/") for h in hints)
+
+
+# ---- what a sync tells the change feed -------------------------------------------------
+
+SKIPPED_TOLD = 20  # skipped files named one by one; more are counted
+
+
+def _known_paths(changes: Changes) -> list[str]:
+    """The paths whose index entries a sync replaces or drops."""
+    touched = [r.note.path for r in changes.records] + changes.removed
+    touched += [s[0] for s in changes.skipped]
+    return [p for p in touched if p in changes.known]
+
+
+def note_changes(changes: Changes, before: dict[str, tuple[str, str | None]]) -> list[NoteChange]:
+    """The notes a sync added, changed, moved (matched by content hash, as the report
+    counts them) or removed; ``before``: the (id, topic) the index had for each path."""
+    removed_by_hash = {changes.known[p][3]: p for p in changes.removed if p in changes.known}
+    told: list[NoteChange] = []
+    moved_from: set[str] = set()
+    for rec in changes.records:
+        path, note_id = rec.note.path, rec.note.id
+        topic = rec.note.fields.get("topic")
+        if path in changes.known:
+            old_id, old_topic = before.get(path, (None, None))
+            told.append(NoteChange("changed", path, note_id, topic, None, old_id, old_topic))
+        elif rec.hash in removed_by_hash and removed_by_hash[rec.hash] not in moved_from:
+            old = removed_by_hash[rec.hash]
+            moved_from.add(old)
+            old_id, old_topic = before.get(old, (None, None))
+            told.append(NoteChange("moved", path, note_id, topic, old, old_id, old_topic))
+        else:
+            told.append(NoteChange("added", path, note_id, topic))
+    gone = [p for p in changes.removed if p not in moved_from]
+    gone += [s[0] for s in changes.skipped if s[0] in changes.known]  # no longer indexed
+    for path in gone:
+        old_id, old_topic = before.get(path, (None, None))
+        told.append(NoteChange("removed", path, old_id, old_topic))
+    return told
+
+
+def _tell_skipped(feed: ChangeFeed, skipped: list[tuple[str, str, int, int]]) -> None:
+    """Files a sync could not index, and why (newly so: unchanged bad files are not read
+    again)."""
+    for path, reason, _, _ in skipped[:SKIPPED_TOLD]:
+        feed.event("warning", "skipped", reason, [path])  # names the file, says why
+    if len(skipped) > SKIPPED_TOLD:
+        more = [s[0] for s in skipped[SKIPPED_TOLD:]]
+        feed.event("warning", "skipped", f"{len(more):,} more files not indexed", more)
+
+
+def _tell_conflicts(feed: ChangeFeed, records: list[NoteRecord]) -> None:
+    """Notes that now hold git's conflict markers: a sync (``vault sync``, a ``git pull``)
+    stopped on a conflict, and markvault refuses to edit them until it is resolved."""
+    for rec in records:
+        if rec.conflicted:
+            message = (
+                f"{rec.note.path} holds git conflict markers: a sync stopped on a conflict. "
+                "Keep the text you want between <<<<<<< and >>>>>>>, then run `vault sync`."
+            )
+            feed.event("warning", "sync_conflict", message, [rec.note.path])

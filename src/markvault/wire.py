@@ -2,7 +2,11 @@
 
 A request is ``{"id", "method", "args", "kwargs"}``; the answer ``{"id", "result"}``,
 ``{"id", "error"}`` or ``{"id", "declined": true}`` (the owner was closing and did not
-run it), with ``{"id", "progress"}`` lines before the answer of a long call. Values that
+run it), with ``{"id", "progress"}`` lines before the answer of a long call. While a call
+runs its caller may send ``{"id", "cancel": true}``: the work stops at its next progress
+step and the answer is a ``CallCancelled`` error. ``watch_changes`` turns a connection
+into a follower of the owner's change feed: after its answer, ``{"id", "event"}`` lines
+until the connection closes. Values that
 are not JSON (filters, edits, paths, search results, reports) travel as
 ``{"__type__": ...}`` objects; errors keep their class, message and hint.
 """
@@ -17,6 +21,7 @@ from typing import Any
 
 from . import errors
 from .errors import MarkvaultError
+from .feed import ChangeBatch, NoteChange, OwnerEvent
 from .model import Edit, Filters, Hit, ReindexReport, SearchResult, SessionImportReport
 
 MAX_LINE = 256 * 1024 * 1024
@@ -24,7 +29,11 @@ PROGRESS = "__progress__"  # a ``progress`` argument: the owner relays its event
 
 # Plain dataclasses that cross the wire as their fields, rebuilt on the other side.
 _PLAIN: dict[str, type] = {
-    cls.__name__: cls for cls in (Filters, Edit, ReindexReport, SessionImportReport)
+    cls.__name__: cls
+    for cls in (
+        *(Filters, Edit, ReindexReport, SessionImportReport),
+        *(ChangeBatch, NoteChange, OwnerEvent),  # the owner's change feed (feed.py)
+    )
 }
 
 

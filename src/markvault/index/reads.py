@@ -64,6 +64,15 @@ class NoteReads:
         )
         return {r[0]: r[1] for r in rows}
 
+    def note_keys(self, paths: Sequence[str]) -> dict[str, tuple[str, str | None]]:
+        """Each indexed note's (id, topic): what a change to it is announced by."""
+        if not paths:
+            return {}
+        rows = self._query_paths(
+            paths, "SELECT n.path, n.id, n.topic FROM notes n JOIN wanted USING (path)"
+        )
+        return {r[0]: (r[1], r[2]) for r in rows}
+
     def _query_paths(self, paths: Sequence[str], sql: str) -> list[tuple[Any, ...]]:
         """Run ``sql`` with the table ``wanted(path)`` holding ``paths`` (a bound list of
         thousands of strings is slow to bind)."""

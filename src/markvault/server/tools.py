@@ -104,8 +104,7 @@ class VaultService:
         while it runs (``tool_call``): ``fn`` gets the vault and the ``ToolCall``, which is
         the facade's ``progress`` and takes log lines. A refused change (stale hash, a
         merge under way) is also logged for the person watching the client."""
-        # Cancelling stops work that runs here; calls sent to the owner process finish there.
-        tool_call = ToolCall(ctx, self.live, what, cancellable=self.vault.host.runs_here)
+        tool_call = ToolCall(ctx, self.live, what)
 
         def work(call: ToolCall) -> T:
             try:
@@ -207,10 +206,16 @@ def build_server(vault: Vault, live: LiveServer | None = None) -> MCPServer:
         # Keyword searches are answered at once; the model (seconds to load) arrives
         # in the background, and hybrid calls wait briefly for it.
         vault.host.model_wait = MODEL_WAIT_SECONDS
-        vault.host.start_background()
         try:
             async with live.running():
-                yield
+                # Listening before the background work starts: the first sync of a
+                # process that owns the index reports what changed while nobody did.
+                stop_watching = vault.host.watch_changes(live.accept)
+                try:
+                    vault.host.start_background()
+                    yield
+                finally:
+                    stop_watching()
         finally:
             vault.close()
 
