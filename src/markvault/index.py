@@ -31,6 +31,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from . import bm25
 from .chunk import embed_input
 from .config import Settings
 from .errors import IndexBusyError, MarkvaultError, UsageError
@@ -908,21 +909,7 @@ class Index:
         found = self.term_ids(terms)
         if not found:
             return []
-        # Term ids go into the SQL as literals (they are integers from our own table) so
-        # that DuckDB prunes the term-sorted postings by their row groups' min/max.
-        ids = ", ".join(str(t) for t, _ in found.values())
-        values = ", ".join(f"({t}, {df})" for t, df in found.values())
-        scored = f"""
-            SELECT p.chunk_id, sum(
-                ln((st.n - q.df + 0.5) / (q.df + 0.5) + 1)
-                * p.tf * ({BM25_K1} + 1)
-                / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * p.dl / st.avgdl))
-            ) AS score
-            FROM postings p JOIN (VALUES {values}) q(termid, df) USING (termid),
-                 (SELECT n, total / greatest(n, 1) AS avgdl FROM kw_stats) st
-            WHERE p.termid IN ({ids})
-            GROUP BY p.chunk_id
-        """
+        scored = bm25.scored_sql(found, terms, BM25_K1, BM25_B)
         if condition:
             scored = f"SELECT * FROM ({scored}) WHERE {condition}"
         # With a check still to come, over-fetch: most candidates usually pass.

@@ -16,13 +16,13 @@ from urllib.parse import quote
 
 import numpy as np
 
+from . import language
 from . import query as query_lang
-from .config import DEFAULT_MODEL_NAMES
 from .embed import Embedder
 from .errors import UsageError
 from .index import Filters, Index
 from .model import Hit, SearchResult
-from .text import latin_share, tokenize, word_spans
+from .text import tokenize, word_spans
 
 MODES = ("keyword", "vector", "hybrid", "deep")
 ORDERS = ("relevance", "date")
@@ -120,7 +120,9 @@ class Searcher:
         if mode in ("keyword", "hybrid", "deep") and plan is not None:
             lists["keyword"] = self._keyword(plan, filters, wanted, run.warnings)
             run.lap("keyword")
-        vectors_usable = mode != "keyword" and self._vectors_usable(query, mode, run.warnings)
+        vectors_usable = mode != "keyword" and self._vectors_usable(
+            query, plan.language if plan else None, mode, run.warnings
+        )
         if vectors_usable:
             lists["vector"] = self._vector(plan.text if plan else query, filters, wanted, plan, run)
         if mode == "deep":
@@ -147,11 +149,11 @@ class Searcher:
         result.shortcut = run.shortcut
         return result
 
-    def _vectors_usable(self, query: str, mode: str, warnings: list[str]) -> bool:
+    def _vectors_usable(self, query: str, lang: str | None, mode: str, warnings: list[str]) -> bool:
         """Whether the vector side can run; raises for vector mode when it cannot."""
-        if mode != "vector" and self.model in DEFAULT_MODEL_NAMES and latin_share(query) < 0.5:
-            # An English model's vector for a Chinese or Russian query is noise, and
-            # fusing it in would push good keyword hits down.
+        if mode != "vector" and not language.model_reads(self.model, query, lang):
+            # An English model's vector for a Chinese, Russian or Spanish query is
+            # noise, and fusing it in would push good keyword hits down.
             warnings.append(
                 f"{self.model} reads English only: vector side skipped for this query "
                 "(configure a multilingual model with --model or .markvault.toml)"
