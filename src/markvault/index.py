@@ -37,7 +37,7 @@ from .config import Settings
 from .errors import IndexBusyError, MarkvaultError, UsageError
 from .model import Chunk, ParsedNote
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 FTS_SCHEMA = "fts_main_chunks"
 # Changes up to this many chunks (or this share of all) update the keyword index in
 # place; larger ones rebuild it. Appended rows are re-sorted past these limits.
@@ -238,7 +238,7 @@ CREATE TABLE notes (
     status VARCHAR, created VARCHAR, updated VARCHAR, valid_until VARCHAR,
     superseded_by VARCHAR, source VARCHAR, files VARCHAR[], concepts VARCHAR[],
     metadata JSON, problems VARCHAR[], hash VARCHAR, mtime_ns BIGINT, size BIGINT,
-    date VARCHAR, indexed_at TIMESTAMP
+    date VARCHAR, kw_len INTEGER, indexed_at TIMESTAMP
 );
 CREATE TABLE chunks (
     id BIGINT, path VARCHAR, seq INTEGER, heading_path VARCHAR[], start_line INTEGER,
@@ -282,6 +282,7 @@ _NOTE_COLUMNS = [
     "mtime_ns",
     "size",
     "date",
+    "kw_len",
 ]
 
 
@@ -578,6 +579,8 @@ class Index:
                 "date": f.get("updated")
                 or f.get("created")
                 or time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(rec.mtime_ns / 1e9)),
+                # Search tokens in all its chunks: the note's length for BM25 (bm25.py).
+                "kw_len": sum(t.count(" ") + 1 for t in rec.chunk_tokens if t),
             }
             for column in _NOTE_COLUMNS:
                 notes[column].append(row[column])
@@ -900,18 +903,22 @@ class Index:
         limit: int,
         condition: str = "",
         verify: Callable[[str], bool] | None = None,
+        per_note: bool = False,
+        chunk_scores: dict[int, float] | None = None,
     ) -> list[tuple[int, float]]:
         """(chunk id, BM25 score) best first, for chunks containing any of ``terms``.
 
         ``condition`` is SQL over ``chunk_id`` (see ``query.presence_sql``); ``verify``,
         if given, is checked on each candidate's tokens, best first, until ``limit`` pass.
+        ``per_note``: the score combines the chunk's note's and its own (bm25.py);
+        ``chunk_scores``, if given, receives each returned chunk's own BM25.
         """
         found = self.term_ids(terms)
         if not found:
             return []
-        scored = bm25.scored_sql(found, terms, BM25_K1, BM25_B)
-        if condition:
-            scored = f"SELECT * FROM ({scored}) WHERE {condition}"
+        scored = bm25.scored_sql(
+            found, terms, BM25_K1, BM25_B, per_note=per_note, condition=condition
+        )
         # With a check still to come, over-fetch: most candidates usually pass.
         fetch = limit if verify is None else max(limit * 20, 1000)
         expired = (
@@ -924,12 +931,14 @@ class Index:
         else:
             where, params = filters.sql()
             sql = f"""
-                SELECT s.chunk_id, s.score FROM ({scored}) s
+                SELECT s.chunk_id, s.score, s.chunk_score FROM ({scored}) s
                 JOIN chunks c ON c.id = s.chunk_id JOIN notes n ON n.path = c.path
-                WHERE {where} ORDER BY s.score DESC, s.chunk_id LIMIT ?
+                WHERE {where} ORDER BY s.score DESC, s.chunk_score DESC, s.chunk_id LIMIT ?
             """
             rows = self.con.execute(sql, [*params, fetch]).fetchall()
         ranked = [(int(r[0]), float(r[1])) for r in rows]
+        if chunk_scores is not None:
+            chunk_scores.update((int(r[0]), float(r[2])) for r in rows)
         if verify is None:
             return ranked
         kept: list[tuple[int, float]] = []
@@ -944,7 +953,10 @@ class Index:
     def _top_without(self, scored: str, fetch: int, expired: np.ndarray) -> list[Any]:
         """The ``fetch`` best of ``scored`` leaving out ``expired`` chunks: asks for a few
         more than needed, and for all it could need only when those were not enough."""
-        sql = f"SELECT chunk_id, score FROM ({scored}) ORDER BY score DESC, chunk_id LIMIT ?"
+        sql = (
+            f"SELECT chunk_id, score, chunk_score FROM ({scored}) "
+            "ORDER BY score DESC, chunk_score DESC, chunk_id LIMIT ?"
+        )
         if len(expired) == 0:
             return self.con.execute(sql, [fetch]).fetchall()
         gone = set(expired.tolist())

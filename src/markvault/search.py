@@ -1,9 +1,9 @@
 """Keyword, vector, hybrid and deep search over an open index; hits collapsed to notes.
 
-Hybrid is reciprocal rank fusion (RRF): each list contributes 1 / (k + rank),
-so neither BM25's nor cosine's score scale decides; each hit reports its ranks.
-Deep search fuses the query's own lists (weighted highest) with those of the
-variants the calling model wrote, unless the keyword result is already decisive.
+Keyword search ranks notes by BM25 (bm25.py), vector search chunks by cosine. Hybrid
+fuses the two by their normalized scores, deep search the query's own lists (weighted
+highest) and those of the variants the calling model wrote by rank, unless the keyword
+result is already decisive (fusion.py). Each hit reports its ranks and scores per list.
 """
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 from urllib.parse import quote
 
 import numpy as np
 
-from . import language
+from . import fusion, language
 from . import query as query_lang
 from .embed import Embedder
 from .errors import UsageError
@@ -26,7 +25,6 @@ from .text import tokenize, word_spans
 
 MODES = ("keyword", "vector", "hybrid", "deep")
 ORDERS = ("relevance", "date")
-RRF_K = 60
 MAX_LIMIT = 1000
 MAX_QUERY_CHARS = 4000
 SNIPPET_CHARS = 180
@@ -37,7 +35,7 @@ ORIGINAL_WEIGHT = 2.0
 DECISIVE_RATIO = 1.5  # top keyword score over the runner-up's that skips the variants
 DECISIVE_WINDOW = 20  # keyword hits looked at for the runner-up from another note
 
-Fused = tuple[int, float, dict[str, int], dict[str, float]]  # chunk, score, ranks, scores
+Fused = fusion.Fused
 
 
 def note_uri(note_id: str) -> str:
@@ -118,7 +116,7 @@ class Searcher:
         lists: dict[str, list[tuple[int, float]]] = {}
         weights: dict[str, float] = {}
         if mode in ("keyword", "hybrid", "deep") and plan is not None:
-            lists["keyword"] = self._keyword(plan, filters, wanted, run.warnings)
+            lists["keyword"] = self._keyword(plan, filters, wanted, run.warnings, run.chunk_bm25)
             run.lap("keyword")
         vectors_usable = mode != "keyword" and self._vectors_usable(
             query, plan.language if plan else None, mode, run.warnings
@@ -137,7 +135,7 @@ class Searcher:
                     self._variant(n, kind, text, filters, wanted, vectors_usable, lists, run)
                     weights.update({name: 1.0 for name in lists if name not in weights})
 
-        fused = _fuse(lists, weights) if len(lists) > 1 else _single(lists)
+        fused = self._fuse(lists, weights, mode, run)
         if min_score is not None:
             fused = [f for f in fused if f[1] >= min_score]
         run.lap("fuse")
@@ -214,8 +212,15 @@ class Searcher:
         return False
 
     def _keyword(
-        self, plan: query_lang.Plan, filters: Filters, wanted: int, warnings: list[str]
+        self,
+        plan: query_lang.Plan,
+        filters: Filters,
+        wanted: int,
+        warnings: list[str],
+        chunk_scores: dict[int, float] | None = None,
     ) -> list[tuple[int, float]]:
+        """Chunks ranked by their note's and their own BM25 (bm25.py); ``chunk_scores``
+        receives each one's own."""
         terms = list(plan.terms)
         prefix_terms: dict[str, list[str]] = {}
         for prefix in plan.prefixes:
@@ -224,13 +229,30 @@ class Searcher:
                 warnings.append(f"no word starts with {prefix!r}")
             terms.extend(prefix_terms[prefix])
         if not plan.constrained:
-            return self.index.bm25(terms, filters, wanted)
+            return self.index.bm25(terms, filters, wanted, per_note=True, chunk_scores=chunk_scores)
         known = self.index.term_ids(terms + query_lang.leaf_tokens(plan.root))
         ids = {t: v[0] for t, v in known.items()}
         prefix_ids = {p: [ids[t] for t in ts if t in ids] for p, ts in prefix_terms.items()}
         condition, exact = query_lang.presence_sql(plan.root, ids, prefix_ids)
         verify = None if exact else functools.partial(query_lang.matches, plan.root)
-        return self.index.bm25(terms, filters, wanted, condition, verify)
+        return self.index.bm25(
+            terms, filters, wanted, condition, verify, per_note=True, chunk_scores=chunk_scores
+        )
+
+    def _fuse(
+        self,
+        lists: dict[str, list[tuple[int, float]]],
+        weights: dict[str, float],
+        mode: str,
+        run: _Run,
+    ) -> list[Fused]:
+        if len(lists) <= 1:
+            return [f for name, rows in lists.items() for f in fusion.single(name, rows)]
+        if mode != "hybrid":
+            return fusion.rrf(lists, weights)
+        keyword, vector = lists["keyword"], lists["vector"]
+        note_of = self.index.chunk_paths([c for c, _ in keyword] + [c for c, _ in vector])
+        return fusion.convex(keyword, vector, note_of, run.cosine, run.chunk_bm25)
 
     def _vector(
         self,
@@ -255,6 +277,8 @@ class Searcher:
         run.timings["embed_query"] = run.timings.get("embed_query", 0.0) + embed_ms
         ids, matrix = self.index.vector_matrix(self.model)
         scores = matrix @ qv
+        if stage == "vector":
+            run.keep_cosines(ids, scores)
         if not filters.is_empty():
             mask = np.isin(ids, self.index.chunk_ids_matching(filters))
             scores = np.where(mask, scores, -np.inf)
@@ -331,29 +355,6 @@ class Searcher:
         return hits, len(order)
 
 
-def _single(lists: dict[str, list[tuple[int, float]]]) -> list[Fused]:
-    if not lists:
-        return []
-    ((name, rows),) = lists.items()
-    return [(cid, score, {name: i + 1}, {name: score}) for i, (cid, score) in enumerate(rows)]
-
-
-def _fuse(
-    lists: dict[str, list[tuple[int, float]]], weights: dict[str, float] | None = None
-) -> list[Fused]:
-    """Weighted reciprocal rank fusion: each list adds weight / (RRF_K + rank)."""
-    fused: dict[int, list[Any]] = {}
-    for name, rows in lists.items():
-        weight = (weights or {}).get(name, 1.0)
-        for rank, (cid, score) in enumerate(rows, start=1):
-            entry = fused.setdefault(cid, [0.0, {}, {}])
-            entry[0] += weight / (RRF_K + rank)
-            entry[1][name] = rank
-            entry[2][name] = score
-    ordered = sorted(fused.items(), key=lambda kv: (-kv[1][0], kv[0]))
-    return [(cid, v[0], v[1], v[2]) for cid, v in ordered]
-
-
 def parse_variants(variants: Sequence[str]) -> list[tuple[str, str]]:
     """(kind, text) for each deep-search variant: ``lex:`` runs as keywords, ``vec:`` and
     ``hyde:`` (a hypothetical answer passage) by meaning, an unmarked one both ways."""
@@ -405,6 +406,26 @@ class _Run:
         self.timings: dict[str, float] = {}
         self.warnings: list[str] = []
         self.shortcut = False
+        self._cosines: tuple[np.ndarray, np.ndarray] | None = None
+        self.chunk_bm25: dict[int, float] = {}  # the query's keyword chunks' own BM25
+
+    def keep_cosines(self, ids: np.ndarray, scores: np.ndarray) -> None:
+        """Keep the query's cosine with every chunk, for fusion to look up."""
+        self._cosines = (ids, scores)
+
+    def cosine(self, chunk_ids: Sequence[int]) -> dict[int, float]:
+        """The query's cosine with each of ``chunk_ids`` that has a vector."""
+        if self._cosines is None or not chunk_ids:
+            return {}
+        ids, scores = self._cosines
+        wanted = np.asarray(chunk_ids, dtype=ids.dtype)
+        at = np.clip(np.searchsorted(ids, wanted), 0, max(len(ids) - 1, 0))
+        found = ids[at] == wanted if len(ids) else np.zeros(len(wanted), bool)
+        return {
+            int(c): float(scores[i])
+            for c, i, ok in zip(wanted, at, found, strict=True)
+            if ok and np.isfinite(scores[i])
+        }
 
     def lap(self, stage: str) -> None:
         now = time.perf_counter()
