@@ -6,8 +6,9 @@ than 0.005 nDCG@10 below the bm25s reference on the same queries; on our own set
 keyword search must find each known item (MRR@10 >= 0.95 per language). With the
 model (marked ``model``, small vaults only): hybrid must not fall below the better of
 keyword and vector by more than 0.01 on the starter vault and the conversation
-sessions, nor more than 0.02 below keyword in any language of the multilingual set. Plus the harness's own
-pieces (SMART parsing, gains, metrics) and the generated data matching its generators.
+sessions, nor more than 0.02 below keyword in any language of the multilingual set.
+Plus the harness's own pieces (SMART parsing, gains, metrics) and the generated data
+matching its generators.
 
 The collections are read from ``../shared/eval`` beside the repository (or
 ``MARKVAULT_SHARED_EVAL``); without them those comparisons are skipped, and say so.

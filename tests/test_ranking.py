@@ -93,3 +93,42 @@ def test_a_repeated_query_word_weighs_as_often_as_it_is_asked(
     twice = v.search("alpha beta beta", mode="keyword").hits
     assert [h.path for h in twice] == ["b.md", "a.md"]
     assert twice[0].score == pytest.approx(2 * twice[1].score)
+
+
+def test_note_frequencies_kept_in_place_equal_a_rebuild(
+    write: WriteNotes, open_vault: OpenVault
+) -> None:
+    """vocab.ndf (notes holding a term) is kept up to date edit by edit, like df."""
+    write({"a.md": "# a\n\nalpha beta\n\n## two\n\nalpha\n", "b.md": "# b\n\nbeta gamma\n"})
+    v = open_vault()
+    v.reindex(vectors=False)
+    write({"b.md": "# b\n\nalpha alpha\n\n## more\n\nalpha delta\n", "c.md": "# c\n\ngamma\n"})
+    v.reindex(vectors=False)
+    index = v._open_index(write=True)
+    assert not index.keyword_index_dirty()
+    query = "SELECT term, df, ndf FROM vocab ORDER BY term"
+    in_place = index.con.execute(query).fetchall()
+    index.rebuild_keyword_index()
+    assert index.con.execute(query).fetchall() == in_place
+    assert dict((t, n) for t, _, n in in_place)["alpha"] == 2  # in a.md and b.md
+
+
+def test_a_note_is_ranked_by_all_its_chunks_and_shows_its_best(
+    write: WriteNotes, open_vault: OpenVault
+) -> None:
+    """Evidence spread over a note's sections counts: a session whose turns mention the
+    words one each outranks a note that names one of them once, and the hit shows the
+    chunk that matches best."""
+    write(
+        {
+            "session.md": "# Maya and Tom\n\n## 19:02 Maya\n\nWe adopted a beagle.\n\n"
+            "## 19:03 Tom\n\nA puppy! What is her name?\n\n## 19:04 Maya\n\n"
+            "Biscuit, from the shelter on Elm Street.\n",
+            "other.md": "# Beagles\n\nThe beagle is a small hound.\n",
+        }
+    )
+    v = open_vault()
+    v.reindex(vectors=False)
+    hits = v.search("beagle puppy shelter Biscuit", mode="keyword").hits
+    assert [h.path for h in hits] == ["session.md", "other.md"]
+    assert hits[0].heading_path[-1] == "19:04 Maya"

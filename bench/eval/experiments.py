@@ -33,6 +33,7 @@ Rows = Sequence[tuple[int, float]]
 
 _ORIGINAL = {
     "scored_sql": markvault.bm25.scored_sql,
+    "note_scores": markvault.bm25.note_scores,
     "bm25": markvault.index.Index.bm25,
     "convex": markvault.fusion.convex,
 }
@@ -51,6 +52,10 @@ class Experiment:
 
 def _no_query_tf(found: Any, terms: Sequence[str], k1: float, b: float, **kw: Any) -> str:
     return _ORIGINAL["scored_sql"](found, list(dict.fromkeys(terms)), k1, b, **kw)
+
+
+def _no_query_tf_notes(found: Any, terms: Sequence[str], *args: Any) -> Any:
+    return _ORIGINAL["note_scores"](found, list(dict.fromkeys(terms)), *args)
 
 
 def _chunks_alone(self: Any, *args: Any, per_note: bool = False, **kw: Any) -> Any:
@@ -132,7 +137,7 @@ def _patches(*items: tuple[Any, dict[str, Any]]) -> Iterator[None]:
         yield
 
 
-NO_QTF = (markvault.bm25, {"scored_sql": _no_query_tf})
+NO_QTF = (markvault.bm25, {"scored_sql": _no_query_tf, "note_scores": _no_query_tf_notes})
 NO_STOP = (markvault.language, {"query_stopwords": lambda language: frozenset()})
 CHUNKS = (markvault.index.Index, {"bm25": _chunks_alone})
 RRF_CHUNKS = (markvault.fusion, {"convex": _rrf_chunks})

@@ -22,7 +22,7 @@ from markvault.model import SearchResult
 
 from .metrics import Scores, evaluate
 from .notes import write_vault
-from .smart import Collection, Query
+from .smart import Query
 from .variants import variants as make_variants
 
 LIMIT = 100  # notes per query: enough for Recall@100
@@ -192,8 +192,3 @@ def subset(queries: Sequence[Query], n: int | None) -> list[Query]:
         return list(queries)
     step = len(queries) / n
     return [queries[int(i * step)] for i in range(n)]
-
-
-def relevant_for(collection: Collection, queries: Sequence[Query]) -> dict[str, dict[str, int]]:
-    """The judgments of ``queries`` only, so means are over exactly the queries run."""
-    return {q.key: collection.relevant[q.key] for q in queries if collection.relevant.get(q.key)}

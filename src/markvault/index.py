@@ -37,7 +37,7 @@ from .config import Settings
 from .errors import IndexBusyError, MarkvaultError, UsageError
 from .model import Chunk, ParsedNote
 
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "8"
 FTS_SCHEMA = "fts_main_chunks"
 # Changes up to this many chunks (or this share of all) update the keyword index in
 # place; larger ones rebuild it. Appended rows are re-sorted past these limits.
@@ -238,11 +238,12 @@ CREATE TABLE notes (
     status VARCHAR, created VARCHAR, updated VARCHAR, valid_until VARCHAR,
     superseded_by VARCHAR, source VARCHAR, files VARCHAR[], concepts VARCHAR[],
     metadata JSON, problems VARCHAR[], hash VARCHAR, mtime_ns BIGINT, size BIGINT,
-    date VARCHAR, kw_len INTEGER, indexed_at TIMESTAMP
+    date VARCHAR, indexed_at TIMESTAMP
 );
 CREATE TABLE chunks (
     id BIGINT, path VARCHAR, seq INTEGER, heading_path VARCHAR[], start_line INTEGER,
-    end_line INTEGER, text VARCHAR, context VARCHAR, hash VARCHAR, fts_text VARCHAR
+    end_line INTEGER, text VARCHAR, context VARCHAR, hash VARCHAR, fts_text VARCHAR,
+    note_len INTEGER
 );
 CREATE TABLE links (
     source VARCHAR, target VARCHAR, heading VARCHAR, block VARCHAR, alias VARCHAR,
@@ -282,7 +283,6 @@ _NOTE_COLUMNS = [
     "mtime_ns",
     "size",
     "date",
-    "kw_len",
 ]
 
 
@@ -543,6 +543,7 @@ class Index:
                 "context",
                 "hash",
                 "fts_text",
+                "note_len",
             ]
         }
         links: dict[str, list[Any]] = {
@@ -579,11 +580,11 @@ class Index:
                 "date": f.get("updated")
                 or f.get("created")
                 or time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(rec.mtime_ns / 1e9)),
-                # Search tokens in all its chunks: the note's length for BM25 (bm25.py).
-                "kw_len": sum(t.count(" ") + 1 for t in rec.chunk_tokens if t),
             }
             for column in _NOTE_COLUMNS:
                 notes[column].append(row[column])
+            # Search tokens in all its chunks: the note's length for BM25 (bm25.py).
+            note_len = sum(t.count(" ") + 1 for t in rec.chunk_tokens if t)
             for chunk, tokens in zip(rec.chunks, rec.chunk_tokens, strict=True):
                 reuse = old.get(chunk.hash)
                 chunks["id"].append(reuse.pop(0) if reuse else next(fresh))
@@ -596,6 +597,7 @@ class Index:
                 chunks["context"].append(chunk.context)
                 chunks["hash"].append(chunk.hash)
                 chunks["fts_text"].append(tokens)
+                chunks["note_len"].append(note_len)
             for link in note.links:
                 links["source"].append(note.path)
                 links["target"].append(link.target)
@@ -638,10 +640,17 @@ class Index:
                 FROM {FTS_SCHEMA}.terms t JOIN {FTS_SCHEMA}.docs d USING (docid)
                 GROUP BY t.termid, d.name ORDER BY t.termid, d.name"""
             )
-            # The term dictionary, sorted by term for the same row-group pruning.
+            # The term dictionary, sorted by term for the same row-group pruning; df
+            # counts chunks, ndf notes (bm25.py scores both).
             self.con.execute(
-                f"CREATE OR REPLACE TABLE vocab AS SELECT term, termid::INTEGER AS termid, "
-                f"df::INTEGER AS df FROM {FTS_SCHEMA}.dict ORDER BY term"
+                f"""CREATE OR REPLACE TABLE vocab AS
+                SELECT d.term, d.termid::INTEGER AS termid, d.df::INTEGER AS df,
+                       coalesce(n.ndf, 0)::INTEGER AS ndf
+                FROM {FTS_SCHEMA}.dict d LEFT JOIN (
+                    SELECT p.termid, count(DISTINCT c.path) AS ndf
+                    FROM postings p JOIN chunks c ON c.id = p.chunk_id GROUP BY p.termid
+                ) n ON n.termid = d.termid
+                ORDER BY d.term"""
             )
             # Every chunk counts as a document, also one without a single token.
             self.con.execute(
@@ -670,10 +679,12 @@ class Index:
         if not chunk_ids:
             return
         wanted = ", ".join(str(int(i)) for i in chunk_ids)
+        # Whole notes are taken out (and put back): ndf drops by the notes per term.
         self.con.execute(
-            f"""UPDATE vocab SET df = vocab.df - d.n
-            FROM (SELECT termid, count(*) AS n FROM postings
-                  WHERE chunk_id IN ({wanted}) GROUP BY termid) d
+            f"""UPDATE vocab SET df = vocab.df - d.n, ndf = vocab.ndf - d.notes
+            FROM (SELECT p.termid, count(*) AS n, count(DISTINCT c.path) AS notes
+                  FROM postings p JOIN chunks c ON c.id = p.chunk_id
+                  WHERE p.chunk_id IN ({wanted}) GROUP BY p.termid) d
             WHERE vocab.termid = d.termid"""
         )
         self.con.execute(
@@ -700,12 +711,13 @@ class Index:
         self.con.execute(
             """INSERT INTO vocab
             SELECT term, (SELECT coalesce(max(termid), 0) FROM vocab)
-                         + row_number() OVER (ORDER BY term), 0
+                         + row_number() OVER (ORDER BY term), 0, 0
             FROM (SELECT DISTINCT term FROM kw_new) WHERE term NOT IN (SELECT term FROM vocab)"""
         )
         self.con.execute(
-            """UPDATE vocab SET df = vocab.df + d.n
-            FROM (SELECT term, count(*) AS n FROM kw_new GROUP BY term) d
+            """UPDATE vocab SET df = vocab.df + d.n, ndf = vocab.ndf + d.notes
+            FROM (SELECT k.term, count(*) AS n, count(DISTINCT c.path) AS notes
+                  FROM kw_new k JOIN chunks c ON c.id = k.chunk_id GROUP BY k.term) d
             WHERE vocab.term = d.term"""
         )
         self.con.execute(
@@ -885,16 +897,16 @@ class Index:
 
     # ---- queries -----------------------------------------------------------------
 
-    def term_ids(self, terms: Sequence[str]) -> dict[str, tuple[int, int]]:
-        """term -> (term id, document frequency) for the terms the index knows."""
+    def term_ids(self, terms: Sequence[str]) -> dict[str, tuple[int, int, int]]:
+        """term -> (term id, chunks with it, notes with it) for the terms the index knows."""
         if not terms or not self._has_table("postings"):
             return {}
         unique = list(dict.fromkeys(terms))
         marks = ", ".join("?" * len(unique))
         rows = self.con.execute(
-            f"SELECT term, termid, df FROM vocab WHERE term IN ({marks})", unique
+            f"SELECT term, termid, df, ndf FROM vocab WHERE term IN ({marks})", unique
         ).fetchall()
-        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+        return {r[0]: (int(r[1]), int(r[2]), int(r[3])) for r in rows}
 
     def bm25(
         self,
@@ -916,11 +928,11 @@ class Index:
         found = self.term_ids(terms)
         if not found:
             return []
-        scored = bm25.scored_sql(
-            found, terms, BM25_K1, BM25_B, per_note=per_note, condition=condition
-        )
+        scored = bm25.scored_sql(found, terms, BM25_K1, BM25_B, condition=condition)
         # With a check still to come, over-fetch: most candidates usually pass.
         fetch = limit if verify is None else max(limit * 20, 1000)
+        if per_note:  # a pool of chunks whose notes are then scored as wholes
+            fetch = max(fetch, bm25.NOTE_POOL)
         expired = (
             self.expired_chunk_ids()
             if filters.is_empty() and not filters.include_expired
@@ -931,16 +943,20 @@ class Index:
         else:
             where, params = filters.sql()
             sql = f"""
-                SELECT s.chunk_id, s.score, s.chunk_score FROM ({scored}) s
+                SELECT s.chunk_id, s.score FROM ({scored}) s
                 JOIN chunks c ON c.id = s.chunk_id JOIN notes n ON n.path = c.path
-                WHERE {where} ORDER BY s.score DESC, s.chunk_score DESC, s.chunk_id LIMIT ?
+                WHERE {where} ORDER BY s.score DESC, s.chunk_id LIMIT ?
             """
             rows = self.con.execute(sql, [*params, fetch]).fetchall()
         ranked = [(int(r[0]), float(r[1])) for r in rows]
         if chunk_scores is not None:
-            chunk_scores.update((int(r[0]), float(r[2])) for r in rows)
+            chunk_scores.update(ranked)
+        if per_note and ranked:
+            pool = self.con.execute(bm25.pool_sql(found, [c for c, _ in ranked])).fetchall()
+            notes = bm25.note_scores(found, terms, pool, BM25_K1, BM25_B)
+            ranked = bm25.rerank(ranked, notes)
         if verify is None:
-            return ranked
+            return ranked[:limit]
         kept: list[tuple[int, float]] = []
         for start in range(0, len(ranked), 200):
             batch = ranked[start : start + 200]
@@ -953,10 +969,7 @@ class Index:
     def _top_without(self, scored: str, fetch: int, expired: np.ndarray) -> list[Any]:
         """The ``fetch`` best of ``scored`` leaving out ``expired`` chunks: asks for a few
         more than needed, and for all it could need only when those were not enough."""
-        sql = (
-            f"SELECT chunk_id, score, chunk_score FROM ({scored}) "
-            "ORDER BY score DESC, chunk_score DESC, chunk_id LIMIT ?"
-        )
+        sql = f"SELECT chunk_id, score FROM ({scored}) ORDER BY score DESC, chunk_id LIMIT ?"
         if len(expired) == 0:
             return self.con.execute(sql, [fetch]).fetchall()
         gone = set(expired.tolist())

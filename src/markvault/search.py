@@ -78,7 +78,8 @@ class Searcher:
 
         ``variants`` (deep mode only) are rewrites of the query written by the caller;
         ``order`` "date" sorts the matching notes newest first; ``min_score`` drops hits
-        scoring below it (BM25 for keyword, cosine for vector, fused RRF otherwise).
+        scoring below it (BM25 for keyword, cosine for vector, the 0-1 fused score for
+        hybrid, RRF for deep).
         """
         if mode not in MODES:
             raise UsageError(f"Unknown mode {mode!r}.", f"Use one of: {', '.join(MODES)}.")
