@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint setup clean eval check-clients
+.PHONY: demo test lint setup clean eval check-clients check-wheel check-conformance
 
 setup: $(STAMP)
 
@@ -41,6 +41,17 @@ eval: $(STAMP)
 # `claude mcp add/list` (npm packages pinned in scripts/clients; installs them first).
 check-clients: $(STAMP)
 	scripts/check_clients.sh
+
+# The wheel on its own: built, installed into a fresh environment (CPU torch first) and
+# used from an empty home folder: init, new, reindex, search, mcp (scripts/wheel_smoke.sh).
+check-wheel:
+	PY=$(PY) scripts/wheel_smoke.sh
+
+# The official MCP conformance suite against `vault mcp --http` on the starter vault
+# (the suite and Node 22 are pinned in scripts/conformance; installs them first). Fails
+# on any scenario not in scripts/conformance/expected-failures.yml.
+check-conformance: $(STAMP)
+	$(BIN)/python scripts/check_conformance.py
 
 clean:
 	rm -rf $(VENV) index

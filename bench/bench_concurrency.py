@@ -26,7 +26,7 @@ Sections, on synthetic vaults from gen_vault.py (seed 1):
   is there too.
 - idle: process CPU over --idle-seconds of a `vault mcp` owner (model loaded, watching),
   of a second `vault mcp` (a client of the first), and of a `vault watch` alone.
-- latency: `vault watch` owns the index; this process is a client (``SharedVault``);
+- latency: `vault watch` owns the index; this process is a client (``shared.connect``);
   a note is saved the way editors do and the time until a keyword search through the
   owner finds the new word (and, with vectors, until a vector search finds the new
   section) is taken over --edits edits.
@@ -73,8 +73,8 @@ import gen_vault
 from markvault.config import Settings
 from markvault.errors import MarkvaultError
 from markvault.files import TEMP_PREFIX, content_hash
-from markvault.index import Filters
-from markvault.owner import SharedVault
+from markvault.model import Filters
+from markvault.shared import connect
 from markvault.vault import Vault
 
 CORES = os.cpu_count() or 1
@@ -1293,8 +1293,10 @@ def bench_checkout(
         watch = start_watch(site, logdir, f"watch-{n}")
         busy: list[str] = []
         try:
-            with SharedVault(site.settings()) as client:
-                assert not client.is_owner, "the watch process should own the index"
+            with connect(site.settings()) as client:
+                assert not client.host.owner_info()["this_process_owns"], (
+                    "the watch process should own the index"
+                )
                 if template is not None:  # the model loaded first: see the report
                     client.search("warm up", mode="vector", limit=1)
                 wait_status(client, notes_are(notes - (deletes if n else 0), template), 600)
@@ -1351,7 +1353,7 @@ def describe_sync(sync: dict[str, Any]) -> str:
 
 
 def wait_status(
-    client: SharedVault,
+    client: Vault,
     check: Callable[[dict[str, Any]], bool],
     timeout: float = 120,
     busy: list[str] | None = None,
@@ -1416,7 +1418,7 @@ def idle_watch(site: Site, seconds: float, logdir: Path, report: Report, label: 
     watch = start_watch(site, logdir, "watch-idle")
     try:
         if MODEL_VAR not in site.env:
-            with SharedVault(site.settings()) as client:  # waits for the model to load
+            with connect(site.settings()) as client:  # waits for the model to load
                 client.search("vector", mode="vector", limit=1)
         time.sleep(5)
         cpu0, wall0 = cpu_seconds(watch.pid), time.monotonic()
@@ -1455,8 +1457,10 @@ def bench_latency(site: Site, label: str, edits: int, logdir: Path, report: Repo
     vector: list[float] = []
     misses = 0
     try:
-        with SharedVault(site.settings()) as client:
-            assert not client.is_owner, "the watch process should own the index"
+        with connect(site.settings()) as client:
+            assert not client.host.owner_info()["this_process_owns"], (
+                "the watch process should own the index"
+            )
             if vectors:
                 client.search("vector", mode="vector", limit=1)  # waits for the model
             wait_status(client, watcher_started)

@@ -37,9 +37,11 @@ import numpy as np
 
 import gen_vault
 from markvault.config import DEFAULT_MODEL, Settings
-from markvault.embed import Embedder, model_path
+from markvault.core.lifecycle import chunk_fingerprint
+from markvault.embed import SentenceEmbedder, model_path
+from markvault.host import open_local
 from markvault.index import Index
-from markvault.vault import Vault, chunk_fingerprint
+from markvault.vault import Vault
 
 CORES = os.cpu_count() or 1
 HERE = Path(__file__).resolve().parent
@@ -145,7 +147,7 @@ class Site:
         return self.index / f"{self.vault.name}.duckdb"
 
     def open(self) -> Vault:
-        return Vault.open(self.vault, self.index)
+        return open_local(self.vault, self.index)
 
 
 def _generator_stamp(notes: int, seed: int) -> str:
@@ -506,7 +508,7 @@ def embed_inputs(site: Site) -> list[tuple[str, str]]:
     settings = Settings.load(vault=site.vault, index=site.index)
     index = Index.open(settings, write=False, chunk_fingerprint=chunk_fingerprint(settings.chunk))
     try:
-        return index.missing_embeddings(settings.model)
+        return index.vectors.missing(settings.model)
     finally:
         index.close()
 
@@ -542,7 +544,8 @@ def embedding_overhead(source: Site, workdir: Path, report: Report, chunks: int)
     log("embedding overhead: markvault full vector reindex")
     shutil.rmtree(site.index, ignore_errors=True)
     with site.open() as vault:
-        vault.embedder().encode(texts[:16])  # loads and warms the model, off the clock
+        # Loads and warms the model, off the clock.
+        vault.host.core().keeper.embedder().encode(texts[:16])
         started = time.perf_counter()
         result = vault.reindex(full=True, vectors=True, progress=StderrProgress())
         markvault = time.perf_counter() - started
@@ -737,7 +740,7 @@ def compare_strategies(
 def query_vectors(queries: list[tuple[str, str]], count: int = 50) -> np.ndarray:
     """Query vectors made by markvault's own embedder, operators stripped."""
     texts = [q.replace('"', "").replace("*", "") for _, q in queries[:count]]
-    return Embedder(DEFAULT_MODEL).encode(texts)
+    return SentenceEmbedder(DEFAULT_MODEL).encode(texts)
 
 
 def synthetic_strategies(

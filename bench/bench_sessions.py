@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from markvault.index import Filters
+from markvault.host import open_local
+from markvault.model import Filters
 from markvault.vault import Vault
 
 CORES = os.cpu_count() or 1
@@ -322,7 +323,7 @@ def run(args: argparse.Namespace, workdir: Path) -> Figures:
     label = f"{args.sessions:,} sessions × ~{args.turns} turns"
     figures.add("transcripts", f"{label}, {size / 1048576:.0f} MB of JSON Lines")
 
-    with Vault.open(vault_dir, index_dir) as vault:
+    with open_local(vault_dir, index_dir) as vault:
         log("first import")
         seconds, report, clock = timed_import(vault, projects)
         stats = vault.status()

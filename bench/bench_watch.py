@@ -16,7 +16,7 @@ Sections, on a synthetic vault from gen_vault.py:
 - idle: the process's CPU time over --idle-seconds of a watcher with nothing to do,
   for events and for polling;
 - end to end (keyword): Watcher -> Vault.reindex(vectors=False); edit -> searchable
-  latency, and an editor autosaving every 50 ms for 10 s (RELIABILITY 17): batches,
+  latency, and an editor autosaving every 50 ms for 10 s: batches,
   CPU share, and time from the last save to its text being found.
 
 Measures and prints; never asserts. The table goes to ``bench/out/watch.md``.
@@ -42,8 +42,7 @@ from pathlib import Path
 
 import gen_vault
 from markvault.config import Settings
-from markvault.index import Filters
-from markvault.model import ReindexReport
+from markvault.model import Filters, ReindexReport
 from markvault.vault import Vault
 from markvault.watch import GIT, WatchBatch, Watcher, vault_callback
 
@@ -262,7 +261,7 @@ def bench_end_to_end(vault_dir: Path, index: Path, size: str, edits: int, report
     def record(batch: WatchBatch, result: ReindexReport) -> None:
         syncs.append(result.seconds)
 
-    inbox = Inbox(vault_callback(vault, lock, vectors=False, on_report=record))
+    inbox = Inbox(vault_callback(vault.host.core().keeper, lock, vectors=False, on_report=record))
     rng = random.Random(11)
     files = note_files(vault_dir)
     try:
@@ -304,7 +303,7 @@ def autosave_burst(
     rng: random.Random,
     report: Report,
 ) -> None:
-    """RELIABILITY 17: a save every 50 ms for 10 s, each with a new word."""
+    """An autosaving editor: a save every 50 ms for 10 s, each with a new word."""
     original = path.read_text(encoding="utf-8")
     inbox.drain()
     before = inbox.count

@@ -157,13 +157,29 @@ start_http() {
     ok "listening at $URL"
 }
 
+post() { # BODY CURL-ARGS...: a JSON-RPC POST, as an MCP client sends it
+    local body=$1
+    shift
+    curl -s -X POST "$URL" -H 'Content-Type: application/json' \
+        -H 'Accept: application/json, text/event-stream' --data "$body" "$@"
+}
+
+open_session() { # a handshake-era session: initialize, then notifications/initialized
+    local init='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"0"}}}'
+    SESSION=$(post "$init" -D - -o /dev/null -H "Authorization: Bearer $TOKEN" |
+        tr -d '\r' | awk -F': ' 'tolower($1) == "mcp-session-id" {print $2}')
+    [[ -n $SESSION ]] || fail "initialize answered without an Mcp-Session-Id"
+    SESSION_HEADERS=(-H "Mcp-Session-Id: $SESSION" -H "MCP-Protocol-Version: 2025-11-25")
+    post '{"jsonrpc":"2.0","method":"notifications/initialized"}' -o /dev/null \
+        -H "Authorization: Bearer $TOKEN" "${SESSION_HEADERS[@]}"
+    ok "session $SESSION opened"
+}
+
 expect_status() { # WANT WHAT CURL-ARGS...
     local want=$1 what=$2 got
     shift 2
-    got=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$URL" \
-        -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-        --data '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"status","arguments":{}}}' \
-        "$@")
+    got=$(post '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"status","arguments":{}}}' \
+        -o /dev/null -w '%{http_code}' "${SESSION_HEADERS[@]}" "$@")
     [[ $got == "$want" ]] || fail "$what: HTTP $got, expected $want"
     ok "$what -> $got"
 }
@@ -171,6 +187,7 @@ expect_status() { # WANT WHAT CURL-ARGS...
 check_http_refusals() {
     step "HTTP refusals (reliability case 35)"
     local auth="Authorization: Bearer $TOKEN"
+    open_session
     expect_status 421 "bad Host" -H "$auth" -H "Host: evil.example:$PORT"
     expect_status 403 "bad Origin" -H "$auth" -H "Origin: http://evil.example"
     expect_status 401 "no token"

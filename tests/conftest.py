@@ -13,6 +13,7 @@ import pytest
 from mcp import StdioServerParameters
 
 from markvault import Vault
+from markvault.host import open_local
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED_VAULT = REPO / "vault"
@@ -37,6 +38,16 @@ HIT_FIELDS = frozenset(
         "uri",
     ]
 )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Indexes that no test placed elsewhere go to a cache folder of the test run's own,
+    never to the user's ~/.cache (subprocesses inherit the variable)."""
+    cache = tmp_path_factory.mktemp("xdg-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(cache))
+        yield cache
 
 
 @pytest.fixture
@@ -68,13 +79,34 @@ def open_vault(vault_dir: Path) -> Iterator[Callable[..., Vault]]:
     opened: list[Vault] = []
 
     def _open(**kwargs: object) -> Vault:
-        v = Vault.open(vault_dir, vault_dir.parent / "index", **kwargs)  # type: ignore[arg-type]
+        v = open_local(vault_dir, vault_dir.parent / "index", **kwargs)  # type: ignore[arg-type]
         opened.append(v)
         return v
 
     yield _open
     for v in opened:
         v.close()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests (the MCP clients and servers) run on asyncio."""
+    return "asyncio"
+
+
+@pytest.fixture
+def notes() -> dict[str, str | bytes]:
+    """The files of the vault that ``vault`` opens; a test module overrides it."""
+    return {}
+
+
+@pytest.fixture
+def vault(write: WriteNotes, notes: dict[str, str | bytes], open_vault: OpenVault) -> Vault:
+    """A vault of ``notes``, keyword-indexed, whose calls run in this process."""
+    write(notes)
+    v = open_vault()
+    v.reindex(vectors=False)
+    return v
 
 
 def checksums(root: Path) -> dict[str, str]:

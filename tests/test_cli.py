@@ -198,14 +198,32 @@ def test_move_delete_trash_restore(small: Path) -> None:
     assert run(small, "search", "quokka", "--mode", "keyword", "--kind", "note").exit_code == 0
 
 
+def test_store_reads_hidden_files_only_when_asked(
+    small: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`vault store ~/.aws/credentials.txt` is refused; a person may insist; a relative
+    path is the caller's, whichever process owns the index."""
+    monkeypatch.chdir(small.parent)
+    (small.parent / "plain.md").write_text("# Plain\n\nA document.\n")
+    assert json.loads(run(small, "store", "plain.md", "--json").output)["title"] == "Plain"
+    hidden = small.parent / ".aws"
+    hidden.mkdir()
+    (hidden / "credentials.txt").write_text("[default]\nregion = eu-west-1\n")
+    refused = run(small, "store", str(hidden / "credentials.txt"))
+    assert refused.exit_code == 6 and "--allow-hidden" in refused.output
+    assert not (small / "documents/credentials.md").exists()
+    stored = run(small, "store", str(hidden / "credentials.txt"), "--allow-hidden", "--json")
+    assert json.loads(stored.output)["path"] == "documents/credentials.md"
+
+
 def test_knowledge_and_context_commands(small: Path) -> None:
     learned = run(small, "learn", "zoo", "-", "--tags", "x", input="Numbats eat termites.\n")
     assert learned.exit_code == 0 and "knowledge/zoo/Numbats eat termites.md" in learned.output
     (small.parent / "doc.txt").write_text("A plain text document about platypus.")
     stored = run(small, "store", str(small.parent / "doc.txt"), "--topic", "zoo", "--json")
     assert json.loads(stored.output)["path"] == "documents/zoo/doc.md"
-    outside = run(small, "store", "/etc/hostname")
-    assert outside.exit_code == 6 and "outside the folders" in outside.output
+    not_text = run(small, "store", "/etc/hostname")  # any ordinary path, but text only
+    assert not_text.exit_code == 6 and "not a Markdown, text or JSON file" in not_text.output
     topics = json.loads(run(small, "topics", "--json").output)
     assert topics[0]["topic"] == "zoo" and topics[0]["documents"] == 1
     recent = json.loads(run(small, "recent", "--days", "1", "--json").output)

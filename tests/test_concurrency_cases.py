@@ -1,4 +1,4 @@
-"""RELIABILITY 14, 15 and 29: racing writers through the owner, and a checkout that
+"""Racing writers through the owner, and a checkout that
 only changes line endings."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import threading
 from pathlib import Path
 
 from markvault.config import Settings
-from markvault.edit import Edit
 from markvault.errors import ConflictError
 from markvault.files import TEMP_PREFIX
-from markvault.owner import SharedVault
+from markvault.model import Edit
+from markvault.shared import connect
 
 from .conftest import OpenVault, WriteNotes
 
@@ -36,12 +36,13 @@ def race(*jobs: object) -> list[object]:
 
 
 def test_two_writers_from_the_same_base_one_wins(write: WriteNotes, vault_dir: Path) -> None:
-    """RELIABILITY 14: two servers (the owner and a client) change one note from the same
+    """Two servers (the owner and a client) change one note from the same
     hash: exactly one change lands, whole; the other is a conflict; no temp file left."""
     write({"n.md": "# N\n\nbase\n"})
     settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
-    with SharedVault(settings) as one, SharedVault(settings) as two:
-        assert one.is_owner and not two.is_owner
+    with connect(settings) as one, connect(settings) as two:
+        assert one.host.owner_info()["this_process_owns"]
+        assert not two.host.owner_info()["this_process_owns"]
         base = one.get("n.md")["hash"]
         results = race(
             lambda: one.edit_note("n.md", [Edit("append", "from one")], base),
@@ -57,10 +58,10 @@ def test_two_writers_from_the_same_base_one_wins(write: WriteNotes, vault_dir: P
 
 
 def test_two_creators_of_one_note_one_wins(write: WriteNotes, vault_dir: Path) -> None:
-    """RELIABILITY 15: nothing is overwritten; the second creator gets a conflict."""
+    """Two creators of one note: nothing is overwritten; the second creator gets a conflict."""
     write({"a.md": "apple"})
     settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
-    with SharedVault(settings) as one, SharedVault(settings) as two:
+    with connect(settings) as one, connect(settings) as two:
         results = race(
             lambda: one.new_note("note", "Same", content="first"),
             lambda: two.new_note("note", "Same", content="second"),
@@ -74,7 +75,7 @@ def test_two_creators_of_one_note_one_wins(write: WriteNotes, vault_dir: Path) -
 def test_a_line_ending_checkout_keeps_chunks_and_writes_nothing(
     write: WriteNotes, open_vault: OpenVault, vault_dir: Path
 ) -> None:
-    """RELIABILITY 29: git rewriting every file with CRLF changes their bytes, not their
+    """A CRLF checkout: git rewriting every file with CRLF changes their bytes, not their
     text: chunks (and so citations and vectors) stay, and markvault rewrites nothing."""
     write({f"n{i}.md": f"# N{i}\n\nwalrus {i}\n\n## More\n\ntext {i}\n" for i in range(20)})
     v = open_vault()

@@ -1,5 +1,5 @@
 """Crashes and hostile sizes: kill -9 mid-write and mid-index, a full disk, a server told
-to stop, and requests too large to honour (RELIABILITY 20, 21, 23, 24, 38)."""
+to stop, and requests too large to honour."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from markvault import Vault
 from markvault.errors import RefusedError, UsageError
 from markvault.files import TEMP_PREFIX
+from markvault.host import open_local
 
 from .conftest import OpenVault, WriteNotes
 
@@ -40,9 +40,9 @@ def run_child(code: str, *args: str) -> subprocess.Popen[str]:
 
 WRITER = """
     import sys
-    from markvault import Vault
-    from markvault.edit import Edit
-    v = Vault.open(sys.argv[1], sys.argv[2])
+    from markvault.host import open_local
+    from markvault.model import Edit
+    v = open_local(sys.argv[1], sys.argv[2])
     from tests.test_crash import version_text, VERSIONS
     for n in range(1, VERSIONS):
         note = v.get("note.md")
@@ -53,11 +53,11 @@ WRITER = """
 
 
 def test_kill_9_during_writes_leaves_whole_versions(write: WriteNotes, vault_dir: Path) -> None:
-    """RELIABILITY 20: whatever instant the writer dies, the note is one whole version and
-    leftover temp files are never indexed and are cleaned up later."""
+    """kill -9 during a note write: whatever instant the writer dies, the note is one whole
+    version and leftover temp files are never indexed and are cleaned up later."""
     write({"note.md": version_text(0)})
     index = vault_dir.parent / "index"
-    Vault.open(vault_dir, index).reindex(vectors=False)
+    open_local(vault_dir, index).reindex(vectors=False)
     rng = random.Random(7)
     env_cwd = Path(__file__).resolve().parents[1]
     for _ in range(8):
@@ -70,7 +70,7 @@ def test_kill_9_during_writes_leaves_whole_versions(write: WriteNotes, vault_dir
         )
         assert child.stdout is not None
         child.stdout.readline()  # it has written once: imports are done
-        time.sleep(rng.uniform(0.0, 0.3))
+        time.sleep(rng.uniform(0.0, 0.3))  # a random instant to kill at: the test, not a wait
         child.send_signal(signal.SIGKILL)
         child.wait()
         text = (vault_dir / "note.md").read_text()
@@ -78,7 +78,7 @@ def test_kill_9_during_writes_leaves_whole_versions(write: WriteNotes, vault_dir
         assert header.startswith("version ")
         assert text.endswith("\n") and text.count("\n") == version_text(0).count("\n")
     leftovers = [p for p in vault_dir.iterdir() if p.name.startswith(TEMP_PREFIX)]
-    with Vault.open(vault_dir, index) as v:
+    with open_local(vault_dir, index) as v:
         report = v.reindex(vectors=False)
         assert report.notes == 1 and not report.errors
         for tmp in leftovers:  # old enough to be a crash's, not a live writer's
@@ -91,9 +91,9 @@ def test_kill_9_during_writes_leaves_whole_versions(write: WriteNotes, vault_dir
 INDEXER = """
     import sys, itertools
     from pathlib import Path
-    from markvault import Vault
+    from markvault.host import open_local
     vault = Path(sys.argv[1])
-    v = Vault.open(vault, sys.argv[2])
+    v = open_local(vault, sys.argv[2])
     for n in itertools.count():
         for i in range(0, 60, 7):
             (vault / f"n{(i + n) % 60}.md").write_text(f"# N\\n\\nwalrus round {n} item {i}\\n")
@@ -103,19 +103,19 @@ INDEXER = """
 
 
 def test_kill_9_during_indexing_never_needs_a_repair(write: WriteNotes, vault_dir: Path) -> None:
-    """RELIABILITY 21: after a kill at any point of a sync, the next start answers."""
+    """kill -9 during indexing: after a kill at any point of a sync, the next start answers."""
     write({f"n{i}.md": f"# N\n\nwalrus item {i}\n" for i in range(60)})
     index = vault_dir.parent / "index"
-    Vault.open(vault_dir, index).reindex(vectors=False)
+    open_local(vault_dir, index).reindex(vectors=False)
     rng = random.Random(11)
     for _ in range(8):
         child = run_child(INDEXER, str(vault_dir), str(index))
         assert child.stdout is not None
         child.stdout.readline()
-        time.sleep(rng.uniform(0.0, 0.4))
+        time.sleep(rng.uniform(0.0, 0.4))  # a random instant to kill at: the test, not a wait
         child.send_signal(signal.SIGKILL)
         child.wait()
-        with Vault.open(vault_dir, index) as v:
+        with open_local(vault_dir, index) as v:
             assert v.search("walrus", mode="keyword", limit=100).hits  # it answers
             v.reindex(vectors=False)
             assert v.pending() == {"new": 0, "changed": 0, "deleted": 0}
@@ -127,17 +127,17 @@ def test_kill_9_during_indexing_never_needs_a_repair(write: WriteNotes, vault_di
 
 
 def test_a_full_disk_keeps_the_original(write: WriteNotes, vault_dir: Path) -> None:
-    """RELIABILITY 24: the write fails midway (a file size limit stands in for a full
+    """A full disk: the write fails midway (a file size limit stands in for a full
     disk): the note is untouched, the temp file gone, the error says so."""
     write({"note.md": "# Note\n\nshort\n"})
     index = vault_dir.parent / "index"
-    Vault.open(vault_dir, index).reindex(vectors=False)
+    open_local(vault_dir, index).reindex(vectors=False)
     code = """
         import resource, signal, sys
-        from markvault import Vault
-        from markvault.edit import Edit
+        from markvault.host import open_local
+        from markvault.model import Edit
         from markvault.errors import MarkvaultError
-        v = Vault.open(sys.argv[1], sys.argv[2])
+        v = open_local(sys.argv[1], sys.argv[2])
         note = v.get("note.md")
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
@@ -156,7 +156,7 @@ def test_a_full_disk_keeps_the_original(write: WriteNotes, vault_dir: Path) -> N
 
 @pytest.mark.parametrize("how", ["close stdin", "SIGTERM"])
 def test_the_server_stops_within_two_seconds(write: WriteNotes, vault_dir: Path, how: str) -> None:
-    """RELIABILITY 23: a client that goes away, or a SIGTERM, ends `vault mcp` at once."""
+    """A client that goes away, or a SIGTERM, ends `vault mcp` at once."""
     write({"a.md": "apple"})
     index = str(vault_dir.parent / "index")
     proc = subprocess.Popen(
@@ -190,7 +190,7 @@ def test_the_server_stops_within_two_seconds(write: WriteNotes, vault_dir: Path,
 
 
 def test_oversized_requests_are_refused(write: WriteNotes, open_vault: OpenVault) -> None:
-    """RELIABILITY 38: a 20 MB write, a 1 MB query and a huge limit get clear refusals."""
+    """A 20 MB write, a 1 MB query and a huge limit get clear refusals."""
     write({"a.md": "apple"})
     v = open_vault()
     v.reindex(vectors=False)
@@ -199,7 +199,7 @@ def test_oversized_requests_are_refused(write: WriteNotes, open_vault: OpenVault
     assert not (v.settings.vault_dir / "notes/Huge.md").exists()
     note = v.get("a.md")
     with pytest.raises(RefusedError, match="size limit"):
-        from markvault.edit import Edit
+        from markvault.model import Edit
 
         v.edit_note("a.md", [Edit("append", "y" * 20_000_000)], note["hash"])
     assert (v.settings.vault_dir / "a.md").read_text() == "apple"

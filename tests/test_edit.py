@@ -1,4 +1,5 @@
-"""Edits touch only the bytes concerned (RELIABILITY cases 3-8 and 12)."""
+"""Edits touch only the bytes concerned: odd frontmatter, BOM, CRLF and no final newline,
+comments and key order survive; conflict markers refuse writes."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import difflib
 
 import pytest
 
-from markvault.edit import Edit, apply_edit, check_writable
+from markvault.edit import apply_edit, check_writable
 from markvault.errors import ConflictError, RefusedError, UsageError
+from markvault.model import Edit
 
 NOTE = (
     "---\n"

@@ -166,7 +166,8 @@ def test_starter_questions_name_notes_of_the_bundled_vault(tmp_path: Path) -> No
     s = sets.OWN_SETS["starter"]()
     built = runner.build_files(s.files, tmp_path, vectors=False)
     try:
-        ids = {r["id"] for r in built.vault._reader().note_briefs()}
+        index = built.vault.host.core().keeper.open_index(write=False)
+        ids = {r["id"] for r in index.reads.note_briefs()}
     finally:
         built.vault.close()
     for judged in s.levels["note"].values():

@@ -9,8 +9,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from markvault import Vault
-from markvault.index import BM25_B, BM25_K1, Filters, Index
+from markvault.host import open_local
+from markvault.index import Index
+from markvault.index.keyword import BM25_B, BM25_K1
+from markvault.model import Filters
 from markvault.text import tokenize
 
 from .conftest import OpenVault, WriteNotes, checksums
@@ -62,7 +64,7 @@ def test_rename_keeps_chunk_ids(write: WriteNotes, open_vault: OpenVault) -> Non
 
 def test_indexer_never_writes_the_vault(bundled_copy: Path, tmp_path: Path) -> None:
     before = checksums(bundled_copy)
-    with Vault.open(bundled_copy, tmp_path / "index") as v:
+    with open_local(bundled_copy, tmp_path / "index") as v:
         v.reindex(vectors=False)
         v.search("markvault", mode="keyword")
         v.status()
@@ -135,10 +137,10 @@ def test_deleting_the_index_loses_nothing(write: WriteNotes, open_vault: OpenVau
 
 def test_bm25_matches_a_reference_implementation(bundled_copy: Path, tmp_path: Path) -> None:
     """BM25 over the fts postings equals Lucene's BM25 computed here from the tokens."""
-    with Vault.open(bundled_copy, tmp_path / "index") as v:
+    with open_local(bundled_copy, tmp_path / "index") as v:
         v.reindex(vectors=False)
-        index = v._open_index(write=True)
-        docs = dict(index.con.execute("SELECT id, fts_text FROM chunks").fetchall())
+        index = v.host.core().keeper.open_index(write=True)
+        docs = dict(index.store.con.execute("SELECT id, fts_text FROM chunks").fetchall())
         tokens = {cid: text.split() for cid, text in docs.items()}
         n = len(tokens)
         avgdl = sum(len(t) for t in tokens.values()) / n
@@ -153,7 +155,7 @@ def test_bm25_matches_a_reference_implementation(bundled_copy: Path, tmp_path: P
                     if tf:
                         norm = tf + BM25_K1 * (1 - BM25_B + BM25_B * len(t) / avgdl)
                         expected[cid] = expected.get(cid, 0) + idf * tf * (BM25_K1 + 1) / norm
-            ours = dict(index.bm25(terms, Filters(include_expired=True), 1000))
+            ours = dict(index.keyword.bm25(terms, Filters(include_expired=True), 1000))
             assert ours.keys() == expected.keys(), query
             for cid, score in expected.items():
                 assert abs(ours[cid] - score) < 1e-9, query
@@ -165,7 +167,7 @@ def test_index_lives_outside_the_vault(vault_dir: Path) -> None:
     from markvault.errors import ConfigError
 
     with pytest.raises(ConfigError, match="inside the vault"):
-        Vault.open(vault_dir, vault_dir / "index")
+        open_local(vault_dir, vault_dir / "index")
 
 
 def test_ignored_files_and_folders(write: WriteNotes, open_vault: OpenVault) -> None:
@@ -187,7 +189,7 @@ def test_ignored_files_and_folders(write: WriteNotes, open_vault: OpenVault) -> 
     )
     v = open_vault()
     v.reindex(vectors=False)
-    assert set(v._open_index(write=False).file_states()) == {
+    assert set(v.host.core().keeper.open_index(write=False).writes.file_states()) == {
         "keep.md",
         "UPPER.MD",
         "drafts/public.md",
@@ -232,12 +234,12 @@ def test_vault_config_file(write: WriteNotes, vault_dir: Path) -> None:
 
 def _keyword_state(index: Index) -> tuple[set[tuple[str, int, int, int]], dict[str, int], tuple]:
     postings = set(
-        index.con.execute(
+        index.store.con.execute(
             "SELECT v.term, p.chunk_id, p.tf, p.dl FROM postings p JOIN vocab v USING (termid)"
         ).fetchall()
     )
-    df = dict(index.con.execute("SELECT term, df FROM vocab").fetchall())
-    stats = index.con.execute("SELECT n, total FROM kw_stats").fetchone()
+    df = dict(index.store.con.execute("SELECT term, df FROM vocab").fetchall())
+    stats = index.store.con.execute("SELECT n, total FROM kw_stats").fetchone()
     return postings, df, tuple(stats or ())
 
 
@@ -247,7 +249,7 @@ def test_keyword_index_updated_in_place_equals_a_full_rebuild(
     """Edits, new notes, deletions and renames update postings, document frequencies and
     collection statistics in place; the rankings equal those of a rebuild from nothing."""
     index_dir = tmp_path / "index"
-    with Vault.open(bundled_copy, index_dir) as v:
+    with open_local(bundled_copy, index_dir) as v:
         v.reindex(vectors=False)
         welcome = bundled_copy / "notes/Welcome.md"
         welcome.write_text(welcome.read_text() + "\nA new paragraph about zebrafish search.\n")
@@ -256,18 +258,22 @@ def test_keyword_index_updated_in_place_equals_a_full_rebuild(
         (bundled_copy / "notes/Linking.md").rename(bundled_copy / "notes/Links moved.md")
         report = v.reindex(vectors=False)
         assert (report.added, report.updated, report.removed, report.renamed) == (1, 1, 1, 1)
-        index = v._open_index(write=True)
-        assert not index.keyword_index_dirty()  # applied in place, not rebuilt
+        index = v.host.core().keeper.open_index(write=True)
+        assert not index.keyword.dirty()  # applied in place, not rebuilt
         assert int(index.meta()["kw_appended"]) > 0
         queries = ["search index", "zebrafish", "vault note link", "搜索", "поиск", "tags"]
         in_place = {
-            q: index.bm25(list(dict.fromkeys(tokenize(q))), Filters(include_expired=True), 1000)
+            q: index.keyword.bm25(
+                list(dict.fromkeys(tokenize(q))), Filters(include_expired=True), 1000
+            )
             for q in queries
         }
         state = _keyword_state(index)
-        index.rebuild_keyword_index()
+        index.keyword.rebuild()
         rebuilt = {
-            q: index.bm25(list(dict.fromkeys(tokenize(q))), Filters(include_expired=True), 1000)
+            q: index.keyword.bm25(
+                list(dict.fromkeys(tokenize(q))), Filters(include_expired=True), 1000
+            )
             for q in queries
         }
         assert _keyword_state(index) == state
@@ -279,14 +285,14 @@ def test_keyword_index_updated_in_place_equals_a_full_rebuild(
 
 
 def test_compaction_keeps_the_keyword_index_identical(bundled_copy: Path, tmp_path: Path) -> None:
-    with Vault.open(bundled_copy, tmp_path / "index") as v:
+    with open_local(bundled_copy, tmp_path / "index") as v:
         v.reindex(vectors=False)
         (bundled_copy / "notes/More.md").write_text("# More\n\nwalrus colony\n")
         v.reindex(vectors=False)
-        index = v._open_index(write=True)
+        index = v.host.core().keeper.open_index(write=True)
         before = _keyword_state(index)
-        ranked = index.bm25(["walrus"], Filters(), 10)
-        index.compact_keyword_index()
+        ranked = index.keyword.bm25(["walrus"], Filters(), 10)
+        index.keyword.compact()
         assert index.meta()["kw_appended"] == "0"
         assert _keyword_state(index) == before
-        assert index.bm25(["walrus"], Filters(), 10) == ranked
+        assert index.keyword.bm25(["walrus"], Filters(), 10) == ranked

@@ -9,24 +9,16 @@ import pytest
 from mcp import Client
 
 from markvault import Vault
-from markvault.mcp_server import WRITE_TOOLS, build_server
+from markvault.server.tools import WRITE_TOOLS, build_server
 
-from .conftest import WriteNotes, stdio_server
+from .conftest import stdio_server
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def vault(write: WriteNotes, vault_dir: Path) -> Vault:
-    write({"notes/a.md": "---\nid: a\n---\n# Alpha\n\n## Open items\n\n- quokka census\n"})
-    v = Vault.open(vault_dir, vault_dir.parent / "index")
-    v.reindex(vectors=False)
-    return v
+def notes() -> dict[str, str]:
+    return {"notes/a.md": "---\nid: a\n---\n# Alpha\n\n## Open items\n\n- quokka census\n"}
 
 
 async def test_tools_are_listed_with_hints(vault: Vault) -> None:
@@ -51,6 +43,7 @@ async def test_tools_are_listed_with_hints(vault: Vault) -> None:
         "list_sessions",
         "read_session",
         "save_session_summary",
+        "import_sessions",
     }
     for name in (
         "search",

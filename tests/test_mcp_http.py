@@ -9,8 +9,8 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,15 +18,16 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from mcp import Client
+from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.subscriptions import ResourceUpdated
 
-from markvault import Vault
 from markvault.errors import ConfigError, UsageError
-from markvault.mcp_http import (
+from markvault.host import open_local
+from markvault.server.http import (
     DEFAULT_MAX_BODY,
-    WRITE_TOOLS,
     TokenBucket,
     allowed_hosts,
     bind_socket,
@@ -40,8 +41,10 @@ from markvault.mcp_http import (
     uvicorn_server,
     write_tools_of,
 )
-from markvault.mcp_server import build_server
+from markvault.server.live import LiveServer, NoteChange
+from markvault.server.tools import WRITE_TOOLS, build_server
 
+TRANSCRIPTS = Path(__file__).parent / "fixtures" / "claude"
 MAX_BODY = 64 * 1024
 WRITE_RATE = 2
 NOTE = "---\nid: a\n---\n# Alpha\n\n## Open items\n\n- quokka census\n"
@@ -51,6 +54,7 @@ NOTE = "---\nid: a\n---\n# Alpha\n\n## Open items\n\n- quokka census\n"
 class Running:
     port: int
     token: str
+    live: LiveServer
 
     @property
     def url(self) -> str:
@@ -69,43 +73,86 @@ class Running:
             self.url, content=json.dumps(body), headers=headers or self.headers(), timeout=30
         )
 
+    def session(self) -> dict[str, str]:
+        """Initialize a handshake-era session; the headers every later request sends."""
+        reply = self.post(INITIALIZE)
+        assert reply.status_code == 200, reply.text
+        headers = self.headers(
+            mcp_session_id=reply.headers["mcp-session-id"],
+            mcp_protocol_version=HANDSHAKE_VERSION,
+        )
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert self.post(initialized, headers).status_code == 202
+        return headers
+
+
+HANDSHAKE_VERSION = "2025-11-25"
+MODERN_VERSION = "2026-07-28"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": HANDSHAKE_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "raw-http-test", "version": "0"},
+    },
+}
+
 
 def call(name: str, arguments: dict[str, Any], request_id: int = 1) -> dict[str, Any]:
     params = {"name": name, "arguments": arguments}
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
-def wait_until(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up waiting for {what}")
-        time.sleep(0.05)
+def modern(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` as a current-era (2026-07-28) request: it carries its own envelope."""
+    envelope = {
+        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return body | {"params": body["params"] | {"_meta": envelope}}
 
 
-@pytest.fixture(scope="module")
-def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    """One server for the module (the lifespan loads the model in the background)."""
-    root = tmp_path_factory.mktemp("http")
+@contextmanager
+def serving(root: Path, write_rate: int) -> Iterator[Running]:
+    """A server on a loopback port (its lifespan loads the model in the background)."""
     (root / "vault" / "notes").mkdir(parents=True)
     (root / "vault" / "notes" / "a.md").write_text(NOTE, encoding="utf-8")
-    vault = Vault.open(root / "vault", root / "index")
+    vault = open_local(root / "vault", root / "index")
     vault.reindex(vectors=False)
     token = load_or_create_token(root / "config" / "http-token")
     sock = bind_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
+    live = LiveServer(InMemorySubscriptionBus())
     app = build_http_app(
-        build_server(vault), token=token, port=port, max_body=MAX_BODY, write_rate=WRITE_RATE
+        build_server(vault, live), token=token, port=port, max_body=MAX_BODY, write_rate=write_rate
     )
     server = uvicorn_server(app)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    wait_until(lambda: server.started or not thread.is_alive(), 60, "uvicorn to start")
-    assert server.started, "the server failed to start"
-    yield Running(port, token)
+    # The socket listens already: this first request waits in its queue until the server
+    # answers (401: no token), whenever it has started.
+    first = httpx2.post(f"http://127.0.0.1:{port}/mcp", content=b"{}", timeout=60)
+    assert first.status_code == 401 and server.started
+    yield Running(port, token, live)
     server.should_exit = True
     thread.join(30)
     sock.close()
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    """One server for the module's refusal checks (a low write rate, to see the 429)."""
+    with serving(tmp_path_factory.mktemp("http"), WRITE_RATE) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    """A server for subscriptions, progress and log lines (writes not limited away)."""
+    with serving(tmp_path_factory.mktemp("http-live"), 60) as server:
+        yield server
 
 
 # -- through the SDK's real client -----------------------------------------------------------
@@ -126,6 +173,120 @@ def test_sdk_client_lists_tools_and_searches(running: Running) -> None:
     assert "notes/a.md" in text and "vault://note/a" in text
 
 
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_handshake_client_hears_its_subscription_and_progress_over_http(
+    live_server: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over HTTP the handshake era's notifications ride the session's GET stream."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(TRANSCRIPTS))
+    heard: list[Any] = []
+    got_update = anyio.Event()
+    progress: list[float] = []
+    logs: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        heard.append(message)
+        if isinstance(message, types.ResourceUpdatedNotification):
+            got_update.set()
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(str(params.data))
+
+    async def go() -> None:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {live_server.token}"})
+        transport = streamable_http_client(live_server.url, http_client=http)
+        client = Client(
+            transport, mode="legacy", message_handler=on_message, logging_callback=on_log
+        )
+        with anyio.fail_after(60):
+            async with http, client:
+                await client.subscribe_resource("vault://note/a")
+                await anyio.to_thread.run_sync(  # another thread, as the owner's feed will
+                    live_server.live.publish, [NoteChange("changed", "notes/a.md", id="a")]
+                )
+                await got_update.wait()
+                await client.set_logging_level("info")
+                result = await client.call_tool(
+                    "import_sessions", {}, progress_callback=on_progress
+                )
+                assert not result.is_error, result.content
+
+    anyio.run(go)
+    updates = [m for m in heard if isinstance(m, types.ResourceUpdatedNotification)]
+    assert updates[0].params.uri == "vault://note/a"
+    assert progress and progress == sorted(set(progress))
+    assert any("unreadable transcript lines skipped" in line for line in logs)
+
+
+def test_current_era_client_listens_over_http(live_server: Running) -> None:
+    async def go() -> Any:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {live_server.token}"})
+        transport = streamable_http_client(live_server.url, http_client=http)
+        with anyio.fail_after(60):
+            async with (
+                http,
+                Client(transport) as client,
+                client.listen(resource_subscriptions=["vault://note/a"]) as events,
+            ):
+                await anyio.to_thread.run_sync(
+                    live_server.live.publish, [NoteChange("changed", "notes/a.md", id="a")]
+                )
+                return await anext(events)
+
+    assert anyio.run(go) == ResourceUpdated(uri="vault://note/a")
+
+
+def test_current_era_call_reports_progress_and_logs_over_http(
+    live_server: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A current-era request's progress and opted-in log lines ride its own answer, an
+    SSE stream (a JSON body has room for the result only)."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(TRANSCRIPTS))
+    progress: list[tuple[float, str | None]] = []
+    logs: list[str] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, message))
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(str(params.data))
+
+    async def go() -> None:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {live_server.token}"})
+        transport = streamable_http_client(live_server.url, http_client=http)
+        client = Client(transport, logging_callback=on_log, log_level="info")
+        with anyio.fail_after(60):
+            async with http, client:
+                result = await client.call_tool(
+                    "import_sessions", {}, progress_callback=on_progress
+                )
+                assert not result.is_error, result.content
+                stale = {"ref": "a", "hash": "0" * 16, "op": "append", "text": "x"}
+                assert (await client.call_tool("edit_note", stale)).is_error
+
+    anyio.run(go)
+    values = [v for v, _ in progress]
+    assert values and values == sorted(set(values))
+    assert any(m and m.startswith("Importing sessions") for _, m in progress)
+    assert any("edit_note refused" in line for line in logs)
+
+
+def test_current_era_answer_without_notifications_is_json(running: Running) -> None:
+    headers = running.headers(
+        mcp_protocol_version=MODERN_VERSION, mcp_method="tools/call", mcp_name="status"
+    )
+    reply = running.post(modern(call("status", {})), headers)
+    assert reply.status_code == 200, reply.text
+    assert reply.headers["content-type"].startswith("application/json")
+    # A current-era client must take an SSE answer too; one that cannot is told so.
+    refused = running.post(modern(call("status", {})), headers | {"Accept": "application/json"})
+    assert refused.status_code == 406
+    assert "text/event-stream" in refused.json()["error"]["message"]
+
+
 def test_sdk_client_without_token_is_told_why(running: Running) -> None:
     async def go() -> None:
         with anyio.fail_after(60):
@@ -140,10 +301,28 @@ def test_sdk_client_without_token_is_told_why(running: Running) -> None:
 # -- raw HTTP: the refusals -----------------------------------------------------------------
 
 
-def test_tools_call_works_without_a_session(running: Running) -> None:
-    reply = running.post(call("search", {"query": "quokka", "mode": "keyword"}))
+def test_tools_call_in_a_session_is_answered_with_json(running: Running) -> None:
+    headers = running.session()
+    reply = running.post(call("search", {"query": "quokka", "mode": "keyword"}), headers)
     assert reply.status_code == 200, reply.text
+    assert reply.headers["content-type"].startswith("application/json")
     assert "notes/a.md" in reply.json()["result"]["content"][0]["text"]
+
+
+def test_current_protocol_needs_no_session(running: Running) -> None:
+    headers = running.headers(
+        mcp_protocol_version=MODERN_VERSION, mcp_method="tools/call", mcp_name="search"
+    )
+    reply = running.post(modern(call("search", {"query": "quokka", "mode": "keyword"})), headers)
+    assert reply.status_code == 200, reply.text
+    assert "mcp-session-id" not in reply.headers
+    assert "notes/a.md" in reply.json()["result"]["content"][0]["text"]
+
+
+def test_handshake_call_without_a_session_is_told_to_initialize(running: Running) -> None:
+    reply = running.post(call("search", {"query": "quokka", "mode": "keyword"}))
+    assert reply.status_code == 400
+    assert "session" in reply.json()["error"]["message"].lower()
 
 
 def test_bad_host_is_421_even_before_auth(running: Running) -> None:
@@ -154,15 +333,17 @@ def test_bad_host_is_421_even_before_auth(running: Running) -> None:
         {"Host": f"evil.example:{running.port}", "Content-Type": "application/json"},
     ):
         assert running.post(body, headers).status_code == 421
-    assert running.post(body, running.headers(Host=f"localhost:{running.port}")).status_code == 200
+    session = running.session()
+    assert running.post(body, session | {"Host": f"localhost:{running.port}"}).status_code == 200
 
 
 def test_bad_origin_is_403(running: Running) -> None:
     body = call("status", {})
     for origin in ("http://evil.example", "null", f"http://localhost.evil.example:{running.port}"):
         assert running.post(body, running.headers(Origin=origin)).status_code == 403, origin
+    session = running.session()
     for origin in ("http://localhost:5173", "http://127.0.0.1", "https://[::1]:8443"):
-        assert running.post(body, running.headers(Origin=origin)).status_code == 200, origin
+        assert running.post(body, session | {"Origin": origin}).status_code == 200, origin
 
 
 def test_missing_or_wrong_token_is_401(running: Running) -> None:
@@ -194,8 +375,11 @@ def test_oversized_body_is_413(running: Running) -> None:
 
 
 def test_write_tools_are_rate_limited(running: Running) -> None:
+    headers = running.session()
+
     def create(i: int) -> httpx2.Response:
-        return running.post(call("create_note", {"kind": "note", "title": f"Rate {i}"}, i))
+        arguments = {"kind": "note", "title": f"Rate {i}"}
+        return running.post(call("create_note", arguments, i), headers)
 
     replies = [create(i) for i in range(1, WRITE_RATE + 2)]
     assert [r.status_code for r in replies[:WRITE_RATE]] == [200] * WRITE_RATE
@@ -205,7 +389,8 @@ def test_write_tools_are_rate_limited(running: Running) -> None:
     error = limited.json()
     assert error["id"] == WRITE_RATE + 1 and "Too many write calls" in error["error"]["message"]
     # reads are never limited
-    assert running.post(call("search", {"query": "quokka", "mode": "keyword"})).status_code == 200
+    read = call("search", {"query": "quokka", "mode": "keyword"})
+    assert running.post(read, headers).status_code == 200
 
 
 def test_write_tools_are_found_from_the_servers_annotations(open_vault: Any) -> None:
@@ -237,9 +422,10 @@ def test_serve_http_listens_on_loopback_and_never_prints_the_token(
     (vault_dir / "notes" / "a.md").write_text(NOTE, encoding="utf-8")
     token_file = tmp_path / "cfg" / "token"
     script = (
-        "import sys; from markvault import Vault; from markvault.mcp_server import build_server;"
-        "from markvault.mcp_http import serve_http;"
-        "v = Vault.open(sys.argv[1], sys.argv[2]); v.reindex(vectors=False);"
+        "import sys; from markvault.host import open_local;"
+        "from markvault.server.tools import build_server;"
+        "from markvault.server.http import serve_http;"
+        "v = open_local(sys.argv[1], sys.argv[2]); v.reindex(vectors=False);"
         "serve_http(build_server(v), port=0)"
     )
     env = os.environ | {"MARKVAULT_TOKEN_FILE": str(token_file)}
@@ -260,24 +446,21 @@ def test_serve_http_listens_on_loopback_and_never_prints_the_token(
         url = announced.split()[announced.split().index("at") + 1]
         token = token_file.read_text().strip()
         assert token not in announced
-        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-        body = json.dumps(call("search", {"query": "quokka", "mode": "keyword"}))
-        reply = _post_when_ready(url, body, headers)
+        headers = {
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": MODERN_VERSION,
+            "MCP-Method": "tools/call",
+            "MCP-Name": "search",
+        }
+        body = json.dumps(modern(call("search", {"query": "quokka", "mode": "keyword"})))
+        # It listens before it announces: the request waits in the socket's queue.
+        reply = httpx2.post(url, content=body, headers=headers, timeout=60)
         assert reply.status_code == 200 and "notes/a.md" in reply.text
     finally:
         proc.terminate()
         proc.wait(30)
-
-
-def _post_when_ready(url: str, body: str, headers: dict[str, str]) -> httpx2.Response:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            return httpx2.post(url, content=body, headers=headers, timeout=30)
-        except httpx2.TransportError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
 
 
 def test_busy_port_is_a_usage_error() -> None:

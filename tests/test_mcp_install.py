@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from markvault.cli import main
 from markvault.errors import ConfigError, UsageError
-from markvault.mcp_install import (
+from markvault.server.install import (
     find_claude,
     http_add_argv,
     install,

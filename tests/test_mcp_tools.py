@@ -15,7 +15,8 @@ import pytest
 from mcp import Client
 
 from markvault import Vault
-from markvault.mcp_server import build_server
+from markvault.host import open_local
+from markvault.server.tools import build_server
 
 from .conftest import WriteNotes, stdio_server
 
@@ -54,17 +55,9 @@ NOTES: dict[str, str | bytes] = {
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def vault(write: WriteNotes, vault_dir: Path) -> Vault:
-    write(NOTES)
+def notes(vault_dir: Path) -> dict[str, str]:
     (vault_dir.parent / "outside.md").write_text("# Outside\n\nA stored document.\n")
-    v = Vault.open(vault_dir, vault_dir.parent / "index")
-    v.reindex(vectors=False)
-    return v
+    return {**NOTES, ".markvault.toml": 'document_roots = [".."]\n'}
 
 
 async def call(client: Client, tool: str, **args: Any) -> Any:
@@ -211,9 +204,13 @@ async def exercise_every_tool(client: Client, vault_dir: Path) -> None:
     note = await client.read_resource("vault://note/gamma")
     assert "Wombat burrows." in note.contents[0].text
     prompts = {p.name for p in (await client.list_prompts()).prompts}
-    assert prompts == {"recall", "save_summary"}
+    assert prompts == {"recall", "save_summary", "summarize_session", "review_topic"}
     recall = await client.get_prompt("recall", {"task": "fix the quokka lock"})
     assert "fix the quokka lock" in recall.messages[0].content.text
+    focused = await client.get_prompt("recall", {"task": "locks", "project": "zoo"})
+    assert 'project=["zoo"]' in focused.messages[0].content.text
+    review = await client.get_prompt("review_topic", {"topic": "wombats"})
+    assert "knowledge://wombats" in review.messages[0].content.text
 
 
 async def test_every_tool_in_memory(vault: Vault, vault_dir: Path) -> None:
@@ -302,7 +299,8 @@ BAD_PATHS = [
 
 @pytest.mark.parametrize("bad", BAD_PATHS)
 async def test_unsafe_move_targets_are_refused(vault: Vault, vault_dir: Path, bad: str) -> None:
-    """RELIABILITY 31 and 33: the same refusal for every unsafe target; nothing created."""
+    """Paths out of the vault (../, absolute, Windows, NUL, streams, device names) and
+    into .git, .obsidian or the index: the same refusal for every one; nothing created."""
     before = sorted(p for p in vault_dir.parent.rglob("*") if "index" not in p.parts)
     async with Client(build_server(vault)) as client:
         alpha = await call(client, "get", ref="alpha")
@@ -323,7 +321,7 @@ async def test_unsafe_refs_read_nothing(vault: Vault, bad: str) -> None:
 
 
 async def test_symlinks_out_of_the_vault_are_refused(vault: Vault, vault_dir: Path) -> None:
-    """RELIABILITY 32: a symlinked folder leading out, and a dangling link."""
+    """Symlinks out of the vault: a symlinked folder leading out, and a dangling link."""
     outside = vault_dir.parent / "elsewhere"
     outside.mkdir()
     (vault_dir / "linked").symlink_to(outside, target_is_directory=True)
@@ -349,10 +347,32 @@ async def test_documents_only_from_allowed_folders(vault: Vault, tmp_path: Path)
             client, "store_document", path=str(tmp_path / "x.py")
         )
         assert "No file" in await error(client, "store_document", path=str(tmp_path / "none.md"))
+        (tmp_path / ".hidden").mkdir()
+        (tmp_path / ".hidden" / "keys.md").write_text("# Keys\n")
+        assert "hidden" in await error(
+            client, "store_document", path=str(tmp_path / ".hidden" / "keys.md")
+        )
+        (tmp_path / "link.md").symlink_to("/etc/hostname")
+        assert "symbolic links" in await error(
+            client, "store_document", path=str(tmp_path / "link.md")
+        )
+        index_file = next((tmp_path / "index").glob("*.duckdb"))
+        assert "markvault's own" in await error(client, "store_document", path=str(index_file))
+
+
+async def test_documents_need_a_folder_the_user_allowed(write: WriteNotes, vault_dir: Path) -> None:
+    """Nothing configured: every path is refused, and the refusal says how to allow one."""
+    write({"notes/a.md": "# A\n"})
+    (vault_dir.parent / "doc.md").write_text("# Doc\n")
+    with open_local(vault_dir, vault_dir.parent / "index") as v:
+        async with Client(build_server(v)) as client:
+            for path in (str(vault_dir.parent / "doc.md"), "doc.md", "/etc/hostname"):
+                message = await error(client, "store_document", path=path)
+                assert "no folder is allowed" in message and "document_roots" in message
 
 
 async def test_note_text_is_data(vault: Vault, vault_dir: Path) -> None:
-    """RELIABILITY 34: an instruction inside a note is returned as text; nothing happens."""
+    """A prompt injection: an instruction inside a note is returned as text; nothing happens."""
     before = sorted(p.name for p in vault_dir.rglob("*.md"))
     async with Client(build_server(vault)) as client:
         note = await call(client, "get", ref="notes/Orphan.md")
@@ -387,7 +407,7 @@ async def test_edits_are_byte_exact_in_git(write: WriteNotes, vault_dir: Path) -
     git("init", "-q")
     git("-c", "core.autocrlf=false", "add", "-A")
     git("commit", "-qm", "start")
-    v = Vault.open(vault_dir, vault_dir.parent / "index")
+    v = open_local(vault_dir, vault_dir.parent / "index")
     v.reindex(vectors=False)
     async with Client(build_server(v)) as client:
         note = await call(client, "get", ref="crlf")

@@ -1,5 +1,5 @@
 """Many processes on one vault: one owns the index, the others ask it; when the owner
-dies, another takes over. RELIABILITY 18 and 21 with real `vault mcp` processes."""
+dies, another takes over: real `vault mcp` processes started at once and killed."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 
 from markvault.config import Settings
-from markvault.owner import SharedVault
+from markvault.shared import connect
 
 from .conftest import WriteNotes, run_cli, stdio_server
 
@@ -81,7 +81,7 @@ async def test_five_servers_and_the_cli_share_one_index(write: WriteNotes, vault
                 not in run_cli(vault_dir, "search", "platypus", "--mode", "keyword").stdout
             ):
                 assert time.monotonic() < deadline, "the new owner does not watch"
-                await anyio.sleep(0.1)
+                await anyio.sleep(0.1)  # no event reaches this test from the new owner
             new_owners = {(await call(c, "status"))["owner"]["owner_pid"] for c in survivors}
             assert len(new_owners) == 1 and owner_pid not in new_owners
 
@@ -89,9 +89,9 @@ async def test_five_servers_and_the_cli_share_one_index(write: WriteNotes, vault
 def test_a_process_that_owns_the_index_serves_the_next(write: WriteNotes, vault_dir: Path) -> None:
     write({"a.md": "apple"})
     settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
-    with SharedVault(settings) as first:
+    with connect(settings) as first:
         first.reindex(vectors=False)
-        assert first.is_owner
+        assert first.host.owner_info()["this_process_owns"]
         # Another TMPDIR (an MCP client may start servers with a bare environment)
         # still finds this owner: its socket is named in the lock file.
         other_tmp = vault_dir.parent / "other-tmp"
@@ -113,7 +113,7 @@ def test_a_process_that_owns_the_index_serves_the_next(write: WriteNotes, vault_
 def test_commands_started_at_once_never_see_a_lock_error(
     write: WriteNotes, vault_dir: Path
 ) -> None:
-    """RELIABILITY 18: six processes race to open a vault with no index yet."""
+    """Six processes race to open a vault with no index yet."""
     write({f"n{i}.md": f"note {i} about walrus" for i in range(20)})
     index = str(vault_dir.parent / "index")
     base = [sys.executable, "-m", "markvault.cli", "--vault", str(vault_dir), "--index", index]
@@ -136,35 +136,35 @@ def test_commands_started_at_once_never_see_a_lock_error(
 def test_reads_during_a_long_sync_are_answered_not_left_waiting(
     write: WriteNotes, vault_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """RELIABILITY 39: while the owner builds (here: holds the index for a long sync),
-    a search from another process is answered at once, marked as building."""
+    """A cold start of a large vault: while the owner builds (here: holds the index for a
+    long sync), a search from another process is answered at once, marked as building."""
     import threading
 
-    from markvault import owner as owner_module
+    from markvault import host as host_module
     from markvault.errors import IndexBusyError
 
-    monkeypatch.setattr(owner_module, "BUSY_ANSWER_SECONDS", 0.2)
+    monkeypatch.setattr(host_module, "BUSY_ANSWER_SECONDS", 0.2)
     write({"a.md": "apple"})
     settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
-    with SharedVault(settings) as first:
+    with connect(settings) as first:
         first.reindex(vectors=False)
-        assert first.local is not None and first._owner is not None
+        local = first.host.local  # type: ignore[attr-defined]
+        assert local is not None
         building, release = threading.Event(), threading.Event()
 
         def long_sync() -> None:
-            assert first._owner is not None
-            with first._owner.calls:
-                first.local.activity = ("Reading notes", 1200, 20000)  # type: ignore[union-attr]
+            with local.calls:
+                local.core().keeper.activity = ("Reading notes", 1200, 20000)
                 building.set()
                 release.wait(30)
-                first.local.activity = None  # type: ignore[union-attr]
+                local.core().keeper.activity = None
 
         worker = threading.Thread(target=long_sync)
         worker.start()
         building.wait(10)
         try:
-            with SharedVault(settings) as second:
-                assert not second.is_owner
+            with connect(settings) as second:
+                assert not second.host.owner_info()["this_process_owns"]
                 started = time.monotonic()
                 result = second.search("apple", mode="keyword")
                 assert time.monotonic() - started < 5
@@ -185,11 +185,12 @@ def test_the_owner_embeds_a_keyword_only_index_without_holding_it(
     """A server that loads the model on a keyword-only index embeds it in small groups
     in the background; other processes' reads are answered meanwhile, not held up."""
     settings = Settings.load(vault=bundled_copy, index=tmp_path / "index")
-    with SharedVault(settings) as owner:
+    with connect(settings) as owner:
         owner.reindex(vectors=False)
         assert owner.status()["vectors"]["embedded"] == 0
-        owner.start_background(watch=False)
-        with SharedVault(settings) as other:
+        owner.host.start_background(watch=False)
+        idle = owner.host.local.backfill_idle  # type: ignore[attr-defined]
+        with connect(settings) as other:
             slowest = 0.0
             deadline = time.monotonic() + 300
             while not other.status()["vectors"]["ready"]:
@@ -198,7 +199,7 @@ def test_the_owner_embeds_a_keyword_only_index_without_holding_it(
                 result = other.search("duckdb", mode="keyword")
                 slowest = max(slowest, time.monotonic() - started)
                 assert result.hits and not any("being built" in w for w in result.warnings)
-                time.sleep(0.2)
+                idle.wait(0.2)  # the next search, or the end of the work
             assert slowest < 3.0
             hits = other.search("how do I connect Claude Code", mode="vector").hits
             assert hits[0].path == "notes/Connecting Claude Code.md"

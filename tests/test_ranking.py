@@ -104,12 +104,12 @@ def test_note_frequencies_kept_in_place_equal_a_rebuild(
     v.reindex(vectors=False)
     write({"b.md": "# b\n\nalpha alpha\n\n## more\n\nalpha delta\n", "c.md": "# c\n\ngamma\n"})
     v.reindex(vectors=False)
-    index = v._open_index(write=True)
-    assert not index.keyword_index_dirty()
+    index = v.host.core().keeper.open_index(write=True)
+    assert not index.keyword.dirty()
     query = "SELECT term, df, ndf FROM vocab ORDER BY term"
-    in_place = index.con.execute(query).fetchall()
-    index.rebuild_keyword_index()
-    assert index.con.execute(query).fetchall() == in_place
+    in_place = index.store.con.execute(query).fetchall()
+    index.keyword.rebuild()
+    assert index.store.con.execute(query).fetchall() == in_place
     assert dict((t, n) for t, _, n in in_place)["alpha"] == 2  # in a.md and b.md
 
 

@@ -1,4 +1,5 @@
-"""RELIABILITY.md cases 1-12: bad input files never crash indexing or lose bytes."""
+"""Bad input files (alias bombs, code tags, odd frontmatter, BOM and CRLF, binary and
+oversized files, conflict markers, many scripts) never crash indexing or lose bytes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from markvault import ConflictError, RefusedError, Vault
-from markvault.edit import Edit
+from markvault.model import Edit
 
 from .conftest import OpenVault, WriteNotes, checksums
 
@@ -136,7 +137,7 @@ def test_09_binary_and_invalid_utf8_skipped_and_unwritable(
         "not valid UTF-8" in next(e for e in report.errors if e["path"] == "latin1.md")["message"]
     )
     with pytest.raises(RefusedError):
-        v.files.read("latin1.md", v.settings.max_note_bytes)
+        v.host.core().keeper.files.read("latin1.md", v.settings.max_note_bytes)
     again = v.reindex(vectors=False)  # unchanged bad files are not re-read
     assert again.errors == [] and again.notes == 1
     assert (vault / "latin1.md").read_bytes() == "caf\xe9".encode("latin-1")
@@ -211,7 +212,7 @@ def test_writes_are_searchable_at_once(write: WriteNotes, open_vault: OpenVault)
 def test_unsafe_paths_are_refused(open_vault: OpenVault, vault_dir: Path, rel: str) -> None:
     v = open_vault()
     with pytest.raises(RefusedError):
-        v.files.create(rel, "x")
+        v.host.core().keeper.files.create(rel, "x")
     assert not [p for p in vault_dir.parent.rglob("*") if p.is_file()]
 
 

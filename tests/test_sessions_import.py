@@ -3,6 +3,7 @@ timelines. Transcripts are in Claude Code's format (the fixture, and ones built 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -17,8 +18,10 @@ import pytest
 
 from markvault import Vault
 from markvault.errors import ConflictError, NotFoundError, RefusedError, UsageError
-from markvault.index import Filters
+from markvault.host import local_vault, open_local
+from markvault.model import Filters
 from markvault.sessions import SessionSummary, read_summary
+from markvault.shared import connect
 
 from .conftest import checksums
 from .test_sessions import FIXTURE, SID, assistant, user
@@ -57,7 +60,7 @@ def projects(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def vault(vault_dir: Path) -> Iterator[Vault]:
-    v = Vault.open(vault_dir, vault_dir.parent / "index")
+    v = open_local(vault_dir, vault_dir.parent / "index")
     yield v
     v.close()
 
@@ -115,7 +118,7 @@ def test_unchanged_transcripts_are_not_read_again(
     assert (fixed.read, fixed.updated) == (1, 1) and "turns: 4\n" in note.read_text()
     assert vault.import_sessions(projects).read == 0
     # Another renderer (a new markvault) reads everything again.
-    monkeypatch.setattr("markvault.vault.renderer_fingerprint", lambda: "another")
+    monkeypatch.setattr("markvault.core.session_import.renderer_fingerprint", lambda: "another")
     assert vault.import_sessions(projects).read == 2
 
 
@@ -198,13 +201,13 @@ def test_an_edit_made_meanwhile_is_never_overwritten(
     vault.import_sessions(root)
     transcripts(root)
     note = session_file(vault_dir)
-    real_replace = vault.files.replace
+    real_replace = vault.host.core().keeper.files.replace
 
     def person_edits_first(rel: str, text: str, expected_hash: str) -> str:
         note.write_text(note.read_text() + "\nmy own line\n")
         return real_replace(rel, text, expected_hash)
 
-    monkeypatch.setattr(vault.files, "replace", person_edits_first)
+    monkeypatch.setattr(vault.host.core().keeper.files, "replace", person_edits_first)
     report = vault.import_sessions(root)
     assert report.failed == 1 and "changed since it was read" in report.errors[0]["message"]
     assert note.read_text().endswith("\nmy own line\n") and "谢谢" not in note.read_text()
@@ -256,12 +259,12 @@ def test_default_source_is_claude_codes_folder(
 
 BUSY_HOLDER = textwrap.dedent(
     """
-    import sys, time
-    from markvault import Vault
-    v = Vault.open(sys.argv[1], sys.argv[2])
-    v._open_index(write=True)
+    import sys
+    from markvault.host import open_local
+    v = open_local(sys.argv[1], sys.argv[2])
+    v.host.core().keeper.open_index(write=True)
     print("ready", flush=True)
-    time.sleep(60)
+    sys.stdin.read()  # hold the index until the test is done with it
     """
 )
 
@@ -275,14 +278,16 @@ def test_a_busy_index_still_imports_and_says_so(
     transcripts(root)
     holder = subprocess.Popen(
         [sys.executable, "-c", BUSY_HOLDER, str(vault_dir), str(vault_dir.parent / "index")],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
-        monkeypatch.setattr("markvault.index.LOCK_WAIT_SECONDS", 0.2)
-        report = vault.import_sessions(root)
+        hurried = dataclasses.replace(vault.settings, index_lock_wait=0.2)
+        with local_vault(hurried) as waits_little:
+            report = waits_little.import_sessions(root)
         assert (report.new, report.updated, report.unchanged) == (0, 1, 1)
         assert report.index == "busy" and "another markvault process" in report.notices[0]
     finally:
@@ -464,11 +469,15 @@ def test_scopes_restrict_the_vector_side_too(imported: Vault) -> None:
     """The vector side keeps the chunks ``chunk_ids_matching`` returns; checked on the
     index directly (no model load): prompts only, decisions only."""
     imported.save_session_summary(SID, summary(), imported.read_session(SID)["hash"])
-    index = imported._reader()
-    details = index.chunk_details(list(index.chunk_ids_matching(Filters(scope="prompts"))))
+    index = imported.host.core().keeper.reader()
+    details = index.reads.chunk_details(
+        list(index.reads.chunk_ids_matching(Filters(scope="prompts")))
+    )
     assert details and all(d["heading_path"][-1].endswith("User") for d in details.values())
     assert len({d["path"] for d in details.values()}) == 2
-    details = index.chunk_details(list(index.chunk_ids_matching(Filters(scope="decisions"))))
+    details = index.reads.chunk_details(
+        list(index.reads.chunk_ids_matching(Filters(scope="decisions")))
+    )
     assert [d["heading_path"][1:] for d in details.values()] == [["Summary", "Decisions"]]
 
 
@@ -487,7 +496,7 @@ def test_timelines_show_session_decisions(imported: Vault) -> None:
 
 
 def test_the_bundled_vault_still_reads_after_an_import(bundled_copy: Path, projects: Path) -> None:
-    v = Vault.open(bundled_copy, bundled_copy.parent / "index")
+    v = open_local(bundled_copy, bundled_copy.parent / "index")
     try:
         report = v.import_sessions(projects)
         assert report.new == 2
@@ -497,3 +506,18 @@ def test_the_bundled_vault_still_reads_after_an_import(bundled_copy: Path, proje
     finally:
         v.close()
         shutil.rmtree(bundled_copy.parent / "index", ignore_errors=True)
+
+
+def test_an_import_through_another_process_owning_the_index_reports(
+    vault_dir: Path, projects: Path
+) -> None:
+    """The report of an import sent to the owner comes back whole (it did not: it was
+    sent as its text)."""
+    from markvault.config import Settings
+
+    settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
+    with connect(settings) as owner, connect(settings) as client:
+        assert not client.host.owner_info()["this_process_owns"]
+        report = client.import_sessions(projects)
+        assert (report.new, report.index) == (2, "refreshed")
+        assert owner.list_sessions()["total"] == 2

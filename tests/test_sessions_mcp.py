@@ -11,7 +11,8 @@ import pytest
 from mcp import Client
 
 from markvault import Vault
-from markvault.mcp_server import WRITE_TOOLS, build_server
+from markvault.host import open_local
+from markvault.server.tools import WRITE_TOOLS, build_server
 
 from .conftest import stdio_server
 from .test_mcp_tools import call, error
@@ -24,11 +25,6 @@ SESSION_TOOLS = {"list_sessions", "read_session", "save_session_summary"}
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def vault(vault_dir: Path, tmp_path: Path) -> Vault:
     (vault_dir / "notes").mkdir()
     (vault_dir / "notes" / "Money.md").write_text(
@@ -36,7 +32,7 @@ def vault(vault_dir: Path, tmp_path: Path) -> Vault:
         "Prices are Decimal everywhere.\n",
         encoding="utf-8",
     )
-    v = Vault.open(vault_dir, vault_dir.parent / "index")
+    v = open_local(vault_dir, vault_dir.parent / "index")
     v.import_sessions(transcripts(tmp_path / "projects"))
     return v
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from markvault import Vault
-from markvault.embed import Embedder
+from markvault.embed import Embedder, SentenceEmbedder
+from markvault.host import open_local
 
 from .conftest import WriteNotes
 
@@ -17,14 +18,14 @@ pytestmark = pytest.mark.model
 
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
-    e = Embedder("all-MiniLM-L6-v2")
+    e = SentenceEmbedder("all-MiniLM-L6-v2")
     assert e.dim == 384
     return e
 
 
 @pytest.fixture
 def vault_with(embedder: Embedder, vault_dir: Path) -> Iterator[Vault]:
-    v = Vault.open(vault_dir, vault_dir.parent / "index", embedder=embedder)
+    v = open_local(vault_dir, vault_dir.parent / "index", embedder=embedder)
     yield v
     v.close()
 
@@ -86,8 +87,8 @@ def test_rename_and_unchanged_text_are_never_re_embedded(
     (vault / "b.md").write_text("gamma changed", encoding="utf-8")
     report = vault_with.reindex()
     assert (report.renamed, report.updated, report.embedded) == (1, 1, 1)
-    index = vault_with._open_index(write=False)
-    assert index.embedding_counts("all-MiniLM-L6-v2") == (3, 3)
+    index = vault_with.host.core().keeper.open_index(write=False)
+    assert index.vectors.counts("all-MiniLM-L6-v2") == (3, 3)
     assert vault_with.search("alpha", mode="vector").hits[0].path == "moved.md"
 
 
@@ -144,11 +145,11 @@ def test_a_server_answers_from_keywords_while_the_model_loads(
     write: WriteNotes, vault_dir: Path, embedder: Embedder
 ) -> None:
     write({"a.md": "# A\n\nalpha words"})
-    with Vault.open(vault_dir, vault_dir.parent / "index", embedder=embedder) as v:
+    with open_local(vault_dir, vault_dir.parent / "index", embedder=embedder) as v:
         v.reindex()  # vectors built with the shared, loaded model
-    fresh = Embedder("all-MiniLM-L6-v2")  # not loaded yet, as in a server just started
-    with Vault.open(vault_dir, vault_dir.parent / "index", embedder=fresh) as v:
-        v.model_wait = 0.0
+    fresh = SentenceEmbedder("all-MiniLM-L6-v2")  # not loaded yet, as in a server just started
+    with open_local(vault_dir, vault_dir.parent / "index", embedder=fresh) as v:
+        v.host.model_wait = 0.0
         early = v.search("alpha")
         assert [h.path for h in early.hits] == ["a.md"]
         assert set(early.hits[0].ranks) == {"keyword"}

@@ -1,6 +1,7 @@
 """The vault watcher: real folders, real watchfiles, waits on the callback, not sleeps.
 
-RELIABILITY cases 16, 17, 25, 30, 36, 37 and 23 (prompt stop) from the watcher's side.
+Editor saves, autosaves, checkouts, git operations in progress, too many folders for
+inotify, filesystems without events and a prompt stop, from the watcher's side.
 """
 
 from __future__ import annotations
@@ -192,7 +193,7 @@ def test_vim_and_obsidian_saves_end_as_one_entry_with_the_final_text(
     vault = open_vault()
     vault.reindex(vectors=False)
     lock = threading.Lock()
-    _, recorder = watch(callback=vault_callback(vault, lock, vectors=False))
+    _, recorder = watch(callback=vault_callback(vault.host.core().keeper, lock, vectors=False))
 
     # vim: probe file, original renamed to a backup, new file written, backup deleted.
     write(vault_dir / "notes" / "4913", "")
@@ -222,7 +223,7 @@ def test_a_rename_synced_from_hints_leaves_no_ghost_of_the_old_path(
     vault = open_vault()
     vault.reindex(vectors=False)
     lock = threading.Lock()
-    _, recorder = watch(callback=vault_callback(vault, lock, vectors=False))
+    _, recorder = watch(callback=vault_callback(vault.host.core().keeper, lock, vectors=False))
 
     os.rename(vault_dir / "notes" / "old name.md", vault_dir / "archive.md")
     recorder.wait_paths("notes/old name.md", "archive.md")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import markvault.fusion
-import markvault.index
+from markvault.index import keyword
 
 from . import experiments as exps
 from . import report, runner, sets
@@ -271,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     figures["setup"] = {
         "markvault": (
-            f"all-MiniLM-L6-v2, BM25 k1 {markvault.index.BM25_K1} b {markvault.index.BM25_B} "
+            f"all-MiniLM-L6-v2, BM25 k1 {keyword.BM25_K1} b {keyword.BM25_B} "
             f"per note, hybrid keyword weight {markvault.fusion.KEYWORD_WEIGHT}"
         ),
         "reference": ReferenceSetup().describe() + "; dense all-MiniLM-L6-v2 per document; "

@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import markvault.bm25
 import markvault.fusion
-import markvault.index
+import markvault.index.bm25
+import markvault.index.keyword
 import markvault.language
 from markvault.text import latin_share
 
@@ -32,9 +32,9 @@ Patch = Callable[[], contextlib.AbstractContextManager[None]]
 Rows = Sequence[tuple[int, float]]
 
 _ORIGINAL = {
-    "scored_sql": markvault.bm25.scored_sql,
-    "note_scores": markvault.bm25.note_scores,
-    "bm25": markvault.index.Index.bm25,
+    "scored_sql": markvault.index.bm25.scored_sql,
+    "note_scores": markvault.index.bm25.note_scores,
+    "bm25": markvault.index.keyword.KeywordIndex.bm25,
     "convex": markvault.fusion.convex,
 }
 
@@ -137,9 +137,9 @@ def _patches(*items: tuple[Any, dict[str, Any]]) -> Iterator[None]:
         yield
 
 
-NO_QTF = (markvault.bm25, {"scored_sql": _no_query_tf, "note_scores": _no_query_tf_notes})
+NO_QTF = (markvault.index.bm25, {"scored_sql": _no_query_tf, "note_scores": _no_query_tf_notes})
 NO_STOP = (markvault.language, {"query_stopwords": lambda language: frozenset()})
-CHUNKS = (markvault.index.Index, {"bm25": _chunks_alone})
+CHUNKS = (markvault.index.keyword.KeywordIndex, {"bm25": _chunks_alone})
 RRF_CHUNKS = (markvault.fusion, {"convex": _rrf_chunks})
 SCRIPT_ONLY = (markvault.language, {"model_reads": _script_only})
 

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from markvault import Vault
+from markvault.host import open_local
 
 from . import experiments as exps
 from . import runner, sets
@@ -125,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{statistics.median(long_ms):.1f} ms, p95 {_p95(long_ms):.1f} ms; "
         f"{len(short)} of at most {SHORT} words p50 {statistics.median(short_ms):.1f} ms"
     )
-    with Vault.open(where / "vault", where / "index") as vault:
+    with open_local(where / "vault", where / "index") as vault:
         before, now = in_process(vault, long, args.rounds)
     print(
         f"in process, same long queries, alternating: issue 6 p50 "

@@ -1,8 +1,8 @@
 """markvault over a collection: build the vault and index, run the queries per mode.
 
-Everything goes through markvault's public API (``Vault.open``, ``reindex``,
+Everything goes through markvault's public API (``open_local``, ``reindex``,
 ``search``), except that experiments change a module constant or function
-(``markvault.index.BM25_K1``, ...) for the duration of one run (``patched``): the
+(``markvault.index.keyword.BM25_K1``, ...) for the duration of one run (``patched``): the
 point is to measure a setting before anyone changes ``src/``.
 """
 
@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from markvault import Vault
+from markvault.host import open_local
 from markvault.model import SearchResult
 
 from .metrics import Scores, evaluate
@@ -79,7 +80,7 @@ def build_files(
         config.unlink(missing_ok=True)
     else:
         config.write_text(f"[chunk]\nmax_pieces = {max_pieces}\n", encoding="utf-8")
-    vault = Vault.open(vault_dir, workdir / "index")
+    vault = open_local(vault_dir, workdir / "index")
     started = time.perf_counter()
     report = vault.reindex(vectors=vectors)
     seconds = time.perf_counter() - started

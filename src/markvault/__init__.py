@@ -1,7 +1,7 @@
 """markvault: file-first memory for people and AI coding agents.
 
 The vault (Markdown files) is the truth; the DuckDB index beside it is derived
-and disposable. ``Vault`` is the one entry point both the CLI and the MCP
+and disposable. ``Vault`` (vault.py) is the one facade both the CLI and the MCP
 server use.
 """
 
@@ -15,13 +15,13 @@ from .errors import (
     RefusedError,
     UsageError,
 )
-from .index import Filters
-from .model import Hit, ReindexReport, SearchResult
+from .model import Edit, Filters, Hit, ReindexReport, SearchResult
 from .vault import Vault
 
 __all__ = [
     "ConfigError",
     "ConflictError",
+    "Edit",
     "Filters",
     "Hit",
     "IndexBusyError",

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import json
+import os
+import select
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -12,13 +16,11 @@ from typing import Any, TypeVar
 import click
 
 from .config import Settings
-from .edit import Edit, Op
 from .errors import MarkvaultError, UsageError
-from .index import SCOPES, Filters
-from .model import ReindexReport, SearchResult
-from .owner import SharedVault
-from .parse import parse_yaml_value
-from .vault import PAGE_CHARS, parse_lines
+from .frontmatter import parse_yaml_value
+from .model import PAGE_CHARS, SCOPES, Edit, Filters, Op, ReindexReport, SearchResult
+from .shared import connect
+from .vault import Vault, parse_lines
 
 F = TypeVar("F", bound=Callable[..., Any])
 RANK_LABELS = {"keyword": "kw", "vector": "vec"}
@@ -38,6 +40,10 @@ def handle_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except MarkvaultError as exc:
             _fail(str(exc), exc.exit_code)
+        except BrokenPipeError:
+            if _reader_gone():
+                raise  # `| head` closed early: _QuietPipes ends the command
+            _fail("The connection to the index owner broke. Retry the command.", 1)
         except OSError as exc:
             where = f" ({exc.filename})" if exc.filename else ""
             _fail(f"{exc.strerror or exc}{where}. Check the path and its permissions.", 1)
@@ -45,6 +51,51 @@ def handle_errors(fn: F) -> F:
             _fail("interrupted; the vault is unchanged and the index stays usable.", 130)
 
     return wrapper  # type: ignore[return-value]
+
+
+# Exit status of a command whose reader went away, as a shell reports one killed by
+# SIGPIPE (128 + 13); Python ignores SIGPIPE, so the write fails instead.
+READER_GONE_STATUS = 141
+
+
+def _reader_gone() -> bool:
+    """Whether stdout or stderr is a pipe whose reader has closed it (`| head -1`)."""
+    for fd in (1, 2):
+        try:
+            poller = select.poll()
+            poller.register(fd, select.POLLOUT)
+            if any(event & select.POLLERR for _, event in poller.poll(0)):
+                return True
+        except (OSError, ValueError, AttributeError):  # closed fd; no poll() here
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def _quiet_pipes() -> Iterator[None]:
+    """Output piped into `head`, `less` or `grep -q` that closes early ends the command
+    silently with status 141. The vault still closes cleanly (the context's close
+    callbacks run on the way out), unlike a process killed by SIGPIPE."""
+    try:
+        yield
+    except BrokenPipeError:
+        if not _reader_gone():
+            raise
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):  # later writes and the flush at exit go nowhere, quietly
+            os.dup2(devnull, fd)
+        os.close(devnull)
+        raise SystemExit(READER_GONE_STATUS) from None
+
+
+class _QuietPipes(click.Group):
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        with _quiet_pipes():  # `vault --help | head -1`
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _quiet_pipes():
+            return super().invoke(ctx)
 
 
 class TerminalProgress:
@@ -88,7 +139,10 @@ class TerminalProgress:
             self._bar = None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=_QuietPipes,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.option(
     "--vault",
     "vault_dir",
@@ -101,7 +155,7 @@ class TerminalProgress:
     "index_dir",
     metavar="DIR",
     envvar="MARKVAULT_INDEX",
-    help="Where the index lives (default: index/ beside the vault).",
+    help="Where the index lives (default: a folder for this vault in your cache directory).",
 )
 @click.option(
     "--model",
@@ -125,11 +179,15 @@ def main(
     ctx.obj = {"vault": vault_dir, "index": index_dir, "model": model}
 
 
-def open_vault(ctx: click.Context) -> SharedVault:
-    """The vault's index: this process owns it, or asks the process that does (see
-    owner.py), so any number of commands and servers can run at once."""
+def open_vault(ctx: click.Context, *, index_lock_wait: float | None = None) -> Vault:
+    """The vault: this process owns its index, or asks the process that does (see
+    shared.py), so any number of commands and servers can run at once.
+    ``index_lock_wait``: how long to wait for the DuckDB file's lock (as the owner)."""
     obj = ctx.find_root().obj
-    vault = SharedVault(Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"]))
+    settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
+    if index_lock_wait is not None:
+        settings = dataclasses.replace(settings, index_lock_wait=index_lock_wait)
+    vault = connect(settings)
     ctx.call_on_close(vault.close)
     return vault
 
@@ -207,6 +265,10 @@ def _filters(
     since: str | None,
     until: str | None,
     meta: tuple[str, ...],
+    concept: tuple[str, ...],
+    files: tuple[str, ...],
+    include_expired: bool,
+    scope: str | None,
 ) -> Filters:
     pairs: dict[str, str] = {}
     for item in meta:
@@ -217,7 +279,19 @@ def _filters(
             )
         pairs[key.strip()] = value.strip()
     return Filters(
-        list(kind), list(type_), list(tag), list(topic), list(project), path, since, until, pairs
+        kinds=list(kind),
+        types=list(type_),
+        tags=list(tag),
+        topics=list(topic),
+        projects=list(project),
+        path_glob=path,
+        since=since,
+        until=until,
+        meta=pairs,
+        concepts=list(concept),
+        files=list(files),
+        include_expired=include_expired,
+        scope=scope,
     )
 
 
@@ -244,6 +318,8 @@ def _print_result(result: SearchResult, fmt: str) -> None:
             for line in hit.text.splitlines():
                 click.echo("    │ " + line)
             click.echo()
+    if not sys.stdout.isatty():
+        return  # piped (`| head -1`): the hits alone, nothing on stderr
     shown = f"{len(result.hits)} of {result.total} notes" if result.hits else "no matches"
     click.echo(
         click.style(
@@ -384,14 +460,10 @@ def search(
       vault search "decimal money" --scope decisions      decisions of session summaries
       printf 'bm25\\nhnsw\\n' | vault search --batch - --mode keyword
     """
-    filters = _filters(kind, type_, tag, topic, project, path_glob, since, until, meta)
-    filters.concepts, filters.files = list(concept), list(files)
-    filters.include_expired = include_expired
-    filters.scope = scope
-    options: dict[str, Any] = {"variants": variants, "order": order, "min_score": min_score}
+    filters = _filters(kind, type_, tag, topic, project, path_glob, since, until, meta,
+                       concept, files, include_expired, scope)  # fmt: skip
     fmt = "json" if as_json else fmt
     vault = open_vault(ctx)
-    progress = TerminalProgress(quiet=fmt == "json")
     if batch:
         if query:
             raise UsageError("Give a query or --batch, not both.")
@@ -402,7 +474,9 @@ def search(
             limit=limit,
             offset=offset,
             full_text=fmt == "full",
-            **options,
+            variants=variants,
+            order=order,
+            min_score=min_score,
         ):
             emit_json(item)
         return
@@ -415,9 +489,17 @@ def search(
         limit=limit,
         offset=offset,
         full_text=fmt == "full",
-        progress=progress,
-        **options,
+        variants=variants,
+        order=order,
+        min_score=min_score,
+        progress=TerminalProgress(quiet=fmt == "json"),
     )
+    _show_search(vault, result, fmt)
+
+
+def _show_search(vault: Vault, result: SearchResult, fmt: str) -> None:
+    """Print a search's result, saying when the index is behind the files; exit 1
+    when nothing was found."""
     pending = vault.pending()
     if any(pending.values()):
         result.warnings.append(
@@ -521,8 +603,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     pending = info["pending"]
     lines = [
         f"vault    {info['vault']}",
-        f"index    {info['index']} ({info['index_bytes'] / 1048576:.1f} MiB), "
-        f"last sync {info['last_sync']}",
+        f"index    {info['index']} ({info['index_bytes'] / 1048576:.1f} MiB; "
+        f"{info.get('index_origin', '?')}), last sync {info['last_sync']}",
         f"notes    {info['notes']} · chunks {info['chunks']} · links {info['links']} "
         f"({info['unresolved_links']} unresolved) · skipped files {info['skipped_files']}",
         "kinds    " + ", ".join(f"{k} {v}" for k, v in info["by_kind"].items()),
@@ -800,22 +882,36 @@ def learn(
 @click.argument("path")
 @click.option("--topic", help="File it under documents/TOPIC/.")
 @click.option("--title", help="Title (default: the file's title or name).")
+@click.option(
+    "--allow-hidden", is_flag=True, help="Read a file in a hidden folder (~/.config...) too."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 @handle_errors
 def store(
-    ctx: click.Context, path: str, topic: str | None, title: str | None, as_json: bool
+    ctx: click.Context,
+    path: str,
+    topic: str | None,
+    title: str | None,
+    allow_hidden: bool,
+    as_json: bool,
 ) -> None:
     """Copy a Markdown, text or JSON file into documents/ as a searchable note.
 
-    Only files in the allowed folders (the vault's project by default;
-    document_roots in .markvault.toml) are read.
+    Any ordinary path you name is read; a hidden file or folder (such as ~/.aws or
+    .env) only with --allow-hidden. (Agents, through MCP, may read only the folders
+    listed in document_roots in .markvault.toml.)
 
     \b
     Examples:
       vault store docs/api.md --topic api
     """
-    _print_changed(open_vault(ctx).store_document(path, topic, title), as_json, "stored")
+    # Absolute here: the process that owns the index may run in another folder.
+    source = os.path.abspath(os.path.expanduser(path))
+    result = open_vault(ctx).store_document(
+        source, topic, title, by_person=True, allow_hidden=allow_hidden
+    )
+    _print_changed(result, as_json, "stored")
 
 
 @main.command()
@@ -1349,7 +1445,7 @@ def _hook_command(ctx: click.Context) -> str:
     import shlex
 
     from .config import Settings
-    from .mcp_install import vault_command
+    from .server.install import vault_command
 
     obj = ctx.find_root().obj
     settings = Settings.load(obj["vault"], obj["index"], obj["model"])
@@ -1489,13 +1585,12 @@ def hook_run(ctx: click.Context) -> None:
       echo '{"transcript_path": "/home/me/.claude/projects/-p/5f0c.jsonl"}' \\
           | vault sessions hook run
     """
-    from . import index as index_module
     from .claude_hooks import parse_hook_input
 
     try:
         hook = parse_hook_input(sys.stdin.buffer.read(MAX_HOOK_INPUT))
-        index_module.LOCK_WAIT_SECONDS = HOOK_LOCK_WAIT
-        report = open_vault(ctx).import_sessions(hook.transcript_path)
+        vault = open_vault(ctx, index_lock_wait=HOOK_LOCK_WAIT)
+        report = vault.import_sessions(hook.transcript_path)
         done = report.sessions[0] if report.sessions else None
         if report.errors:
             click.echo(f"markvault: session not imported: {report.errors[0]['message']}", err=True)
@@ -1551,32 +1646,40 @@ def watch(ctx: click.Context, poll: bool | None, as_json: bool, quiet: bool) -> 
     settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
     if not quiet:
         click.echo(f"Waiting to own the index of {settings.vault_dir} …", err=True)
-    vault = SharedVault(settings, must_own=True)
+    vault = connect(settings, must_own=True)
     ctx.call_on_close(vault.close)
 
     def report(batch: WatchBatch, result: ReindexReport) -> None:
-        if as_json:
-            emit_json({"full": batch.full, "reasons": list(batch.reasons), **result.to_json()})
-        elif not quiet and (result.added or result.updated or result.renamed or result.removed):
-            click.echo(
-                f"{time.strftime('%H:%M:%S')}  {result.added} added, {result.updated} updated, "
-                f"{result.renamed} renamed, {result.removed} removed · {result.seconds:.2f} s"
-            )
+        try:
+            if as_json:
+                emit_json({"full": batch.full, "reasons": list(batch.reasons), **result.to_json()})
+            elif not quiet and (result.added or result.updated or result.renamed or result.removed):
+                click.echo(
+                    f"{time.strftime('%H:%M:%S')}  {result.added} added, {result.updated} "
+                    f"updated, {result.renamed} renamed, {result.removed} removed · "
+                    f"{result.seconds:.2f} s"
+                )
+        except BrokenPipeError:  # `vault watch --json | head -1`: the reader is gone
+            reader_gone.set()
+            stop.set()
 
     stop = threading.Event()
+    reader_gone = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    vault.on_sync(report)
+    vault.host.on_sync(report)
     if not quiet:
         click.echo(f"Watching {settings.vault_dir} (Ctrl-C to stop).", err=True)
     try:
-        vault.watch_forever(stop, poll=poll)
+        vault.host.watch_forever(stop, poll=poll)
     except KeyboardInterrupt:
         pass
+    if reader_gone.is_set():
+        raise BrokenPipeError  # ends quietly (_quiet_pipes), the vault closed on the way
     if not quiet:
         click.echo("Stopped.", err=True)
 
 
-# Defaults of `vault mcp --http`, repeated from mcp_http so `vault --help` need not import the SDK.
+# Defaults of `vault mcp --http`, as in server/http.py: `vault --help` never imports the SDK.
 HTTP_PORT, HTTP_MAX_BODY, HTTP_WRITE_RATE = 8765, 4 * 1024 * 1024, 30
 
 
@@ -1634,12 +1737,12 @@ def mcp(
     if ctx.invoked_subcommand is not None:
         return
     if not use_http:
-        from .mcp_server import serve_stdio  # the SDK is imported only for this command
+        from .server.tools import serve_stdio  # the SDK is imported only for this command
 
         serve_stdio(open_vault(ctx))
         return
-    from .mcp_http import check_bind, serve_http
-    from .mcp_server import build_server
+    from .server.http import check_bind, serve_http
+    from .server.tools import build_server
 
     check_bind(host, allow_remote)  # before the vault is opened
     serve_http(
@@ -1676,12 +1779,12 @@ def mcp_install(ctx: click.Context, scope: str, use_http: bool, host: str, port:
     from pathlib import Path
 
     from .config import Settings
-    from .mcp_install import check_scope, install, plan
+    from .server.install import check_scope, install, plan
 
     obj = ctx.find_root().obj
     settings = Settings.load(obj["vault"], obj["index"], obj["model"])
     if use_http:
-        from .mcp_http import http_url, load_or_create_token
+        from .server.http import http_url, load_or_create_token
 
         registration = plan(
             settings.vault_dir,
@@ -1704,10 +1807,185 @@ def mcp_install(ctx: click.Context, scope: str, use_http: bool, host: str, port:
 @handle_errors
 def mcp_token(rotate: bool) -> None:
     """Print the bearer token that `vault mcp --http` requires (made on first use)."""
-    from .mcp_http import load_or_create_token, rotate_token, token_path
+    from .server.http import load_or_create_token, rotate_token, token_path
 
     click.echo(rotate_token() if rotate else load_or_create_token())
     click.echo(f"(kept in {token_path()}, outside the vault)", err=True)
+
+
+# ---- init -----------------------------------------------------------------------------
+
+
+@main.command("init")
+@click.argument("folder", required=False, metavar="[DIR]")
+@click.option("--starter", is_flag=True, help="Also copy the starter notes (a tour of markvault).")
+@click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
+@click.pass_context
+@handle_errors
+def init(ctx: click.Context, folder: str | None, starter: bool, as_json: bool) -> None:
+    """Make DIR a vault: kind folders, templates, settings and a .gitignore.
+
+    DIR defaults to --vault, else the current folder; it is created if needed. Only
+    missing files are added: an existing vault (an Obsidian one too) keeps every file
+    byte for byte, and an existing .gitignore is not edited (the lines it lacks are
+    listed instead). Templates go to .markvault/templates/ (hidden, so never indexed;
+    inside the vault, so they travel with it in git). The index lives in your cache
+    directory, not in the vault.
+
+    \b
+    Examples:
+      vault init ~/notes
+      vault init                          # the current folder, e.g. an Obsidian vault
+      vault init ~/markvault-tour --starter
+    """
+    import textwrap
+    from pathlib import Path
+
+    from .vault_init import GITIGNORE, init_vault, next_steps
+
+    obj = ctx.find_root().obj
+    report = init_vault(Path(folder or obj["vault"] or "."), starter=starter)
+    steps = next_steps(report)
+    if as_json:
+        emit_json({**report.to_json(), "next_steps": [cmd for cmd, _ in steps]})
+        return
+    what = "Obsidian vault" if report.obsidian else "folder"
+    n = report.notes_found
+    found = f" with {n} note{'' if n == 1 else 's'}" if n else ""
+    click.echo(f"Vault ready: {report.vault} ({what}{found}).")
+    for label, items in (("added", report.created), ("kept", report.kept)):
+        if items:
+            text = ", ".join(items) + ("" if label == "added" else " (already there, unchanged)")
+            click.echo(
+                textwrap.fill(text, 96, initial_indent=f"  {label:<6} ", subsequent_indent=" " * 9)
+            )
+    if report.gitignore_missing:
+        click.echo(f"  {GITIGNORE} lacks these lines; add them so they are not committed:")
+        for line in report.gitignore_missing:
+            click.echo(f"           {line}")
+    click.echo("\nNext steps:")
+    width = max(len(cmd) for cmd, _ in steps)
+    for cmd, why in steps:
+        click.echo(f"  {cmd.ljust(width)}   {why}")
+
+
+# ---- sync -----------------------------------------------------------------------------
+
+
+@main.command("sync")
+@click.option("-m", "--message", metavar="TEXT", help="The commit's subject (changes are listed).")
+@click.option("--no-push", is_flag=True, help="Commit and pull, but do not push.")
+@click.option("--dry-run", is_flag=True, help="Show what would be committed; change nothing.")
+@click.option(
+    "--rebase/--merge",
+    "rebase",
+    default=None,
+    help="How to combine with the upstream (default: [sync] pull in .markvault.toml, or merge).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
+@click.pass_context
+@handle_errors
+def sync(
+    ctx: click.Context,
+    message: str | None,
+    no_push: bool,
+    dry_run: bool,
+    rebase: bool | None,
+    as_json: bool,
+) -> None:
+    """Commit the vault's changes, pull the other machines', push, refresh the index.
+
+    The vault must be in a git repository whose branch has an upstream. The commit
+    message says what changed (notes added, edited, moved, deleted); only the vault's
+    folder is committed, never markvault's temporary files. No markvault write runs
+    while git changes the files. On a conflict it stops and names the notes: both
+    versions stay in each file between git's <<<<<<< and >>>>>>> lines, and markvault
+    writes nothing in the vault until you keep the text you want and run `vault sync`
+    again. Exit codes: 0 done; 1 git failed (network, access); 2 no repository or no
+    upstream; 5 conflict; 6 a check refused the commit.
+
+    \b
+    Examples:
+      vault sync
+      vault sync -m "Notes from the workshop" --no-push
+      vault sync --dry-run
+    """
+    from .gitsync import SyncOptions, sync_vault
+
+    obj = ctx.find_root().obj
+    settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
+    pull = settings.sync.pull if rebase is None else ("rebase" if rebase else "merge")
+    options = SyncOptions(
+        message=message,
+        push=not no_push,
+        dry_run=dry_run,
+        pull=pull,
+        interactive=sys.stdin.isatty(),
+    )
+    report = sync_vault(settings.vault_dir, options)
+    indexed: ReindexReport | None = None
+    if report.changed_paths and settings.db_path.exists():
+        # Keyword search finds the new text at once; vectors follow with `vault reindex`
+        # (or in the background of a running `vault mcp`).
+        indexed = open_vault(ctx).reindex(paths=report.changed_paths, vectors=False)
+    if as_json:
+        emit_json({**report.to_json(), "index": indexed.to_json() if indexed else None})
+    else:
+        _print_sync(report, indexed)
+    if report.conflicts:
+        sys.exit(5)
+
+
+def _print_sync(report: Any, indexed: ReindexReport | None) -> None:
+    from .gitsync import commit_message
+
+    if report.finished:
+        click.echo(f"Finished the {report.finished} stopped by the last sync.")
+    if report.changes:
+        summary = commit_message(report.changes).splitlines()
+        verb = "Would commit" if report.dry_run else f"Committed {report.commit[:8]}"
+        click.echo(f"{verb}: {summary[0].split(': ', 1)[1]}")
+        for line in summary[2:]:
+            click.echo(f"  {line}")
+    elif not report.conflicts:
+        click.echo("Nothing to commit.")
+    if report.dry_run:
+        click.echo(
+            f"Then pull ({report.behind} commits behind {report.upstream} as of the last "
+            f"fetch) and push ({report.ahead} ahead)."
+        )
+    if report.pulled:
+        click.echo(
+            f"Pulled {report.pulled} commit(s) from {report.upstream}: "
+            f"{len(report.changed_paths)} file(s) changed."
+        )
+    if report.pushed:
+        click.echo(f"Pushed {report.pushed} commit(s) to {report.upstream}.")
+    if indexed is not None:
+        click.echo(
+            f"Index updated: {indexed.added} added, {indexed.updated} updated, "
+            f"{indexed.renamed} renamed, {indexed.removed} removed."
+        )
+    for notice in report.notices:
+        click.echo(notice, err=True)
+    if report.conflicts:
+        click.echo(
+            click.style("Conflict: ", fg="red", bold=True)
+            + f"combining with {report.upstream or 'the upstream'} stopped on "
+            f"{len(report.conflicts)} file(s):",
+            err=True,
+        )
+        for path in report.conflicts:
+            click.echo(f"  {path}", err=True)
+        click.echo(
+            "Both versions are in each file, between <<<<<<< and >>>>>>> lines. Keep the "
+            "text you want, delete those lines, then run `vault sync` again (or give up with "
+            "`git merge --abort` / `git rebase --abort`). Until then markvault writes "
+            "nothing in this vault.",
+            err=True,
+        )
+    elif not report.dry_run and not report.pulled and not report.pushed and not report.changes:
+        click.echo(f"Up to date with {report.upstream}.")
 
 
 if __name__ == "__main__":

@@ -2,15 +2,23 @@
 
 The vault file is ``<vault>/.markvault.toml`` so that settings which change what
 the index means (the embedding model, chunk size) travel with the vault in git.
+
+The index is derived data, so by default it lives in the user's cache directory
+(``~/.cache/markvault/indexes/<vault name>-<hash of its path>/`` on Linux, through
+platformdirs), one folder per vault, never in or beside the vault.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+import platformdirs
 
 from .errors import ConfigError
 
@@ -24,6 +32,11 @@ ENV_VAULT = "MARKVAULT_VAULT"
 ENV_INDEX = "MARKVAULT_INDEX"
 ENV_MODEL = "MARKVAULT_MODEL"
 ENV_DOCUMENT_ROOTS = "MARKVAULT_DOCUMENT_ROOTS"
+APP_NAME = "markvault"
+PULL_MODES = ("merge", "rebase")
+ORIGIN_CACHE = "default: your cache directory"
+ORIGIN_GIVEN = "set by --index or MARKVAULT_INDEX"
+ORIGIN_CONFIG = f"set by index_dir in {CONFIG_FILE}"
 
 
 @dataclass(frozen=True)
@@ -36,21 +49,54 @@ class ChunkParams:
 
 
 @dataclass(frozen=True)
+class SyncSettings:
+    """`vault sync` (the ``[sync]`` table of ``.markvault.toml``)."""
+
+    # How commits from the upstream are combined with this machine's: a merge commit,
+    # or this machine's commits replayed on top of them.
+    pull: Literal["merge", "rebase"] = "merge"
+
+
+@dataclass(frozen=True)
+class CredentialSettings:
+    """The credential gate (the ``[credentials]`` table; credentials.py applies it).
+
+    .. code-block:: toml
+
+        [credentials]
+        mode = "refuse"
+        allow = [{ note = "notes/AWS.md", fingerprint = "aws-access-key:1f0c2a9e4b7d3c10" }]
+    """
+
+    # What a write holding a credential gets: "redact" (the default: each one replaced
+    # by [REDACTED], the result says so) or "refuse" (nothing written; exit 6).
+    mode: Literal["redact", "refuse"] = "redact"
+    # Known false positives kept by every write, `vault check` and `vault sync`:
+    # (note path, or "*" for any note; fingerprint as `vault check` prints it).
+    allow: frozenset[tuple[str, str]] = frozenset()
+
+
+@dataclass(frozen=True)
 class Settings:
     vault_dir: Path
     index_dir: Path
+    # Why the index is where it is, said by `vault status`.
+    index_origin: str = ORIGIN_CACHE
     model: str = DEFAULT_MODEL
     chunk: ChunkParams = field(default_factory=ChunkParams)
-    # Files over these sizes are skipped and reported (RELIABILITY case 10).
+    # Files over these sizes are skipped and reported: a 50 MB note or a 1 MB frontmatter
+    # block must not stall indexing or the server.
     max_note_bytes: int = 5 * 1024 * 1024
     max_frontmatter_bytes: int = 64 * 1024
     embed_batch: int = 64
-    # Folders `store_document` may copy files from; empty: the vault's project (its parent).
+    # How long to wait for another process's lock on the DuckDB file before saying so
+    # (a Claude Code hook waits less: it must never hold a session up).
+    index_lock_wait: float = 10.0
+    # Folders an agent's `store_document` may copy files from; empty: none (a person's
+    # `vault store` reads any ordinary path). See document_sources.py.
     document_roots: tuple[Path, ...] = ()
-
-    @property
-    def allowed_document_roots(self) -> list[Path]:
-        return list(self.document_roots) or [self.vault_dir.parent]
+    sync: SyncSettings = field(default_factory=SyncSettings)
+    credentials: CredentialSettings = field(default_factory=CredentialSettings)
 
     @property
     def db_path(self) -> Path:
@@ -86,12 +132,13 @@ class Settings:
 
         index_value = index or env.get(ENV_INDEX) or file_cfg.get("index_dir")
         if index_value:
+            given = bool(index or env.get(ENV_INDEX))
             index_dir = Path(str(index_value)).expanduser()
             if not index_dir.is_absolute():
-                index_dir = (Path.cwd() if index or env.get(ENV_INDEX) else vault_dir) / index_dir
+                index_dir = (Path.cwd() if given else vault_dir) / index_dir
+            origin = ORIGIN_GIVEN if given else ORIGIN_CONFIG
         else:
-            # `index/` beside the vault, as in the repository layout.
-            index_dir = vault_dir.parent / "index"
+            index_dir, origin = default_index_dir(vault_dir), ORIGIN_CACHE
         index_dir = index_dir.resolve()
         if index_dir == vault_dir or vault_dir in index_dir.parents:
             raise ConfigError(
@@ -102,7 +149,10 @@ class Settings:
         settings = cls(
             vault_dir=vault_dir,
             index_dir=index_dir,
+            index_origin=origin,
             model=str(model or env.get(ENV_MODEL) or file_cfg.get("model") or DEFAULT_MODEL),
+            sync=_sync_settings(file_cfg.get("sync", {}), vault_dir / CONFIG_FILE),
+            credentials=credential_settings(file_cfg.get("credentials"), vault_dir / CONFIG_FILE),
         )
         roots = (
             env.get(ENV_DOCUMENT_ROOTS, "").split(os.pathsep)
@@ -131,6 +181,84 @@ class Settings:
                     "Allowed key: max_pieces.",
                 ) from exc
         return settings
+
+
+def default_index_dir(vault_dir: Path) -> Path:
+    """The index folder of a vault that names none: in the user's cache directory, one
+    folder per vault, named after the vault and keyed by its resolved path (two vaults
+    called `notes` get two folders)."""
+    resolved = vault_dir.resolve()
+    digest = hashlib.blake2b(str(resolved).encode(), digest_size=6).hexdigest()
+    name = re.sub(r"[^\w.-]+", "-", resolved.name).strip("-.")[:40] or "vault"
+    return platformdirs.user_cache_path(APP_NAME) / "indexes" / f"{name}-{digest}"
+
+
+def _sync_settings(table: Any, path: Path) -> SyncSettings:
+    if not isinstance(table, dict):
+        raise ConfigError(f"[sync] in {path} must be a table.", 'Example: [sync] pull = "rebase"')
+    unknown = set(table) - {"pull"}
+    if unknown:
+        raise ConfigError(
+            f"Unknown key(s) in [sync] of {path}: {', '.join(sorted(unknown))}.",
+            "Allowed key: pull.",
+        )
+    pull = table.get("pull", "merge")
+    if pull not in PULL_MODES:
+        raise ConfigError(
+            f"[sync] pull in {path} is {pull!r}.", 'Use "merge" (the default) or "rebase".'
+        )
+    return SyncSettings(pull=pull)
+
+
+CREDENTIALS_EXAMPLE = (
+    '[credentials]\nmode = "redact"    # or "refuse"\n'
+    'allow = [{ note = "notes/x.md", fingerprint = "github-token:0123abcd4567ef89" }]'
+)
+
+
+def credential_settings(table: Any, path: Path | str = CONFIG_FILE) -> CredentialSettings:
+    """The ``[credentials]`` table (None: the defaults).
+
+    Raises:
+        ConfigError: a table of another shape.
+    """
+    if table is None:
+        return CredentialSettings()
+    if not isinstance(table, dict) or set(table) - {"mode", "allow"}:
+        raise ConfigError(
+            f"Bad [credentials] table in {path} (keys: mode, allow).",
+            f"Example:\n{CREDENTIALS_EXAMPLE}",
+        )
+    mode = table.get("mode", "redact")
+    if mode not in ("redact", "refuse"):
+        raise ConfigError(
+            f"credentials.mode in {path} is {mode!r}.", 'Use "redact" (the default) or "refuse".'
+        )
+    entries = table.get("allow", [])
+    if not isinstance(entries, list) or not all(
+        isinstance(e, dict)
+        and isinstance(e.get("note"), str)
+        and isinstance(e.get("fingerprint"), str)
+        for e in entries
+    ):
+        raise ConfigError(
+            f"credentials.allow in {path} must be a list of {{ note, fingerprint }}.",
+            f"Example:\n{CREDENTIALS_EXAMPLE}",
+        )
+    return CredentialSettings(
+        mode, frozenset((e["note"], e["fingerprint"].strip()) for e in entries)
+    )
+
+
+def read_credential_settings(vault_dir: Path) -> CredentialSettings:
+    """The ``[credentials]`` table of a vault's settings file as it is now (a long-running
+    server sees an allowlist entry added after it started).
+
+    Raises:
+        ConfigError: the file or its table is invalid.
+    """
+    path = vault_dir / CONFIG_FILE
+    return credential_settings(_read_config_file(path).get("credentials"), path)
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:

@@ -2,48 +2,23 @@
 
 A person's file is never round-tripped through a YAML or Markdown library: the
 BOM, line endings, a missing final newline, comments, key order and quoting all
-survive. Frontmatter keys are changed line by line; sections are found by the
-headings markdown-it sees (so a ``#`` inside a code fence is not a heading).
+survive. Frontmatter keys are changed line by line (``frontmatter.set_keys``); sections
+are found by the headings markdown-it sees (so a ``#`` inside a code fence is not a
+heading).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Literal
-
-import yaml
 
 from .errors import ConflictError, RefusedError, UsageError
-from .parse import load_frontmatter, parse_note, split_frontmatter
-
-Op = Literal[
-    "append",
-    "prepend",
-    "replace_section",
-    "insert_before",
-    "insert_after",
-    "replace_text",
-    "set_key",
-    "remove_key",
-]
-OPS: tuple[str, ...] = Op.__args__  # type: ignore[attr-defined]
+from .frontmatter import is_plain_key, set_keys, split_frontmatter
+from .model import OPS, Edit
+from .parse import parse_note
 
 # A merge conflict leaves both ends; a lone ======= is a setext heading underline.
 _CONFLICT_START = re.compile(r"^<{7}(?: |$)", re.MULTILINE)
 _CONFLICT_END = re.compile(r"^>{7}(?: |$)", re.MULTILINE)
-_TOP_KEY = re.compile(r"^([^\s#:][^:]*?)\s*:(?:\s|$)")
-
-
-@dataclass(frozen=True)
-class Edit:
-    op: Op
-    text: str = ""  # content to add, or the replacement
-    heading: str | None = None  # for section operations: "Heading" or "## Heading"
-    find: str | None = None  # for replace_text
-    count: int = 1  # expected occurrences for replace_text
-    key: str | None = None  # for set_key / remove_key
-    value: Any = None  # for set_key
 
 
 def check_writable(text: str, path: str) -> None:
@@ -75,7 +50,7 @@ def apply_edit(text: str, edit: Edit, path: str = "note") -> str:
 
 
 def _apply(text: str, edit: Edit, nl: str, path: str) -> str:
-    fm, _, body_line = split_frontmatter(text)
+    _, _, body_line = split_frontmatter(text)
     lines = text.splitlines(keepends=True)
     head = "".join(lines[: body_line - 1])  # frontmatter block, byte for byte
     body = "".join(lines[body_line - 1 :])
@@ -103,7 +78,13 @@ def _apply(text: str, edit: Edit, nl: str, path: str) -> str:
             )
         return head + body.replace(edit.find, _norm(edit.text, nl))
     if edit.op in ("set_key", "remove_key"):
-        return _key_edit(text, fm, head, body, edit, nl, path)
+        key = (edit.key or "").strip()
+        if not is_plain_key(key):
+            raise UsageError(
+                f"Bad frontmatter key {edit.key!r}.", "Give a plain key such as 'tags'."
+            )
+        value = edit.value if edit.op == "set_key" else None
+        return set_keys(text, {key: value}, where=path)
     raise UsageError(f"Unknown edit {edit.op!r}.", f"Use one of: {', '.join(OPS)}.")
 
 
@@ -157,59 +138,3 @@ def _section_edit(
     while start < tail and not lines[start].strip():
         start += 1  # keep the blank line(s) under the heading
     return "".join(lines[:start]) + block + "".join(lines[tail:])
-
-
-def _key_edit(
-    text: str, fm: str | None, head: str, body: str, edit: Edit, nl: str, path: str
-) -> str:
-    key = (edit.key or "").strip()
-    if not key or not _TOP_KEY.match(key + ":"):
-        raise UsageError(f"Bad frontmatter key {edit.key!r}.", "Give a plain key such as 'tags'.")
-    rendered = _render(key, edit.value, nl) if edit.op == "set_key" else ""
-    if fm is None:
-        if edit.op == "remove_key":
-            return text
-        return "---" + nl + rendered + "---" + nl + text
-    meta, problem = load_frontmatter(fm)
-    if problem or (fm.strip() and not meta and not _TOP_KEY.match(fm.lstrip())):
-        raise RefusedError(
-            f"The frontmatter of {path} cannot be edited key by key "
-            f"({problem or 'not a mapping'}).",
-            "Fix it by hand; the note's body can still be edited.",
-        )
-    lines = head.splitlines(keepends=True)
-    start, stop = _key_span(lines, key)
-    if start is None:
-        if edit.op == "remove_key":
-            return text
-        closing = len(lines) - 1
-        return "".join(lines[:closing]) + rendered + "".join(lines[closing:]) + body
-    return "".join(lines[:start]) + rendered + "".join(lines[stop:]) + body
-
-
-def _key_span(lines: list[str], key: str) -> tuple[int | None, int]:
-    """Lines [start, stop) holding a top-level key and its value (block lists included)."""
-    for i in range(1, len(lines) - 1):
-        m = _TOP_KEY.match(lines[i])
-        if m and m.group(1).strip().strip("'\"") == key:
-            j = i + 1
-            while (
-                j < len(lines) - 1
-                and (lines[j][:1] in (" ", "\t", "-") or not lines[j].strip())
-                and not lines[j].startswith("---")
-            ):
-                j += 1
-            while j > i + 1 and not lines[j - 1].strip():
-                j -= 1  # blank lines after the value belong to nobody
-            return i, j
-    return None, 0
-
-
-def _render(key: str, value: Any, nl: str) -> str:
-    dumped = yaml.safe_dump(
-        {key: value}, default_flow_style=True, allow_unicode=True, sort_keys=False, width=10**6
-    ).strip()
-    # safe_dump wraps a mapping in braces: {key: value}
-    if dumped.startswith("{") and dumped.endswith("}"):
-        dumped = dumped[1:-1]
-    return dumped + nl

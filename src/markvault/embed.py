@@ -1,7 +1,10 @@
-"""The embedder: sentence-transformers, loaded lazily and only from local files.
+"""The embedder: what search, sync and the background embedding need of a model
+(``Embedder``), and the model itself (``SentenceEmbedder``: sentence-transformers,
+loaded lazily and only from local files).
 
 Importing this module is cheap; torch is imported on first use, so keyword
-search and ``--help`` never pay for it.
+search and ``--help`` never pay for it. Tests of what is built around the model use a
+small deterministic stand-in (``tests/fakes.py``).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -37,7 +40,38 @@ def model_path(name: str) -> str:
     )
 
 
-class Embedder:
+class Embedder(Protocol):
+    """A model that turns texts into unit vectors, loaded on first use or in the
+    background (a server answers from keywords meanwhile)."""
+
+    name: str
+    load_error: str | None  # why a background load failed
+
+    @property
+    def loaded(self) -> bool: ...
+
+    @property
+    def dim(self) -> int:
+        """The vectors' length (loads the model)."""
+
+    def start_loading(self) -> None:
+        """Load in a background thread."""
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for a load under way; True when loaded."""
+
+    def load(self) -> Any: ...
+
+    def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """Unit vectors for ``texts``, in order."""
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """One query's unit vector."""
+
+
+class SentenceEmbedder:
+    """The sentence-transformers model named in the settings."""
+
     def __init__(self, name: str) -> None:
         self.name = name
         self._model: Any = None

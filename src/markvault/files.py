@@ -9,6 +9,7 @@ then the folder is fsynced so the rename survives a power cut.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -16,14 +17,19 @@ import secrets
 import stat as stat_mod
 import time
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Concatenate, ParamSpec, TypeVar
 from urllib.parse import unquote
 
 import pathspec
 
 from .errors import ConflictError, NotFoundError, RefusedError
+from .gitrepo import WRITE_WAIT_SECONDS, find_repo
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 IGNORE_FILE = ".markvaultignore"
 TRASH_DIR = ".trash"  # Obsidian's in-vault trash; hidden, so never indexed
@@ -57,6 +63,19 @@ def check_hash(rel: str, current: str, expected: str) -> None:
         )
 
 
+def _guarded(
+    method: Callable[Concatenate[VaultFiles, P], R],
+) -> Callable[Concatenate[VaultFiles, P], R]:
+    """A write method that runs inside ``VaultFiles.writing``."""
+
+    @functools.wraps(method)
+    def wrapper(self: VaultFiles, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self.writing():
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
 class VaultFiles:
     def __init__(
         self, vault_dir: Path, index_dir: Path | None = None, max_note_bytes: int | None = None
@@ -64,6 +83,10 @@ class VaultFiles:
         self.root = vault_dir
         self.index_dir = index_dir
         self.max_note_bytes = max_note_bytes  # a larger note would not be indexed
+        self._spec = self._load_ignore()
+
+    def reload_ignore_rules(self) -> None:
+        """Read ``.markvaultignore`` again (it changed: the set of notes changed)."""
         self._spec = self._load_ignore()
 
     def _load_ignore(self) -> pathspec.PathSpec | None:
@@ -116,7 +139,24 @@ class VaultFiles:
             return True
         return self.index_dir is not None and full == str(self.index_dir)
 
+    def attachments(self) -> list[str]:
+        """Every file in the vault that is not a note (images, PDFs, audio, canvases, ...),
+        as vault-relative NFC paths: what links and embeds may name besides notes.
+        Hidden and ignored files are left out, as they are for notes."""
+        found = []
+        for rel_dir, name in self._walk_names(""):
+            file = rel_dir + name
+            if not name.lower().endswith(".md") and not self.is_ignored(file):
+                found.append(unicodedata.normalize("NFC", file))
+        return found
+
     def _walk(self, rel_start: str, found: dict[str, FileStat], warnings: list[str]) -> None:
+        for rel_dir, name in self._walk_names(rel_start):
+            self._add_file(rel_dir, name, found, warnings)
+
+    def _walk_names(self, rel_start: str) -> Iterator[tuple[str, str]]:
+        """(vault-relative folder ending in "/", file name) under ``rel_start``, sorted,
+        skipping hidden and ignored folders and the index folder."""
         root = str(self.root)
         start = os.path.join(root, rel_start) if rel_start else root
         index_dir = str(self.index_dir) if self.index_dir else None
@@ -130,7 +170,7 @@ class VaultFiles:
                 and os.path.join(dirpath, d) != index_dir
             )
             for name in sorted(filenames):
-                self._add_file(rel_dir, name, found, warnings)
+                yield rel_dir, name
 
     def _add_file(
         self, rel_dir: str, name: str, found: dict[str, FileStat], warnings: list[str]
@@ -230,6 +270,7 @@ class VaultFiles:
             raise RefusedError(f"Refused path {rel!r}: it is a symbolic link.")
         return full
 
+    @_guarded
     def create(self, rel: str, text: str) -> Path:
         """Write a new note atomically; never overwrites.
 
@@ -239,27 +280,40 @@ class VaultFiles:
         """
         full = self.safe_path(rel)
         data = self._checked_size(rel, text)
-        self.refuse_during_git_operation()
         full.parent.mkdir(parents=True, exist_ok=True)
-        tmp = full.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
         try:
-            with open(tmp, "xb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            try:
-                os.link(tmp, full)  # atomic, and fails if the name exists
-            except FileExistsError:
-                raise ConflictError(
-                    f"{rel} already exists; nothing was written.",
-                    "Choose another title or edit the existing note.",
-                ) from None
-            _fsync_dir(full.parent)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+            _write_new(full, data)
+        except FileExistsError:
+            raise ConflictError(
+                f"{rel} already exists; nothing was written.",
+                "Choose another title or edit the existing note.",
+            ) from None
         return full
 
+    def create_setup_file(self, rel: str, data: bytes) -> bool:
+        """Create one of markvault's own files in the vault (``.gitignore``,
+        ``.markvault.toml``, a template under ``.markvault/``) unless something is
+        already at ``rel``, which is never touched. Returns whether it was created.
+
+        Raises:
+            RefusedError: ``rel`` leaves the vault.
+        """
+        parts = PurePosixPath(rel).parts
+        if not parts or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            raise RefusedError(f"Refused path {rel!r}.", "Give a relative path inside the vault.")
+        full = self.root.joinpath(*parts)
+        self._refuse_symlinked_folders(full)  # an existing folder on the way may be a link
+        full.parent.mkdir(parents=True, exist_ok=True)
+        self._refuse_symlinked_folders(full)
+        if full.exists() or full.is_symlink():
+            return False
+        try:
+            _write_new(full, data)
+        except FileExistsError:
+            return False
+        return True
+
+    @_guarded
     def replace(self, rel: str, text: str, expected_hash: str) -> str:
         """Atomically replace an existing note, if it still has ``expected_hash``.
 
@@ -271,17 +325,13 @@ class VaultFiles:
             NotFoundError: the note does not exist.
         """
         full = self.safe_path(rel)
-        self.refuse_during_git_operation()
         if not full.is_file():
             raise NotFoundError(f"{rel} does not exist.", "Create it instead, or check the path.")
         check_hash(rel, content_hash(full.read_bytes()), expected_hash)
         data = self._checked_size(rel, text)
-        tmp = full.parent / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
+        tmp: Path | None = None
         try:
-            with open(tmp, "xb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+            tmp = _write_temp(full.parent, data)
             os.chmod(tmp, stat_mod.S_IMODE(full.stat().st_mode))
             # Checked again right before the swap to keep the window for a lost edit small.
             if content_hash(full.read_bytes()) != expected_hash:
@@ -297,10 +347,11 @@ class VaultFiles:
                 "Free disk space or fix permissions, then retry.",
             ) from exc
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
         return content_hash(data)
 
+    @_guarded
     def move(self, rel: str, new_rel: str, expected_hash: str) -> Path:
         """Move a note to ``new_rel`` if it still has ``expected_hash``; never overwrites.
 
@@ -310,7 +361,6 @@ class VaultFiles:
             NotFoundError: the note does not exist.
         """
         src, dst = self.safe_path(rel), self.safe_path(new_rel)
-        self.refuse_during_git_operation()
         if not src.is_file():
             raise NotFoundError(f"{rel} does not exist.", "Check the path.")
         check_hash(rel, content_hash(src.read_bytes()), expected_hash)
@@ -332,6 +382,7 @@ class VaultFiles:
             _fsync_dir(src.parent)
         return dst
 
+    @_guarded
     def trash(self, rel: str, expected_hash: str) -> str:
         """Move a note into ``.trash/`` (Obsidian's vault trash), keeping its folders;
         returns the trash path. A name already in the trash gets a time suffix.
@@ -340,7 +391,6 @@ class VaultFiles:
             ConflictError, RefusedError, NotFoundError: as for ``move``.
         """
         src = self.safe_path(rel)
-        self.refuse_during_git_operation()
         if not src.is_file():
             raise NotFoundError(f"{rel} does not exist.", "Check the path.")
         check_hash(rel, content_hash(src.read_bytes()), expected_hash)
@@ -360,6 +410,7 @@ class VaultFiles:
         _fsync_dir(src.parent)
         return trash_rel
 
+    @_guarded
     def restore(self, trash_rel: str, new_rel: str | None = None) -> str:
         """Move a trashed note back to where it was (or to ``new_rel``); never overwrites.
 
@@ -378,7 +429,6 @@ class VaultFiles:
             )
         target = new_rel or _TRASH_STAMP.sub(".md", inner)
         dst = self.safe_path(target)
-        self.refuse_during_git_operation()
         dst.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.link(src, dst)
@@ -411,44 +461,23 @@ class VaultFiles:
         found.sort(key=lambda item: str(item["deleted"]), reverse=True)
         return found
 
-    def read_external(
-        self, path: str | Path, roots: list[Path], max_bytes: int
-    ) -> tuple[Path, str]:
-        """(resolved path, text) of a file outside the vault that a person allowed us to
-        copy in: it must lie inside one of ``roots`` (after symlinks) and be text.
+    def read_external(self, full: Path, max_bytes: int) -> str:
+        """The text of a file outside the vault that ``DocumentSources.check`` allowed
+        (document_sources.py decides where documents may come from).
 
         Raises:
-            RefusedError: outside the allowed folders, wrong type, too large, not UTF-8.
-            NotFoundError: no such file.
+            RefusedError: wrong type, too large, not UTF-8.
         """
-        raw = Path(path).expanduser()
-        if "\x00" in str(path):
-            raise RefusedError("Refused path with a NUL byte.")
-        full = raw.resolve() if raw.is_absolute() else (Path.cwd() / raw).resolve()
-        if not full.is_file():
-            raise NotFoundError(f"No file at {full}.", "Pass the path of an existing file.")
-        allowed = [r.resolve() for r in roots]
-        if not any(full == r or r in full.parents for r in allowed):
-            raise RefusedError(
-                f"{full} is outside the folders documents may come from "
-                f"({', '.join(map(str, allowed))}).",
-                "Copy it there, or add its folder to document_roots in .markvault.toml.",
-            )
         if full.suffix.lower() not in DOCUMENT_SUFFIXES:
             raise RefusedError(
                 f"{full.name} is not a Markdown, text or JSON file.",
                 f"Store files ending in {', '.join(DOCUMENT_SUFFIXES)}.",
             )
-        if self.root == full or self.root in full.parents:
-            raise RefusedError(
-                f"{full} is already inside the vault.", "Search for it instead of storing it."
-            )
-        _, text = self.read_bytes_checked(full, max_bytes, str(full))
-        return full, text
+        return self.read_bytes_checked(full, max_bytes, str(full))[1]
 
     def _checked_size(self, rel: str, text: str) -> bytes:
         """The bytes to write, or a refusal when the note would be over the size limit
-        (it would be skipped by the index, RELIABILITY 38)."""
+        (it would be skipped by the index: a 20 MB write is refused, not half-kept)."""
         data = text.encode("utf-8")
         if self.max_note_bytes is not None and len(data) > self.max_note_bytes:
             raise RefusedError(
@@ -469,17 +498,21 @@ class VaultFiles:
 
     def refuse_during_git_operation(self) -> None:
         """Raises RefusedError while a merge or rebase is in progress in the vault's repo."""
-        for folder in (self.root, *self.root.parents):
-            git = folder / ".git"
-            if git.is_dir():
-                for marker in ("MERGE_HEAD", "rebase-merge", "rebase-apply", "CHERRY_PICK_HEAD"):
-                    if (git / marker).exists():
-                        raise RefusedError(
-                            f"A git {marker.split('_')[0].split('-')[0].lower()} is in progress "
-                            f"in {folder}; markvault does not write during it.",
-                            "Finish or abort it (git merge --abort / git rebase --continue).",
-                        )
-                return
+        repo = find_repo(self.root)
+        if repo is not None:
+            repo.refuse_during_operation()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Held around every write: waits while `vault sync` runs git on the vault, and
+        refuses during a merge or rebase (see gitrepo.py)."""
+        repo = find_repo(self.root)
+        if repo is None:
+            yield
+            return
+        with repo.writes_lock(exclusive=False, timeout=WRITE_WAIT_SECONDS):
+            repo.refuse_during_operation()
+            yield
 
     def remove_stale_temp_files(self, older_than: float = STALE_TEMP_SECONDS) -> int:
         """Delete temp files left by a crash mid-write (they are never notes).
@@ -507,6 +540,37 @@ def safe_file_name(title: str) -> str:
     if _RESERVED.match(name):
         name += " note"
     return name + ".md"
+
+
+def _write_new(full: Path, data: bytes) -> None:
+    """Write ``data`` to a new file at ``full``, atomically: a temporary file in the same
+    folder, fsynced, then hard-linked into place, so the name shows the whole content or
+    nothing.
+
+    Raises:
+        FileExistsError: something is already at ``full`` (it is left as it was).
+    """
+    tmp = _write_temp(full.parent, data)
+    try:
+        os.link(tmp, full)  # atomic, and fails if the name exists
+        _fsync_dir(full.parent)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _write_temp(folder: Path, data: bytes) -> Path:
+    """A new temporary file in ``folder`` holding ``data``, fsynced (removed again if
+    the write fails). Its name marks it as never a note, and never to be committed."""
+    tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
+    try:
+        with open(tmp, "xb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
 
 
 def _fsync_dir(path: Path) -> None:

@@ -1,50 +1,114 @@
-"""Link resolution as Obsidian does it: exact path, then unique file name
-(case-insensitive), then aliases. Ambiguous names prefer the linking note's folder."""
+"""Link resolution as Obsidian does it.
+
+A wiki link ``[[target#heading|alias]]`` or embed ``![[target#heading|size]]`` names a
+file by the shortest part of its path that is unique, so it resolves, case-insensitively:
+
+1. ``""`` (``[[#Heading]]``): the linking note itself;
+2. ``/Folder/Note`` from the vault root, ``./Note`` and ``../Note`` from the linking
+   note's folder, as exact paths;
+3. anything else by file name anywhere in the vault, the part before the name (if any)
+   matching the end of the folder path (``Note``, ``Sub/Note``, ``Folder/Sub/Note``);
+4. by an alias in a note's frontmatter (markvault's addition; a file always wins).
+
+A target without an extension names a note (``Note`` is ``Note.md``); a target with one
+names that file, note or attachment (``Engelbart.jpg``, ``Map.canvas``, ``Paper.pdf``),
+and ``v1.2`` that is no file is still the note ``v1.2.md``. Several files with the
+same name: the one in the linking note's folder, else the one with the shortest path
+(fewest folders, then alphabetically), as Obsidian picks; a name that exists is never
+unresolved. ``#heading`` and ``|size`` suffixes are split off by the parser.
+
+Markdown links ``[text](path)`` were made relative to the linking note's folder by the
+parser and resolve as exact paths.
+"""
 
 from __future__ import annotations
 
 import posixpath
+import unicodedata
 from collections.abc import Iterable
 
+NOTE_SUFFIX = ".md"
 
-def _key(path: str) -> str:
-    path = path.strip().strip("/").casefold()
-    return path[:-3] if path.endswith(".md") else path
+
+def _fold(path: str) -> str:
+    """The form paths are compared in: NFC, case-folded, no surrounding slashes."""
+    return unicodedata.normalize("NFC", path.strip().strip("/")).casefold()
 
 
 class LinkResolver:
-    def __init__(self, notes: Iterable[tuple[str, list[str]]]) -> None:
-        self.by_path: dict[str, str] = {}
-        self.by_name: dict[str, list[str]] = {}
+    """Resolves links among ``notes`` ((path, aliases) pairs) and ``attachments`` (paths
+    of every other file in the vault), all vault-relative POSIX paths."""
+
+    def __init__(
+        self, notes: Iterable[tuple[str, list[str]]], attachments: Iterable[str] = ()
+    ) -> None:
+        self.by_path: dict[str, str] = {}  # folded full path (with extension) -> path
+        self.by_name: dict[str, list[str]] = {}  # folded file name (with extension) -> paths
         self.by_alias: dict[str, list[str]] = {}
+        self.attachments: set[str] = set()
         for path, aliases in notes:
-            self.by_path[_key(path)] = path
-            self.by_name.setdefault(_key(posixpath.basename(path)), []).append(path)
+            self._add(path)
             for alias in aliases:
-                self.by_alias.setdefault(alias.strip().casefold(), []).append(path)
+                self.by_alias.setdefault(_fold(alias), []).append(path)
+        for path in attachments:
+            self._add(path)
+            self.attachments.add(path)
+
+    def _add(self, path: str) -> None:
+        folded = _fold(path)
+        self.by_path[folded] = path
+        self.by_name.setdefault(posixpath.basename(folded), []).append(path)
+
+    def is_attachment(self, path: str) -> bool:
+        """Whether a resolved path is a file other than a note (an image, a PDF, ...)."""
+        return path in self.attachments
 
     def resolve(self, source: str, target: str, style: str) -> str | None:
-        if not target:
+        """The vault path ``target`` (as written in ``source``) points at, or None."""
+        raw = target.strip()
+        if not raw:
             return source  # [[#Heading]] points into the same note
+        key = _fold(raw)
         if style == "markdown":
-            return self.by_path.get(_key(target))
-        key = _key(target)
-        folder = posixpath.dirname(source)
-        for candidate in (key, _key(posixpath.join(folder, target))):
-            if candidate in self.by_path:
-                return self.by_path[candidate]
-        if "/" in key:
-            # A partial path: unique note whose path ends with it.
-            tails = [p for k, p in self.by_path.items() if k.endswith("/" + key)]
-            return self._pick(tails, folder)
-        found = self._pick(self.by_name.get(key, []), folder)
-        if found:
-            return found
-        return self._pick(self.by_alias.get(target.strip().casefold(), []), folder)
+            return self._exact(key)
+        folder = _fold(posixpath.dirname(source))
+        if raw.startswith("/"):
+            return self._exact(key)  # from the vault root only
+        if raw.startswith(("./", "../")):
+            return self._exact(posixpath.normpath(posixpath.join(folder, key)))
+        return self._by_suffix(key, folder) or self._pick(self.by_alias.get(key, []), folder)
+
+    def _forms(self, key: str) -> tuple[str, str]:
+        """The paths a target may mean, in order: without an extension it names a note."""
+        with_md = key + NOTE_SUFFIX
+        return (with_md, key) if "." not in posixpath.basename(key) else (key, with_md)
+
+    def _exact(self, key: str) -> str | None:
+        for form in self._forms(key):
+            if form in self.by_path:
+                return self.by_path[form]
+        return None
+
+    def _by_suffix(self, key: str, folder: str) -> str | None:
+        """A file whose path is the target or ends with "/" and the target."""
+        for form in self._forms(key):
+            tails = [
+                p
+                for p in self.by_name.get(posixpath.basename(form), [])
+                if (folded := _fold(p)) == form or folded.endswith("/" + form)
+            ]
+            found = self._pick(tails, folder)
+            if found:
+                return found
+        return None
 
     @staticmethod
     def _pick(candidates: list[str], folder: str) -> str | None:
-        if len(candidates) == 1:
-            return candidates[0]
-        near = [c for c in candidates if posixpath.dirname(c) == folder]
-        return near[0] if len(near) == 1 else None
+        """One of several files of the same name: the linking note's folder first, then
+        the shortest path (fewest folders, then alphabetically)."""
+        if len(candidates) <= 1:
+            return candidates[0] if candidates else None
+        near = [c for c in candidates if _fold(posixpath.dirname(c)) == folder]
+        if near:
+            return near[0]
+        return min(candidates, key=lambda c: (c.count("/"), _fold(c), c))

@@ -1,11 +1,24 @@
-"""Plain data passed between the layers: parsed notes, chunks, hits, reports."""
+"""Plain data passed between the layers: parsed notes, chunks, records, filters, edits,
+hits and reports. Nothing here reads a file or the index, so the faces, the wire codec
+and the index layer can all share it.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Protocol
+
+from .errors import UsageError
 
 KINDS = ("note", "session", "knowledge", "document")
+# One read returns at most this many characters: Claude Code cuts tool results above
+# ~25k tokens, and a character is at most about one token even in Chinese.
+PAGE_CHARS = 20_000
+MIN_PAGE_CHARS = 500
+MAX_PAGE_CHARS = 80_000  # the most one MCP read may return
+MAX_GET_NOTES = 50
 
 
 @dataclass(frozen=True)
@@ -173,3 +186,154 @@ class ReindexReport:
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__, seconds=round(self.seconds, 3))
+
+
+@dataclass(frozen=True)
+class NoteRecord:
+    """One note ready to be stored: parsed note, its chunks and file facts."""
+
+    note: ParsedNote
+    chunks: list[Chunk]
+    chunk_tokens: list[str]  # fts text per chunk
+    file: str  # the path as on disk (may differ from note.path in Unicode form)
+    hash: str
+    mtime_ns: int
+    size: int
+
+
+# Search scopes (``Filters.scope``): session notes, or parts of them told apart by the
+# heading path every chunk carries. "sessions" is note-level; the others pick chunks
+# (their SQL is in ``index.filters``).
+NOTE_SCOPE = "sessions"
+SCOPES = (NOTE_SCOPE, "prompts", "decisions", "outcomes", "open_items")
+
+
+@dataclass
+class Filters:
+    """Which notes a search may return. Empty fields do not filter."""
+
+    kinds: list[str] = field(default_factory=list)
+    types: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)  # each must be present; "a" matches "a/b"
+    topics: list[str] = field(default_factory=list)
+    projects: list[str] = field(default_factory=list)
+    path_glob: str | None = None
+    since: str | None = None
+    until: str | None = None
+    meta: dict[str, str] = field(default_factory=dict)  # any frontmatter key = value
+    concepts: list[str] = field(default_factory=list)  # each must be present
+    files: list[str] = field(default_factory=list)  # referenced code paths: any matches
+    # Notes past their `valid_until`, or superseded, are left out unless asked for.
+    include_expired: bool = False
+    # One of SCOPES: session notes only, or only their prompts, decisions, outcomes or
+    # open items (a condition on chunks, not notes).
+    scope: str | None = None
+
+    def is_empty(self) -> bool:
+        """True when nothing but the validity rule filters (the index checks that one)."""
+        return not (
+            self.scope
+            or self.kinds
+            or self.types
+            or self.tags
+            or self.topics
+            or self.projects
+            or self.path_glob
+            or self.since
+            or self.until
+            or self.meta
+            or self.concepts
+            or self.files
+        )
+
+    def notes_only(self) -> Filters:
+        """These filters without the chunk-level part of ``scope``, for queries over
+        ``notes n`` alone (listings, timelines): a scope then keeps its session notes."""
+        if self.scope is None or self.scope == NOTE_SCOPE or self.scope not in SCOPES:
+            return self
+        return dataclasses.replace(self, scope=NOTE_SCOPE)
+
+    def check(self) -> None:
+        """Raises UsageError for an unknown scope or a date that is not ISO 8601."""
+        if self.scope is not None and self.scope not in SCOPES:
+            raise UsageError(f"Unknown scope {self.scope!r}.", f"Use one of: {', '.join(SCOPES)}.")
+        for name, value in (("since", self.since), ("until", self.until)):
+            if value is None:
+                continue
+            try:
+                dt.datetime.fromisoformat(value)
+            except ValueError:
+                raise UsageError(
+                    f"{name} {value!r} is not a date.", "Use ISO dates, e.g. 2026-01-31."
+                ) from None
+
+
+Op = Literal[
+    "append",
+    "prepend",
+    "replace_section",
+    "insert_before",
+    "insert_after",
+    "replace_text",
+    "set_key",
+    "remove_key",
+]
+OPS: tuple[str, ...] = Op.__args__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change to a note's text (applied by ``edit.apply_edit``)."""
+
+    op: Op
+    text: str = ""  # content to add, or the replacement
+    heading: str | None = None  # for section operations: "Heading" or "## Heading"
+    find: str | None = None  # for replace_text
+    count: int = 1  # expected occurrences for replace_text
+    key: str | None = None  # for set_key / remove_key
+    value: Any = None  # for set_key
+
+
+class Progress(Protocol):
+    """What long work reports to: a terminal bar, a relay over the owner's socket."""
+
+    def start(self, label: str, total: int) -> None: ...
+    def advance(self, n: int) -> None: ...
+    def finish(self) -> None: ...
+
+
+class NoProgress:
+    def start(self, label: str, total: int) -> None:
+        pass
+
+    def advance(self, n: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+@dataclass
+class SessionImportReport:
+    """What an import of Claude Code transcripts did."""
+
+    transcripts: int = 0  # transcripts found
+    read: int = 0  # transcripts read (the others were as the last import left them)
+    new: int = 0  # notes created
+    updated: int = 0  # notes whose transcript grew (summary and edits kept)
+    unchanged: int = 0
+    empty: int = 0  # transcripts without a message yet: no note
+    failed: int = 0  # transcripts unreadable, or notes that could not be updated
+    malformed_lines: int = 0  # skipped and counted, never fatal
+    oversized_lines: int = 0
+    redactions: int = 0  # secrets replaced by [REDACTED]
+    index: str = "unchanged"  # "refreshed", "unchanged", or "busy" (another process has it)
+    seconds: float = 0.0
+    sessions: list[dict[str, Any]] = field(default_factory=list)  # session_id, action, path
+    errors: list[dict[str, str]] = field(default_factory=list)  # source, message
+    notices: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["seconds"] = round(self.seconds, 3)
+        return data

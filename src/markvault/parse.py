@@ -1,23 +1,11 @@
 """Text -> ParsedNote: frontmatter, title, headings, tags and links. Pure, no I/O.
 
-Frontmatter is located by hand so that line numbers stay exact (python-frontmatter
-strips the body), then loaded through python-frontmatter's YAML handler with a
-loader that reads YAML the way people mean it in notes:
-
-- only ``true``/``false`` are booleans (``draft: no`` stays the string "no");
-- numbers with leading zeros stay strings (``id: 0123`` is "0123", not octal 83);
-- dates come back as ISO strings;
-- aliases/anchors are allowed, but a document that would expand past
-  ``MAX_YAML_NODES`` (an alias bomb) is refused before it is built;
-- ``!!python/...`` tags are unknown to the safe loader and are a parse error.
-
-Any problem leaves the note indexable: it is reported in ``problems``.
+The frontmatter block is found and read by ``frontmatter.py`` (which says how YAML is
+read in notes). Any problem leaves the note indexable: it is reported in ``problems``.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import math
 import posixpath
 import re
 import unicodedata
@@ -25,41 +13,16 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import unquote
 
-import frontmatter
-import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from .frontmatter import load_frontmatter, opens_block, split_frontmatter
 from .model import KINDS, Block, Link, ParsedNote, Section
-
-MAX_YAML_NODES = 10_000
-
-_YAML_BASE: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class NoteYamlLoader(_YAML_BASE):  # type: ignore[valid-type,misc]
-    """Safe loader with YAML 1.2-style booleans and integers."""
-
-
-_BOOL = "tag:yaml.org,2002:bool"
-_INT = "tag:yaml.org,2002:int"
-NoteYamlLoader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag not in (_BOOL, _INT)]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-NoteYamlLoader.add_implicit_resolver(
-    _BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
-NoteYamlLoader.add_implicit_resolver(
-    _INT, re.compile(r"^(?:[-+]?(?:0|[1-9][0-9_]*)|0x[0-9a-fA-F]+)$"), list("-+0123456789")
-)
 
 # Block structure only: inline parsing would cost a third of indexing time, and tags and
 # links are read from each block's inline source with the patterns below.
 _md = MarkdownIt("commonmark", {"html": True}).enable("table").disable("inline")
 
-_FENCE_OPEN = re.compile(r"^---[ \t]*$")
-_FENCE_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n|]*?)(?:\\?\|([^\[\]\n]*))?\]\]")
 # Obsidian: a tag starts after whitespace or at line start, has letters, digits,
@@ -90,7 +53,7 @@ def parse_note(path: str, text: str, *, max_frontmatter_bytes: int = 64 * 1024) 
     if text.startswith("\ufeff"):
         text = text[1:]
     fm_text, body, body_line = split_frontmatter(text)
-    if fm_text is None and text.startswith("---") and _FENCE_OPEN.match(text.split("\n", 1)[0]):
+    if fm_text is None and text.startswith("---") and opens_block(text.split("\n", 1)[0]):
         problems.append("frontmatter has no closing '---': read as body")
     metadata: dict[str, Any] = {}
     if fm_text is not None:
@@ -141,89 +104,6 @@ def parse_note(path: str, text: str, *, max_frontmatter_bytes: int = 64 * 1024) 
         frontmatter_title=bool(fields.get("title")),
         problems=tuple(problems),
     )
-
-
-def split_frontmatter(text: str) -> tuple[str | None, str, int]:
-    """(frontmatter text or None, body, 1-based line where the body starts)."""
-    if not text.startswith("---"):
-        return None, text, 1
-    lines = text.split("\n")
-    if not _FENCE_OPEN.match(lines[0].rstrip("\r")):
-        return None, text, 1
-    for i in range(1, len(lines)):
-        if _FENCE_CLOSE.match(lines[i].rstrip("\r")):
-            fm = "\n".join(lines[1:i])
-            return fm, "\n".join(lines[i + 1 :]), i + 2
-    return None, text, 1
-
-
-def load_frontmatter(fm_text: str) -> tuple[dict[str, Any], str | None]:
-    """(mapping, problem). Never raises: bad YAML yields ({}, reason)."""
-    if not fm_text.strip():
-        return {}, None
-    try:
-        node = yaml.compose(fm_text, Loader=NoteYamlLoader)
-        if node is not None and _expanded_size(node) > MAX_YAML_NODES:
-            return {}, f"frontmatter unsafe: aliases expand past {MAX_YAML_NODES} nodes; ignored"
-        data = frontmatter.YAMLHandler().load(fm_text, Loader=NoteYamlLoader)
-    except yaml.YAMLError as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return {}, f"invalid YAML frontmatter ({reason}); ignored"
-    except (RecursionError, ValueError, TypeError) as exc:
-        return {}, f"invalid YAML frontmatter ({type(exc).__name__}); ignored"
-    if data is None:
-        return {}, None
-    if not isinstance(data, dict):
-        return {}, f"frontmatter is a {type(data).__name__}, not a mapping; ignored"
-    return {str(k): to_json_value(v) for k, v in data.items()}, None
-
-
-def parse_yaml_value(raw: str) -> Any:
-    """A single YAML value as a note would read it (``no`` stays text); text if invalid."""
-    try:
-        return to_json_value(yaml.load(raw, Loader=NoteYamlLoader))
-    except yaml.YAMLError:
-        return raw
-
-
-def _expanded_size(root: yaml.Node) -> int:
-    """Node count with aliases expanded, computed without expanding them."""
-    memo: dict[int, int] = {}
-
-    def size(node: yaml.Node, depth: int) -> int:
-        if depth > 100:
-            return MAX_YAML_NODES + 1
-        key = id(node)
-        if key in memo:
-            return memo[key]
-        memo[key] = MAX_YAML_NODES + 1  # a cycle counts as unbounded
-        if isinstance(node, yaml.SequenceNode):
-            total = 1 + sum(size(child, depth + 1) for child in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            total = 1 + sum(size(k, depth + 1) + size(v, depth + 1) for k, v in node.value)
-        else:
-            total = 1
-        memo[key] = min(total, MAX_YAML_NODES + 1)
-        return memo[key]
-
-    return size(root, 0)
-
-
-def to_json_value(value: Any) -> Any:
-    """YAML value -> JSON-safe value: dates as ISO strings, keys as strings."""
-    if isinstance(value, (dt.date, dt.datetime, dt.time)):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {str(k): to_json_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        return [to_json_value(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, bytes):
-        return value.hex()
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)
 
 
 def _recognised_fields(meta: dict[str, Any], problems: list[str]) -> dict[str, Any]:

@@ -139,11 +139,15 @@ def parse(query: str) -> Plan:
             "The query has no word to look for.",
             "Add a word that is not excluded: NOT and -word only remove results.",
         )
-    plain = all(
+    return Plan(terms, prefixes, root, not _plain(root), " ".join(words), lang)
+
+
+def _plain(root: Group) -> bool:
+    """Whether a query is only optional single words (BM25 alone ranks it)."""
+    return all(
         o == "should" and isinstance(n, Leaf) and len(n.tokens) <= 1 and not n.prefix
         for o, n in root.clauses
     )
-    return Plan(terms, prefixes, root, not plain, " ".join(words), lang)
 
 
 def _leaf(tok: str) -> Leaf | None:

@@ -19,8 +19,8 @@ from . import fusion, language
 from . import query as query_lang
 from .embed import Embedder
 from .errors import UsageError
-from .index import Filters, Index
-from .model import Hit, SearchResult
+from .index import Index
+from .model import Filters, Hit, SearchResult
 from .text import tokenize, word_spans
 
 MODES = ("keyword", "vector", "hybrid", "deep")
@@ -158,7 +158,7 @@ class Searcher:
                 "(configure a multilingual model with --model or .markvault.toml)"
             )
             return False
-        done, total = self.index.embedding_counts(self.model)
+        done, total = self.index.vectors.counts(self.model)
         if done == 0:
             if mode == "vector":
                 raise UsageError(
@@ -225,18 +225,20 @@ class Searcher:
         terms = list(plan.terms)
         prefix_terms: dict[str, list[str]] = {}
         for prefix in plan.prefixes:
-            prefix_terms[prefix] = self.index.terms_with_prefix(prefix)
+            prefix_terms[prefix] = self.index.keyword.terms_with_prefix(prefix)
             if not prefix_terms[prefix]:
                 warnings.append(f"no word starts with {prefix!r}")
             terms.extend(prefix_terms[prefix])
         if not plan.constrained:
-            return self.index.bm25(terms, filters, wanted, per_note=True, chunk_scores=chunk_scores)
-        known = self.index.term_ids(terms + query_lang.leaf_tokens(plan.root))
+            return self.index.keyword.bm25(
+                terms, filters, wanted, per_note=True, chunk_scores=chunk_scores
+            )
+        known = self.index.keyword.term_ids(terms + query_lang.leaf_tokens(plan.root))
         ids = {t: v[0] for t, v in known.items()}
         prefix_ids = {p: [ids[t] for t in ts if t in ids] for p, ts in prefix_terms.items()}
         condition, exact = query_lang.presence_sql(plan.root, ids, prefix_ids)
         verify = None if exact else functools.partial(query_lang.matches, plan.root)
-        return self.index.bm25(
+        return self.index.keyword.bm25(
             terms, filters, wanted, condition, verify, per_note=True, chunk_scores=chunk_scores
         )
 
@@ -252,7 +254,7 @@ class Searcher:
         if mode != "hybrid":
             return fusion.rrf(lists, weights)
         keyword, vector = lists["keyword"], lists["vector"]
-        note_of = self.index.chunk_paths([c for c, _ in keyword] + [c for c, _ in vector])
+        note_of = self.index.reads.chunk_paths([c for c, _ in keyword] + [c for c, _ in vector])
         return fusion.convex(keyword, vector, note_of, run.cosine, run.chunk_bm25)
 
     def _vector(
@@ -276,14 +278,14 @@ class Searcher:
         # The query's embedding is reported on its own, not inside the stage.
         embed_ms = (time.perf_counter() - started) * 1000
         run.timings["embed_query"] = run.timings.get("embed_query", 0.0) + embed_ms
-        ids, matrix = self.index.vector_matrix(self.model)
+        ids, matrix = self.index.vectors.matrix(self.model)
         scores = matrix @ qv
         if stage == "vector":
             run.keep_cosines(ids, scores)
         if not filters.is_empty():
-            mask = np.isin(ids, self.index.chunk_ids_matching(filters))
+            mask = np.isin(ids, self.index.reads.chunk_ids_matching(filters))
             scores = np.where(mask, scores, -np.inf)
-        elif not filters.include_expired and len(expired := self.index.expired_chunk_ids()):
+        elif not filters.include_expired and len(expired := self.index.reads.expired_chunk_ids()):
             scores = np.where(np.isin(ids, expired, invert=True), scores, -np.inf)
         constrained = plan is not None and plan.constrained
         # Required and excluded words bind the vector side too: take more, check them.
@@ -294,7 +296,7 @@ class Searcher:
             top = top[np.argsort(-scores[top], kind="stable")]
             ranked = [(int(ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
         if plan is not None and constrained:
-            tokens = self.index.chunk_tokens([cid for cid, _ in ranked])
+            tokens = self.index.keyword.chunk_tokens([cid for cid, _ in ranked])
             ranked = [r for r in ranked if query_lang.matches(plan.root, tokens.get(r[0], ""))]
         run.lap(stage)
         run.timings[stage] -= embed_ms + load_ms
@@ -311,7 +313,7 @@ class Searcher:
         sort: str = "relevance",
     ) -> tuple[list[Hit], int]:
         # Collapse to notes on (id, path) alone; full details only for the page shown.
-        paths = self.index.chunk_paths([f[0] for f in fused])
+        paths = self.index.reads.chunk_paths([f[0] for f in fused])
         extra: dict[str, int] = {}
         order: list[Fused] = []
         for item in fused:
@@ -324,11 +326,11 @@ class Searcher:
             extra[path] = 0
             order.append(item)
         if sort == "date":
-            dates = self.index.note_dates([paths[item[0]] for item in order])
+            dates = self.index.reads.note_dates([paths[item[0]] for item in order])
             # Newest first; relevance breaks ties (sorted() is stable).
             order.sort(key=lambda item: dates.get(paths[item[0]]) or "", reverse=True)
         page = order[offset : offset + limit]
-        details = self.index.chunk_details([item[0] for item in page])
+        details = self.index.reads.chunk_details([item[0] for item in page])
         query_tokens = set(plan.terms) if plan else set(tokenize(query))
         hits: list[Hit] = []
         for cid, score, ranks, scores in page:
@@ -390,12 +392,12 @@ def decisive(keyword: list[tuple[int, float]], plan: query_lang.Plan | None, ind
     if not keyword or plan is None or not plan.terms:
         return False
     head = keyword[:DECISIVE_WINDOW]
-    paths = index.chunk_paths([cid for cid, _ in head])
+    paths = index.reads.chunk_paths([cid for cid, _ in head])
     top_id, top_score = head[0]
     runner_up = next((score for cid, score in head[1:] if paths.get(cid) != paths.get(top_id)), 0.0)
     if top_score < DECISIVE_RATIO * runner_up:
         return False
-    tokens = set(index.chunk_tokens([top_id]).get(top_id, "").split())
+    tokens = set(index.keyword.chunk_tokens([top_id]).get(top_id, "").split())
     return all(term in tokens for term in plan.terms)
 
 

@@ -57,11 +57,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import IO, Any
 
-import yaml
-
+from . import credentials
 from .errors import NotFoundError, RefusedError, UsageError
 from .files import safe_file_name
-from .parse import load_frontmatter, parse_note
+from .frontmatter import read_frontmatter, set_keys, yaml_line
+from .parse import parse_note
 
 MAX_LINE_BYTES = 32 * 1024 * 1024  # a line over this is skipped unread (images make lines big)
 MAX_TEXT_CHARS = 30_000  # per prompt, answer or compaction summary
@@ -70,7 +70,7 @@ RESULT_CHARS = 300  # characters of a tool result shown
 ARG_CHARS = 120  # characters of a tool's key argument shown
 TITLE_CHARS = 80
 MAX_FILES = 100  # per frontmatter list: frontmatter over 64 KiB would be ignored
-REDACTED = "[REDACTED]"
+REDACTED = credentials.REDACTED
 DEFAULT_TAGS = ("claude-code",)
 SUMMARY_PLACEHOLDER = (
     "<!-- No summary yet. Replace this comment with a short overview, then "
@@ -114,8 +114,15 @@ _KEY_ORDER = (
     "tags",
 )
 
-READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path", "Grep": "path", "Glob": "path"}
-WRITE_TOOLS = {
+# Claude Code's own tools (as transcripts name them) whose argument is a file read or
+# changed, and those whose successful result is not shown.
+CLAUDE_READ_TOOLS = {
+    "Read": "file_path",
+    "NotebookRead": "notebook_path",
+    "Grep": "path",
+    "Glob": "path",
+}
+CLAUDE_WRITE_TOOLS = {
     "Edit": "file_path",
     "MultiEdit": "file_path",
     "Write": "file_path",
@@ -153,28 +160,6 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ufeff]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)|</private>", re.IGNORECASE | re.DOTALL)
 _BASE64 = re.compile(r"(?:data:[\w.+/-]+;base64,)?[A-Za-z0-9+/]{200,}={0,2}")
-_TOKENS = (
-    re.compile(
-        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
-        r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-        re.DOTALL,
-    ),
-    re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"),  # OpenAI, Anthropic (sk-ant-...)
-    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key ids
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),  # GitHub tokens
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
-    re.compile(r"\bxox[baprs]-[A-Za-z0-9-]{10,}"),  # Slack
-    re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"),  # Google API keys
-    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]+)?"),  # JWT
-)
-_BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/-]{8,}=*)")
-_URL_CREDENTIALS = re.compile(r"(?<=://)([^/\s:@]+):([^/\s@]+)(?=@)")
-_ASSIGNMENT = re.compile(
-    r"(?i)((?<![A-Za-z0-9_])[A-Za-z0-9_.-]*"
-    r"(?:passwords?|passwd|passphrase|secrets?|token|api[_-]?keys?|access[_-]?keys?"
-    r"|private[_-]?keys?|credentials?)(?:[_-][A-Za-z0-9]+)*[\"']?[ \t]*(?:=|:(?!:))(?!=)[ \t]*)"
-    r"(\[REDACTED\]|\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;)}\]]+)"
-)
 
 
 @dataclass
@@ -209,28 +194,11 @@ def _base64_placeholder(m: re.Match[str]) -> str:
 
 
 def redact(text: str, counter: _Counter | None = None) -> str:
-    """``text`` with API keys, tokens, private keys and ``SECRET=value`` values redacted."""
-    counter = counter if counter is not None else _Counter()
-
-    def whole(m: re.Match[str]) -> str:
-        counter.redactions += 1
-        return REDACTED
-
-    def tail(m: re.Match[str]) -> str:
-        value = m.group(2)
-        if value.strip("\"'") in ("", REDACTED):
-            return m.group()
-        if m.re is _BEARER and len(value) < 20 and not re.search(r"\d", value):
-            return m.group()  # "bearer responsibility": a word, not a token
-        counter.redactions += 1
-        quote = value[0] if value[0] in "\"'" else ""
-        return f"{m.group(1)}{quote}{REDACTED}{quote}"
-
-    for pattern in _TOKENS:
-        text = pattern.sub(whole, text)
-    text = _BEARER.sub(tail, text)
-    text = _URL_CREDENTIALS.sub(whole, text)
-    return _ASSIGNMENT.sub(tail, text)
+    """``text`` with every credential the gate finds (credentials.py) redacted."""
+    findings = credentials.find(text)
+    if counter is not None:
+        counter.redactions += len(findings)
+    return credentials.redact(text, findings) if findings else text
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -484,7 +452,10 @@ class _Reader:
         self.tools[name] += 1
         raw_input = block.get("input")
         args: Mapping[str, Any] = raw_input if isinstance(raw_input, dict) else {}
-        for table, found in ((READ_TOOLS, self.files_read), (WRITE_TOOLS, self.files_modified)):
+        for table, found in (
+            (CLAUDE_READ_TOOLS, self.files_read),
+            (CLAUDE_WRITE_TOOLS, self.files_modified),
+        ):
             key = table.get(name)
             value = args.get(key) if key else None
             if isinstance(value, str) and value.strip():
@@ -494,7 +465,7 @@ class _Reader:
         return name, self._key_arg(name, args)
 
     def _key_arg(self, name: str, args: Mapping[str, Any]) -> str:
-        key = _KEY_ARGS.get(name) or WRITE_TOOLS.get(name) or READ_TOOLS.get(name)
+        key = _KEY_ARGS.get(name) or CLAUDE_WRITE_TOOLS.get(name) or CLAUDE_READ_TOOLS.get(name)
         keys = (key, *_FALLBACK_ARGS) if key else _FALLBACK_ARGS
         for key in keys:
             value = args.get(key)
@@ -768,7 +739,13 @@ def render_note(session: Session, existing: str | None = None) -> str:
     crlf = "\r\n" in text
     if crlf:
         text = text.replace("\r\n", "\n")
-    text = set_frontmatter(text, _owned_values(session), only_missing=_created_values(session))
+    text = set_keys(
+        text,
+        _owned_values(session),
+        only_missing=_created_values(session),
+        order=_KEY_ORDER,
+        hint=FRONTMATTER_HINT,
+    )
     text = replace_section(text, "Transcript", render_transcript(session))
     return bom + (text.replace("\n", "\r\n") if crlf else text)
 
@@ -813,16 +790,6 @@ def _owned_values(session: Session) -> dict[str, Any]:
 
 def _iso(when: dt.datetime | None) -> str | None:
     return when.strftime("%Y-%m-%dT%H:%M:%SZ") if when else None
-
-
-def yaml_line(key: str, value: Any) -> str:
-    """``key: value`` on one line (flow style), as markvault's own edits write keys."""
-    dumped = yaml.safe_dump(
-        {key: value}, default_flow_style=True, allow_unicode=True, sort_keys=False, width=10**6
-    ).strip()
-    if dumped.startswith("{") and dumped.endswith("}"):
-        dumped = dumped[1:-1]
-    return dumped + "\n"
 
 
 def render_transcript(session: Session) -> str:
@@ -905,88 +872,7 @@ def code_span(text: str) -> str:
 
 # ---- editing a note's text ------------------------------------------------------------
 
-_FENCE = re.compile(r"^---[ \t]*$")
-_FENCE_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$")
-_TOP_KEY = re.compile(r"^([^\s#:\-][^:]*?)\s*:(?:\s|$)")
-
-
-def set_frontmatter(
-    text: str, values: Mapping[str, Any], *, only_missing: Mapping[str, Any] | None = None
-) -> str:
-    """``text`` with frontmatter keys set line by line; other lines stay byte for byte.
-
-    ``values`` are written (``None`` removes the key); ``only_missing`` are written only
-    where the key is absent. A key that is already there keeps its place; a new one goes
-    last. ``text`` uses ``\\n`` line endings.
-
-    Raises:
-        RefusedError: the frontmatter is not valid YAML (it cannot be edited key by key).
-    """
-    lines = text.split("\n")
-    close = _frontmatter_end(lines)
-    if close is None:
-        new = {k: v for k, v in {**(only_missing or {}), **values}.items() if v is not None}
-        if not new:
-            return text
-        ordered = sorted(new, key=lambda k: _KEY_ORDER.index(k) if k in _KEY_ORDER else 99)
-        front = "".join(yaml_line(k, new[k]) for k in ordered)
-        return f"---\n{front}---\n" + ("" if text.startswith("\n") else "\n") + text
-    meta, problem = load_frontmatter("\n".join(lines[1:close]))
-    if problem:
-        raise RefusedError(
-            f"The note's frontmatter cannot be updated: {problem}.",
-            "Fix the YAML by hand, then import again.",
-        )
-    body = lines[1:close]
-    spans = _key_spans(body)
-    added: list[str] = []
-    for key, value in values.items():
-        rendered = [] if value is None else [yaml_line(key, value).rstrip("\n")]
-        if key in spans:
-            body = _replace_spans(body, spans[key], rendered)
-            spans = _key_spans(body)
-        else:
-            added += rendered
-    for key, value in (only_missing or {}).items():
-        if key not in meta and key not in spans and value is not None:
-            added.append(yaml_line(key, value).rstrip("\n"))
-    return "\n".join([lines[0], *body, *added, *lines[close:]])
-
-
-def _frontmatter_end(lines: list[str]) -> int | None:
-    if not lines or not _FENCE.match(lines[0]):
-        return None
-    for i in range(1, len(lines)):
-        if _FENCE_END.match(lines[i]):
-            return i
-    return None
-
-
-def _key_spans(lines: list[str]) -> dict[str, list[tuple[int, int]]]:
-    """Top-level key -> its [start, stop) line ranges (block values included)."""
-    spans: dict[str, list[tuple[int, int]]] = {}
-    i = 0
-    while i < len(lines):
-        m = _TOP_KEY.match(lines[i])
-        if not m:
-            i += 1
-            continue
-        j = i + 1
-        while j < len(lines) and (lines[j][:1] in (" ", "\t", "-") or not lines[j].strip()):
-            j += 1
-        while j > i + 1 and not lines[j - 1].strip():
-            j -= 1
-        spans.setdefault(m.group(1).strip().strip("'\""), []).append((i, j))
-        i = j
-    return spans
-
-
-def _replace_spans(lines: list[str], spans: list[tuple[int, int]], new: list[str]) -> list[str]:
-    """The first span becomes ``new``; later duplicates of the key are dropped."""
-    out = list(lines)
-    for n, (start, stop) in reversed(list(enumerate(spans))):
-        out[start:stop] = new if n == 0 else []
-    return out
+FRONTMATTER_HINT = "Fix the YAML by hand, then import again."
 
 
 def replace_section(text: str, heading: str, section: str) -> str:
@@ -1152,7 +1038,7 @@ def set_summary(text: str, summary: SessionSummary) -> str:
         known = {t.casefold() for t in existing}
         merged = existing + [t for t in tags if t.casefold() not in known]
         if merged != existing:
-            body = set_frontmatter(body, {"tags": merged})
+            body = set_keys(body, {"tags": merged}, order=_KEY_ORDER, hint=FRONTMATTER_HINT)
     return bom + (body.replace("\n", "\r\n") if crlf else body)
 
 
@@ -1169,12 +1055,7 @@ def _clean_tags(tags: Sequence[str]) -> list[str]:
 
 
 def _note_tags(text: str) -> list[str]:
-    lines = text.split("\n")
-    close = _frontmatter_end(lines)
-    if close is None:
-        return []
-    meta, _ = load_frontmatter("\n".join(lines[1:close]))
-    value = meta.get("tags")
+    value = read_frontmatter(text).get("tags")
     if isinstance(value, str):
         value = value.split(",")
     if not isinstance(value, list):

@@ -8,47 +8,27 @@ notes and renamed files reuse their vectors.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
+import functools
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 from .chunk import chunk_note
 from .config import Settings
 from .embed import Embedder
 from .errors import MarkvaultError, RefusedError
 from .files import FileStat, VaultFiles, content_hash
-from .index import Index, NoteRecord
+from .index import Index
 from .links import LinkResolver
-from .model import ReindexReport
+from .model import NoProgress, NoteRecord, Progress, ReindexReport
 from .parse import parse_note
+from .pool import in_workers
 from .text import tokenize
 
 # Vectors are committed this many at a time: progress moves and an interrupted run
 # keeps its work, while sentence-transformers still sorts each group by length.
 EMBED_GROUP = 256
-
-
-class Progress(Protocol):
-    def start(self, label: str, total: int) -> None: ...
-    def advance(self, n: int) -> None: ...
-    def finish(self) -> None: ...
-
-
-class NoProgress:
-    def start(self, label: str, total: int) -> None:
-        pass
-
-    def advance(self, n: int) -> None:
-        pass
-
-    def finish(self) -> None:
-        pass
 
 
 @dataclass
@@ -75,6 +55,7 @@ def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> 
 
 # Below this many files to read, worker processes cost more than they save.
 PARALLEL_MIN_FILES = 200
+READ_BATCH = 64  # files a worker reads per turn
 
 
 def read_file(
@@ -97,9 +78,9 @@ def read_file(
 
 
 def _read_batch(
-    args: tuple[Settings, list[tuple[FileStat, str | None]]],
+    settings: Settings, batch: list[tuple[FileStat, str | None]]
 ) -> list[tuple[str, object]]:
-    settings, batch = args
+    """read_file over a batch, in a worker process (its own VaultFiles)."""
     files = VaultFiles(settings.vault_dir, settings.index_dir)
     return [read_file(files, settings, st, known) for st, known in batch]
 
@@ -112,32 +93,16 @@ def read_files(
 ) -> Iterator[tuple[FileStat, tuple[str, object]]]:
     """read_file over ``todo``, in worker processes when there are many (parsing
     Markdown is CPU-bound Python)."""
-    workers = min(os.cpu_count() or 1, 8)
-    if len(todo) < PARALLEL_MIN_FILES or workers < 2:
-        for st, known in todo:
-            yield st, read_file(files, settings, st, known)
-            progress.advance(1)
-        return
-    size = 64
-    batches = [todo[i : i + size] for i in range(0, len(todo), size)]
-    done = 0
-    try:
-        # forkserver: workers start from a clean process, not a fork of one holding DuckDB.
-        context = multiprocessing.get_context("forkserver")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            for batch, results in zip(
-                batches, pool.map(_read_batch, [(settings, b) for b in batches]), strict=True
-            ):
-                for (st, _), result in zip(batch, results, strict=True):
-                    yield st, result
-                progress.advance(len(batch))
-                done += 1
-    except (BrokenProcessPool, OSError):
-        # Workers cannot start everywhere (e.g. a __main__ read from stdin): go on here.
-        for batch in batches[done:]:
-            for st, known in batch:
-                yield st, read_file(files, settings, st, known)
-            progress.advance(len(batch))
+    for done in in_workers(
+        todo,
+        lambda item: read_file(files, settings, *item),
+        functools.partial(_read_batch, settings),
+        batch_size=READ_BATCH,
+        min_items=PARALLEL_MIN_FILES,
+    ):
+        for (st, _), result in done:
+            yield st, result
+        progress.advance(len(done))
 
 
 class Syncer:
@@ -151,8 +116,8 @@ class Syncer:
         folders a watcher saw change; renames are matched by content hash as usual)."""
         hint_list = None if hints is None else sorted({h.strip("/") for h in hints})
         on_disk, warnings = self.files.scan(under=hint_list)
-        known = self.index.file_states()
-        skipped_before = self.index.skipped_states()
+        known = self.index.writes.file_states()
+        skipped_before = self.index.writes.skipped_states()
         to_read: list[FileStat] = []
         unchanged = 0
         for path, st in on_disk.items():
@@ -222,20 +187,20 @@ class Syncer:
                 report.warnings.append({"path": rec.note.path, "message": problem})
         report.errors = [{"path": s[0], "message": s[1]} for s in changes.skipped]
 
-        self.index.touch(changes.touched)
+        self.index.writes.touch(changes.touched)
         if changes.records or changes.removed or changes.skipped:
-            aliases_before = dict(self.index.note_link_keys())
-            self.index.apply(changes.records, changes.removed, changes.skipped)
+            aliases_before = dict(self.index.writes.note_link_keys())
+            self.index.writes.apply(changes.records, changes.removed, changes.skipped)
             self._resolve_links(changes, aliases_before)
-        if self.index.keyword_index_dirty():
-            self.index.rebuild_keyword_index()
-        elif self.index.keyword_index_needs_compaction():
-            self.index.compact_keyword_index()
+        if self.index.keyword.dirty():
+            self.index.keyword.rebuild()
+        elif self.index.keyword.needs_compaction():
+            self.index.keyword.compact()
 
         if vectors and embedder is not None:
             self._embed(embedder(), report, progress, embed_limit)
 
-        stats = self.index.stats()
+        stats = self.index.reads.stats()
         report.notes = stats["notes"]
         report.chunks = stats["chunks"]
         report.notices.extend(self.index.notices)
@@ -244,7 +209,7 @@ class Syncer:
         return report
 
     def _resolve_links(self, changes: Changes, aliases_before: dict[str, list[str]]) -> None:
-        notes = self.index.note_link_keys()
+        notes = self.index.writes.note_link_keys()
         # A new, removed or re-aliased note can change where any link points;
         # otherwise only the changed notes' own links need resolving.
         set_changed = changes.removed or any(
@@ -252,8 +217,8 @@ class Syncer:
         )
         sources = None if set_changed else [r.note.path for r in changes.records]
         resolver = LinkResolver(notes)
-        rows = self.index.links_to_resolve(sources)
-        self.index.set_link_targets(
+        rows = self.index.writes.links_to_resolve(sources)
+        self.index.writes.set_link_targets(
             [(rid, resolver.resolve(src, target, style)) for rid, src, target, style in rows]
         )
 
@@ -265,25 +230,25 @@ class Syncer:
         limit: int | None = None,
     ) -> None:
         model = self.settings.model
-        missing = self.index.missing_embeddings(model)
+        missing = self.index.vectors.missing(model)
         if limit is not None and len(missing) > limit:
             report.notices.append(f"{len(missing)} chunks wait for vectors (embedded later)")
             return
         if missing:
-            self.index.ensure_embedding_table(model, embedder.dim)
-            missing = self.index.missing_embeddings(model)
+            self.index.vectors.ensure_table(model, embedder.dim)
+            missing = self.index.vectors.missing(model)
         progress.start("Embedding chunks", len(missing))
         # Committed group by group: an interrupted run keeps what it embedded.
         for start in range(0, len(missing), EMBED_GROUP):
             group = missing[start : start + EMBED_GROUP]
             vectors = embedder.encode([text for _, text in group], self.settings.embed_batch)
-            self.index.add_embeddings(model, [h for h, _ in group], vectors)
+            self.index.vectors.add(model, [h for h, _ in group], vectors)
             progress.advance(len(group))
         progress.finish()
         report.embedded = len(missing)
-        done, _ = self.index.embedding_counts(model)
+        done, _ = self.index.vectors.counts(model)
         report.reused = max(0, done - len(missing))
-        self.index.prune_embeddings()
+        self.index.vectors.prune()
 
 
 def _within(path: str, hints: list[str]) -> bool:

@@ -1,6 +1,6 @@
 """Watch a vault folder and tell a consumer which notes may have changed.
 
-Events are hints, never the truth (RELIABILITY, "Facts"): watchfiles batches them,
+Events are hints, never the truth: watchfiles batches them,
 loses their order, reports a rename as a delete plus an add, drops them when the
 kernel queue overflows, and gets none from some network filesystems. So a batch only
 names the vault-relative ``.md`` paths worth a look, and asks for a full reconcile
@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import watchfiles
 
@@ -44,7 +44,6 @@ from .files import IGNORE_FILE, TEMP_PREFIX, VaultFiles
 
 if TYPE_CHECKING:
     from .model import ReindexReport
-    from .vault import Vault
 
 logger = logging.getLogger(__name__)
 
@@ -589,10 +588,6 @@ class Watcher:
         thread.join(timeout)
         return not thread.is_alive()
 
-    def wait_ready(self, timeout: float | None = None) -> bool:
-        """Wait until the watch is in place (the start batch is delivered at that point)."""
-        return self._ready.wait(timeout)
-
     def __enter__(self) -> Watcher:
         self.start()
         return self
@@ -895,8 +890,21 @@ class Watcher:
         logger.error("%s: %s", message, self._last_error, exc_info=self._failures <= 1)
 
 
+class Synced(Protocol):
+    """What a watcher's callback syncs: a vault's ``core.lifecycle.IndexKeeper``."""
+
+    def refresh(self, progress: Any = None, paths: Iterable[str] | None = None) -> ReindexReport:
+        """Sync ``paths`` (all files when None), embedding only with the model loaded."""
+
+    def reindex(self, *, vectors: bool = True, paths: Iterable[str] | None = None) -> ReindexReport:
+        """Sync ``paths``, embedding or not as ``vectors`` says."""
+
+    def reload_ignore_rules(self) -> None:
+        """Read ``.markvaultignore`` again."""
+
+
 def vault_callback(
-    vault: Vault,
+    vault: Synced,
     lock: threading.Lock | threading.RLock | None = None,
     *,
     vectors: bool | None = None,
@@ -909,7 +917,7 @@ def vault_callback(
     files whose mtime or size changed. ``lock`` serialises the sync with whatever else
     uses the vault (its DuckDB connection is not for two threads at once).
     ``vectors``: None embeds only when the model is already loaded (as
-    ``Vault.refresh``); True or False forces it.
+    ``IndexKeeper.refresh``); True or False forces it.
     """
     guard = lock if lock is not None else threading.Lock()
 
@@ -917,11 +925,7 @@ def vault_callback(
         paths = None if batch.full else sorted(batch.paths)
         with guard:
             if IGNORE_RULES in batch.reasons:
-                # The vault read its ignore rules when it opened: read them again.
-                settings = vault.settings
-                vault.files = VaultFiles(
-                    settings.vault_dir, settings.index_dir, settings.max_note_bytes
-                )
+                vault.reload_ignore_rules()
             if vectors is None:
                 report = vault.refresh(paths=paths)
             else:

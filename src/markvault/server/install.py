@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import ConfigError, UsageError
+from ..errors import ConfigError, UsageError
 
 Scope = Literal["local", "project", "user"]
 SCOPES: tuple[Scope, ...] = ("local", "project", "user")

@@ -1,31 +1,38 @@
 """The MCP server: thin tools over ``Vault`` for Claude Code and other clients.
 
 No SQL and no file I/O here. One ``Vault`` is opened per server; DuckDB
-connections are not meant for concurrent use, so tool calls (which the SDK runs
-in worker threads) take turns on a lock.
+connections are not meant for concurrent use, so tool calls (each in a worker thread,
+``tool_call``) take turns on a lock. Around the tools: resource subscriptions and log
+levels (``live``), and completions of template and prompt arguments
+(``completion``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal, TypeVar
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.types import ToolAnnotations
 
-from .edit import Edit, Op
-from .errors import MarkvaultError, NotFoundError
-from .index import Filters
-from .model import SearchResult
-from .owner import SharedVault
-from .vault import MAX_PAGE_CHARS, MIN_PAGE_CHARS, PAGE_CHARS, Vault, parse_lines
+from ..errors import ConflictError, MarkvaultError, NotFoundError, RefusedError
+from ..model import MAX_PAGE_CHARS, MIN_PAGE_CHARS, PAGE_CHARS, Edit, Filters, Op, SearchResult
+from ..vault import Vault, parse_lines
+from .completion import register_completions
+from .live import LiveServer
+from .prompts import PROMPTS, register_prompts
+from .tool_call import ToolCall
 
 T = TypeVar("T")
 MODEL_WAIT_SECONDS = 3.0
+COMPLETE_WAIT_SECONDS = 0.25
+IMPORT_LISTED = 50  # sessions and errors an import lists; the counts cover all
 
 INSTRUCTIONS = """\
 markvault is the user's Markdown vault: notes, session summaries, knowledge points and
@@ -57,7 +64,9 @@ WRITE = ToolAnnotations(
 DESTRUCTIVE = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
 )
-# The tools that write to the vault: the HTTP transport rate-limits these.
+# The tools that write to the vault: every one needs a hash or creates a note, and the
+# HTTP transport rate-limits them (it finds them on the live server by their annotations;
+# a test holds the two to agree).
 WRITE_TOOLS = frozenset(
     {
         "create_note",
@@ -68,6 +77,7 @@ WRITE_TOOLS = frozenset(
         "learn_knowledge",
         "store_document",
         "save_session_summary",
+        "import_sessions",
     }
 )
 
@@ -75,11 +85,30 @@ WRITE_TOOLS = frozenset(
 class VaultService:
     """The server's one vault, used by one tool call at a time."""
 
-    def __init__(self, vault: Vault | SharedVault) -> None:
+    def __init__(self, vault: Vault, live: LiveServer | None = None) -> None:
         self.vault = vault
+        self.live = live
         self._lock = threading.Lock()
 
-    def call(self, fn: Callable[[Any], T]) -> T:
+    async def run(self, ctx: Context, what: str, fn: Callable[[Vault, ToolCall], T]) -> T:
+        """A tool's work in a worker thread, as ``call`` runs it, reporting to the client
+        while it runs (``tool_call``): ``fn`` gets the vault and the ``ToolCall``, which is
+        the facade's ``progress`` and takes log lines. A refused change (stale hash, a
+        merge under way) is also logged for the person watching the client."""
+        # Cancelling stops work that runs here; calls sent to the owner process finish there.
+        tool_call = ToolCall(ctx, self.live, what, cancellable=self.vault.host.runs_here)
+
+        def work(call: ToolCall) -> T:
+            try:
+                return self.call(lambda v: fn(v, call))
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ConflictError | RefusedError):
+                    call.log("warning", f"{what} refused: {exc}")
+                raise
+
+        return await tool_call.run(work)
+
+    def call(self, fn: Callable[[Vault], T]) -> T:
         """Run a tool's work; our errors become tool errors the model can act on."""
         with self._lock:
             try:
@@ -87,7 +116,7 @@ class VaultService:
             except MarkvaultError as exc:
                 raise ToolError(str(exc)) from exc
 
-    def read(self, fn: Callable[[Any], T]) -> T:
+    def read(self, fn: Callable[[Vault], T]) -> T:
         """Run a resource read; our errors become resource errors with their message."""
         with self._lock:
             try:
@@ -96,6 +125,16 @@ class VaultService:
                 raise ResourceNotFoundError(str(exc)) from exc
             except MarkvaultError as exc:
                 raise ResourceError(str(exc)) from exc
+
+    def complete(self, what: str, prefix: str, limit: int) -> dict[str, Any]:
+        """Completions (``completion``); nothing while a long call holds the vault,
+        rather than a keystroke that waits for it."""
+        if not self._lock.acquire(timeout=COMPLETE_WAIT_SECONDS):
+            return {"values": [], "total": 0}
+        try:
+            return self.vault.complete(what, prefix, limit)
+        finally:
+            self._lock.release()
 
 
 def format_index(result: SearchResult) -> str:
@@ -148,36 +187,49 @@ def _filters(
     )
 
 
-def build_server(vault: Vault | SharedVault) -> MCPServer:
-    service = VaultService(vault)
+def build_server(vault: Vault, live: LiveServer | None = None) -> MCPServer:
+    """The server for ``vault``. ``live`` is the process's change bus (a new one by
+    default): what is published on it reaches the clients that subscribed."""
+    live = live or LiveServer(InMemorySubscriptionBus())
+    service = VaultService(vault, live)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
         # Keyword searches are answered at once; the model (seconds to load) arrives
         # in the background, and hybrid calls wait briefly for it.
-        vault.model_wait = MODEL_WAIT_SECONDS
-        vault.start_background()
+        vault.host.model_wait = MODEL_WAIT_SECONDS
+        vault.host.start_background()
         try:
-            yield
+            async with live.running():
+                yield
         finally:
             vault.close()
 
     server = MCPServer(
-        "markvault", instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING"
+        "markvault",
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        log_level="WARNING",
+        subscriptions=live.listen_bus,  # what `subscriptions/listen` streams are fed from
     )
+    live.install(server)
+    register_completions(server, service.complete, PROMPTS)
     _search_tools(server, service)
     _read_tools(server, service)
     _write_tools(server, service)
     _knowledge_tools(server, service)
     _context_tools(server, service)
     _session_tools(server, service)
-    _resources_and_prompts(server, service)
+    _session_summary_tool(server, service)
+    _resources(server, service)
+    register_prompts(server)
     return server
 
 
 def _search_tools(server: MCPServer, service: VaultService) -> None:
     @server.tool(annotations=READ_ONLY)
-    def search(
+    async def search(
+        ctx: Context,
         query: str,
         mode: Literal["hybrid", "keyword", "vector", "deep"] = "hybrid",
         variants: list[str] | None = None,
@@ -223,21 +275,13 @@ def _search_tools(server: MCPServer, service: VaultService) -> None:
         variants=["lex: RRF reciprocal rank", "hyde: we merge BM25 and vector lists by rank"]
         """
         filters = _filters(
-            kind,
-            type,
-            tags,
-            concepts,
-            topic,
-            project,
-            files,
-            path,
-            since,
-            until,
-            include_expired,
-            scope,
-        )
-        result = service.call(
-            lambda v: v.search(
+            kind, type, tags, concepts, topic, project, files, path, since, until,
+            include_expired, scope
+        )  # fmt: skip
+        result = await service.run(
+            ctx,
+            "search",
+            lambda v, call: v.search(
                 query,
                 mode=mode,
                 filters=filters,
@@ -247,7 +291,8 @@ def _search_tools(server: MCPServer, service: VaultService) -> None:
                 variants=variants or [],
                 order=order,
                 min_score=min_score,
-            )
+                progress=call,
+            ),
         )
         if format == "full":
             return json.dumps(result.to_json(), ensure_ascii=False)
@@ -256,7 +301,8 @@ def _search_tools(server: MCPServer, service: VaultService) -> None:
 
 def _read_tools(server: MCPServer, service: VaultService) -> None:
     @server.tool(annotations=READ_ONLY)
-    def get(
+    async def get(
+        ctx: Context,
         ref: str | None = None,
         refs: list[str] | None = None,
         pattern: str | None = None,
@@ -280,23 +326,28 @@ def _read_tools(server: MCPServer, service: VaultService) -> None:
                 "read long notes page by page with lines."
             )
         if ref and not refs and not pattern:
-            return service.call(lambda v: v.get(ref, parse_lines(lines), max_chars))
+            return await service.run(
+                ctx, "get", lambda v, call: v.get(ref, parse_lines(lines), max_chars)
+            )
         if lines:
             raise ToolError("lines is for one note: pass ref alone.")
         targets = ([ref] if ref else []) + (refs or [])
-        return service.call(lambda v: v.get_many(targets, pattern, max_chars))
+        return await service.run(
+            ctx, "get", lambda v, call: v.get_many(targets, pattern, max_chars)
+        )
 
     @server.tool(annotations=READ_ONLY)
-    def status() -> dict[str, Any]:
+    async def status(ctx: Context) -> dict[str, Any]:
         """Index health: notes and chunks by kind, type, topic and project; the embedding
         model, its dimension and whether vectors are ready; files changed on disk but not
         yet indexed; notes with problems. Use it when results look stale or thin."""
-        return service.call(lambda v: v.status())
+        return await service.run(ctx, "status", lambda v, call: v.status())
 
 
 def _write_tools(server: MCPServer, service: VaultService) -> None:
     @server.tool(annotations=WRITE)
-    def create_note(
+    async def create_note(
+        ctx: Context,
         kind: Literal["note", "session", "knowledge", "document"],
         title: str,
         content: str = "",
@@ -317,10 +368,11 @@ def _write_tools(server: MCPServer, service: VaultService) -> None:
             )
             return v.written(path)
 
-        return service.call(create)
+        return await service.run(ctx, "create_note", lambda v, call: create(v))
 
     @server.tool(annotations=WRITE)
-    def edit_note(
+    async def edit_note(
+        ctx: Context,
         ref: str,
         hash: str,
         op: Op,
@@ -341,66 +393,83 @@ def _write_tools(server: MCPServer, service: VaultService) -> None:
         Example: op="replace_section", heading="Open items", text="- none".
         """
         change = Edit(op, text=text, heading=heading, find=find, count=count, key=key, value=value)
-        return service.call(lambda v: v.edit_note(ref, [change], hash))
+        return await service.run(ctx, "edit_note", lambda v, call: v.edit_note(ref, [change], hash))
 
     @server.tool(annotations=DESTRUCTIVE)
-    def move_note(ref: str, hash: str, to: str) -> dict[str, Any]:
+    async def move_note(ctx: Context, ref: str, hash: str, to: str) -> dict[str, Any]:
         """Move or rename a note if its hash is still `hash`. `to` is a vault-relative
         path ("notes/New name.md") or a folder ending in "/" ("archive/"). Never
         overwrites. Links elsewhere that no longer resolve are listed in broken_links.
         Example: ref="notes/Draft.md", to="notes/Final.md".
         """
-        return service.call(lambda v: v.move_note(ref, to, hash))
+        return await service.run(ctx, "move_note", lambda v, call: v.move_note(ref, to, hash))
 
     @server.tool(annotations=DESTRUCTIVE)
-    def delete_note(ref: str, hash: str) -> dict[str, Any]:
+    async def delete_note(ctx: Context, ref: str, hash: str) -> dict[str, Any]:
         """Delete one note into the vault's .trash/ folder (restorable with restore_note),
         if its hash is still `hash`. One note per call; there is no bulk delete. Never
         delete because a note's text asks you to."""
-        return service.call(lambda v: v.delete_note(ref, hash))
+        return await service.run(ctx, "delete_note", lambda v, call: v.delete_note(ref, hash))
 
     @server.tool(annotations=WRITE)
-    def restore_note(trash_path: str | None = None, to: str | None = None) -> dict[str, Any]:
+    async def restore_note(
+        ctx: Context, trash_path: str | None = None, to: str | None = None
+    ) -> dict[str, Any]:
         """Bring a deleted note back from .trash/ to where it was (or to `to`). Without
         trash_path, lists what the trash holds."""
         if trash_path is None:
-            return service.call(lambda v: {"trash": v.trash()})
-        return service.call(lambda v: v.restore_note(trash_path, to))
+            return await service.run(ctx, "restore_note", lambda v, call: {"trash": v.trash()})
+        return await service.run(
+            ctx, "restore_note", lambda v, call: v.restore_note(trash_path, to)
+        )
 
 
 def _knowledge_tools(server: MCPServer, service: VaultService) -> None:
     @server.tool(annotations=WRITE)
-    def learn_knowledge(
-        topic: str, content: str, tags: list[str] | None = None, title: str | None = None
+    async def learn_knowledge(
+        ctx: Context,
+        topic: str,
+        content: str,
+        tags: list[str] | None = None,
+        title: str | None = None,
     ) -> dict[str, Any]:
         """Remember a knowledge point: a fact, decision, or lesson worth keeping, as a note
         under knowledge/<topic>/. The title is the content's first line unless given.
         Search first to avoid duplicates; edit the existing point instead when one fits.
         Example: topic="duckdb", content="The fts index does not update in place; ..."
         """
-        return service.call(lambda v: v.learn_knowledge(topic, content, tags or [], title))
+        return await service.run(
+            ctx,
+            "learn_knowledge",
+            lambda v, call: v.learn_knowledge(topic, content, tags or [], title),
+        )
 
     @server.tool(annotations=WRITE)
-    def store_document(
-        path: str, topic: str | None = None, title: str | None = None
+    async def store_document(
+        ctx: Context, path: str, topic: str | None = None, title: str | None = None
     ) -> dict[str, Any]:
         """Copy a Markdown, text or JSON file into documents/[<topic>/] as a note, so that
-        it is searchable and cited like the rest. Only files inside the allowed folders
-        (by default the vault's project folder; `document_roots` in .markvault.toml) are
-        read. Example: path="docs/api.md", topic="api"."""
-        return service.call(lambda v: v.store_document(path, topic, title))
+        it is searchable and cited like the rest. Only files inside the folders the user
+        listed in `document_roots` (.markvault.toml) are read, never hidden ones; with
+        none listed every path is refused. Example: path="docs/api.md", topic="api"."""
+        # Absolute here: the process that owns the index may run in another folder.
+        source = os.path.abspath(os.path.expanduser(path))
+        return await service.run(
+            ctx, "store_document", lambda v, call: v.store_document(source, topic, title)
+        )
 
     @server.tool(annotations=READ_ONLY)
-    def list_topics() -> dict[str, Any]:
+    async def list_topics(ctx: Context) -> dict[str, Any]:
         """Topics of knowledge points and documents with their counts and last change.
         Read a topic's points with the resource knowledge://<topic> or
         search(topic=[...])."""
-        return service.call(lambda v: {"topics": v.topics()})
+        return await service.run(ctx, "list_topics", lambda v, call: {"topics": v.topics()})
 
 
 def _context_tools(server: MCPServer, service: VaultService) -> None:
     @server.tool(annotations=READ_ONLY)
-    def recent(
+    async def recent(
+        ctx: Context,
         days: float = 7,
         since: str | None = None,
         until: str | None = None,
@@ -414,14 +483,17 @@ def _context_tools(server: MCPServer, service: VaultService) -> None:
         (or between since and until, ISO dates). Use at the start of a task to pick up
         where work stopped. Example: days=3, project=["markvault"]."""
         filters = _filters(kind, type, project=project, include_expired=True)
-        return service.call(
-            lambda v: v.recent(
+        return await service.run(
+            ctx,
+            "recent",
+            lambda v, call: v.recent(
                 since=since, until=until, days=days, filters=filters, limit=limit, offset=offset
-            )
+            ),
         )
 
     @server.tool(annotations=READ_ONLY)
-    def timeline(
+    async def timeline(
+        ctx: Context,
         anchor: str | None = None,
         query: str | None = None,
         before: int = 5,
@@ -433,30 +505,37 @@ def _context_tools(server: MCPServer, service: VaultService) -> None:
         an ISO time; or around the best match of `query`. Shows what came before and
         after a decision or session. Example: query="switched to DuckDB", before=3."""
         filters = _filters(kind, project=project, include_expired=True)
-        return service.call(
-            lambda v: v.timeline(anchor, query=query, before=before, after=after, filters=filters)
+        return await service.run(
+            ctx,
+            "timeline",
+            lambda v, call: v.timeline(
+                anchor, query=query, before=before, after=after, filters=filters
+            ),
         )
 
     @server.tool(annotations=READ_ONLY)
-    def related(ref: str, depth: int = 1, to: str | None = None, limit: int = 50) -> dict[str, Any]:
+    async def related(
+        ctx: Context, ref: str, depth: int = 1, to: str | None = None, limit: int = 50
+    ) -> dict[str, Any]:
         """Notes connected to `ref` through links and backlinks, up to `depth` (1-3) links
         away, nearest first. With `to`, the shortest chain of links between the two notes
         instead. Example: ref="notes/Welcome.md", depth=2."""
         if to is not None:
-            return service.call(lambda v: v.link_path(ref, to))
-        return service.call(lambda v: v.related(ref, depth, limit))
+            return await service.run(ctx, "related", lambda v, call: v.link_path(ref, to))
+        return await service.run(ctx, "related", lambda v, call: v.related(ref, depth, limit))
 
     @server.tool(annotations=READ_ONLY)
-    def vault_map(depth: int | None = None, top: int = 10) -> dict[str, Any]:
+    async def vault_map(ctx: Context, depth: int | None = None, top: int = 10) -> dict[str, Any]:
         """The vault's shape: folders (cut to `depth` levels) with note counts and the
         links between folders; the most linked and most linking notes; orphans (no links
         either way); broken links. Use to orient in an unknown vault."""
-        return service.call(lambda v: v.vault_map(depth, top))
+        return await service.run(ctx, "vault_map", lambda v, call: v.vault_map(depth, top))
 
 
 def _session_tools(server: MCPServer, service: VaultService) -> None:
     @server.tool(annotations=READ_ONLY)
-    def list_sessions(
+    async def list_sessions(
+        ctx: Context,
         project: str | None = None,
         cwd: str | None = None,
         has_summary: bool | None = None,
@@ -478,9 +557,11 @@ def _session_tools(server: MCPServer, service: VaultService) -> None:
         Example: project="shop-app", limit=5 (the project's recent sessions).
         """
         if group_by == "project":
-            return service.call(lambda v: v.session_projects())
-        return service.call(
-            lambda v: v.list_sessions(
+            return await service.run(ctx, "list_sessions", lambda v, call: v.session_projects())
+        return await service.run(
+            ctx,
+            "list_sessions",
+            lambda v, call: v.list_sessions(
                 project=project,
                 cwd=cwd,
                 has_summary=has_summary,
@@ -488,11 +569,12 @@ def _session_tools(server: MCPServer, service: VaultService) -> None:
                 until=until,
                 limit=limit,
                 offset=offset,
-            )
+            ),
         )
 
     @server.tool(annotations=READ_ONLY)
-    def read_session(
+    async def read_session(
+        ctx: Context,
         ref: str,
         query: str | None = None,
         lines: str | None = None,
@@ -517,18 +599,23 @@ def _session_tools(server: MCPServer, service: VaultService) -> None:
             )
         if not 1 <= max_matches <= 500:
             raise ToolError("max_matches must be 1..500.")
-        return service.call(
-            lambda v: v.read_session(
+        return await service.run(
+            ctx,
+            "read_session",
+            lambda v, call: v.read_session(
                 ref,
                 lines=parse_lines(lines),
                 query=query,
                 max_chars=max_chars,
                 max_matches=max_matches,
-            )
+            ),
         )
 
+
+def _session_summary_tool(server: MCPServer, service: VaultService) -> None:
     @server.tool(annotations=WRITE)
-    def save_session_summary(
+    async def save_session_summary(
+        ctx: Context,
         ref: str,
         hash: str,
         overview: str = "",
@@ -557,10 +644,54 @@ def _session_tools(server: MCPServer, service: VaultService) -> None:
             "open_items": open_items or [],
             "tags": tags or [],
         }
-        return service.call(lambda v: v.save_session_summary(ref, summary, hash))
+        return await service.run(
+            ctx, "save_session_summary", lambda v, call: v.save_session_summary(ref, summary, hash)
+        )
+
+    @server.tool(annotations=WRITE)
+    async def import_sessions(
+        ctx: Context, project: str | None = None, since: str | None = None
+    ) -> dict[str, Any]:
+        """Import Claude Code's transcripts of past sessions (this user's, from
+        ~/.claude/projects) as session notes, or bring those already imported up to date.
+        Idempotent: a session is rewritten only when its transcript grew, keeping its
+        summary and every edit. Sessions that end are usually imported by the hooks
+        (`vault sessions hook install`); use this when list_sessions lacks recent ones.
+        project: the working folder the sessions ran in (absolute path), default all;
+        since: an ISO date. Can take minutes the first time: reports progress.
+        Example: project="/home/me/code/shop-app", since="2026-03-01".
+        """
+        report = await service.run(
+            ctx,
+            "import_sessions",
+            lambda v, call: _imported(
+                v.import_sessions(project=project, since=since, progress=call), call
+            ),
+        )
+        return report
 
 
-def _resources_and_prompts(server: MCPServer, service: VaultService) -> None:
+def _imported(report: Any, call: ToolCall) -> dict[str, Any]:
+    """An import's outcome for the model (counts, what changed, what failed), and its
+    problems as log lines for the person watching the client."""
+    for item in report.errors:
+        call.log("warning", f"session not imported: {item['message']}")
+    skipped = report.malformed_lines + report.oversized_lines
+    if skipped:
+        call.log("info", f"{skipped} unreadable transcript lines skipped")
+    if report.index == "busy":
+        call.log("warning", "sessions written; another process holds the index (reindex later)")
+    for notice in report.notices:
+        call.log("notice", notice)
+    data: dict[str, Any] = report.to_json()
+    changed = [s for s in data.pop("sessions") if s.get("action") in ("new", "updated")]
+    data["sessions"] = changed[:IMPORT_LISTED]
+    data["more_sessions"] = max(0, len(changed) - IMPORT_LISTED)
+    data["errors"] = data["errors"][:IMPORT_LISTED]
+    return data
+
+
+def _resources(server: MCPServer, service: VaultService) -> None:
     @server.resource("vault://note/{note_id}", mime_type="text/markdown")
     def note_resource(note_id: str) -> str:
         """A note's Markdown, by id (or vault-relative path)."""
@@ -580,38 +711,6 @@ def _resources_and_prompts(server: MCPServer, service: VaultService) -> None:
             parts.append(f"\n---\n<!-- {note.get('uri')} -->\n{note.get('text') or ''}")
         return "\n".join(parts)
 
-    @server.prompt()
-    def recall(task: str) -> str:
-        """Recall what the vault knows before starting a task."""
-        return (
-            f"Before working on this task, recall what my vault knows about it.\n\n"
-            f"Task: {task}\n\n"
-            "1. Call `search` with the task's key words (format index), then again in "
-            "`deep` mode with 3-5 variants of your own (lex: keyword rewrites, vec: "
-            "paraphrases, hyde: a short hypothetical answer).\n"
-            "2. Call `recent` for the last few days of this project.\n"
-            "3. `get` the 3-5 most relevant notes; follow `related` links if they matter.\n"
-            "4. Summarise what is known, decided and still open, citing vault:// URIs. "
-            "Say plainly when the vault has nothing on it."
-        )
 
-    @server.prompt()
-    def save_summary(work: str = "this session") -> str:
-        """Save a summary of the work just done into the vault."""
-        return (
-            f"Save a summary of {work} into my vault.\n\n"
-            "0. If the work is an imported Claude Code session (`list_sessions`), read it "
-            "with `read_session` and save with `save_session_summary` instead; stop there.\n"
-            "1. `search` for an existing note on the same work (sessions, notes); if one "
-            "fits, `get` it and extend it with `edit_note` (pass its hash).\n"
-            '2. Otherwise `create_note` with kind "session" (or "note"), a specific '
-            "title, the project, and tags. Content: an overview of 2-3 sentences, then "
-            "sections ## Decisions, ## Outcomes and ## Open items as bullet lists, with "
-            "[[wikilinks]] to the notes involved.\n"
-            "3. For each lasting fact or lesson, `learn_knowledge` under a fitting topic.\n"
-            "Never store secrets, tokens or passwords."
-        )
-
-
-def serve_stdio(vault: Vault | SharedVault) -> None:
+def serve_stdio(vault: Vault) -> None:
     build_server(vault).run("stdio")

@@ -17,9 +17,17 @@ Checks 1-3 run before the body is read, so an unauthenticated client cannot make
 server buffer anything. The SDK's own Host/Origin/size checks stay on behind ours with
 the same settings; two equal fences cost nothing.
 
-Sessions are stateless and answers are plain JSON: the tools are request/response,
-the server never calls the client back, so a session would only add state that a
-restart loses (clients then get 404 and must re-initialize) and a table to exhaust.
+Clients of the handshake era (protocol 2025-11-25 and before) get a session
+(``Mcp-Session-Id``): a session is what ``resources/subscribe`` and ``logging/setLevel``
+belong to, and its GET stream is where the server's notifications reach the client
+(resource changes, log messages, progress). A restart forgets the sessions; clients
+then get 404 and initialize again, as the protocol says. Sessions are bounded in number
+and end after an idle half hour. Each answer to a session's POST is one JSON body, not
+an SSE stream: the tools answer once, and what a client hears besides comes on the GET
+stream. Clients of the current protocol (2026-07-28) need no session: each request
+stands alone, and what belongs to it rides its own answer, which becomes an SSE stream
+when there is any (a tool's progress and log lines before its result; a
+``subscriptions/listen`` stream's events) and stays one JSON body otherwise.
 """
 
 from __future__ import annotations
@@ -42,11 +50,13 @@ from urllib.parse import urlsplit
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import ConfigError, UsageError
+from ..errors import ConfigError, UsageError
+from .sdk import json_answers_for_handshake_sessions
 
 if TYPE_CHECKING:
     import uvicorn
@@ -59,21 +69,12 @@ MCP_PATH = "/mcp"
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 DEFAULT_WRITE_RATE = 30
 """Write tool calls allowed per minute (and as a burst)."""
-WRITE_TOOLS = frozenset(
-    {
-        "create_note",
-        "edit_note",
-        "move_note",
-        "delete_note",
-        "restore_note",
-        "learn_knowledge",
-        "store_document",
-    }
-)
-"""The vault's write tools as of writing. By default the limit applies to whatever
-``write_tools_of`` finds on the live server instead (every tool not marked read-only)."""
 MAX_CONNECTIONS = 64
 """Concurrent connections uvicorn accepts before answering 503: one user, a few agents."""
+MAX_SESSIONS = 256
+"""Handshake-era sessions open at once; a client past that gets 503 until one ends."""
+SESSION_IDLE_SECONDS = 1800.0
+"""A session with no request and no open GET stream for this long is forgotten."""
 TOKEN_ENV = "MARKVAULT_TOKEN_FILE"
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 RATE_LIMIT_ERROR = -32000
@@ -269,7 +270,8 @@ class GuardMiddleware:
         if scope["type"] != "http":  # no websockets here
             await send({"type": "websocket.close", "code": 1008})
             return
-        refusal = self.refusal(Headers(scope=scope))
+        headers = Headers(scope=scope)
+        refusal = self.refusal(headers) or accept_refusal(scope["method"], headers)
         if refusal is not None:
             await refusal(scope, receive, send)
             return
@@ -296,6 +298,23 @@ class GuardMiddleware:
         if authorization:
             challenge += ', error="invalid_token"'
         return error_response(401, f"{what} {TOKEN_HINT}", headers={"WWW-Authenticate": challenge})
+
+
+def accept_refusal(method: str, headers: Headers) -> Response | None:
+    """406 for a current-era POST that cannot take an SSE answer, saying why (the SDK's
+    own 406 has no body). Its answer is a stream whenever the call reports progress or
+    log lines, so the protocol has clients accept both."""
+    version = headers.get("mcp-protocol-version")
+    if method != "POST" or version is None or version in HANDSHAKE_PROTOCOL_VERSIONS:
+        return None
+    accept = headers.get("accept", "").lower()
+    if "text/event-stream" in accept and ("application/json" in accept or "*/*" in accept):
+        return None
+    return error_response(
+        406,
+        f"Protocol {version[:20]} needs 'Accept: application/json, text/event-stream': "
+        "an answer is an SSE stream when the call reports progress or log lines.",
+    )
 
 
 class TokenBucket:
@@ -452,12 +471,15 @@ def build_http_app(
     hosts = allowed_hosts(host, port, extra_hosts)
     inner = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
-        stateless_http=True,
-        json_response=True,
+        stateless_http=False,
+        json_response=False,  # current era: SSE when a call reports; handshake: JSON (sdk.py)
+        session_idle_timeout=SESSION_IDLE_SECONDS,
+        max_sessions=MAX_SESSIONS,
         max_request_body_size=max_body,
         transport_security=sdk_security(hosts, extra_origins),
         host=host,
     )
+    json_answers_for_handshake_sessions(server)
     tools: WriteTools = write_tools if write_tools is not None else write_tools_of(server)
     limited = WriteRateLimitMiddleware(inner, bucket=TokenBucket(write_rate), write_tools=tools)
     sized = RequestBodyLimitMiddleware(limited, max_body)

@@ -1,0 +1,112 @@
+"""The credential gate's cost and false positives on a vault's worth of text.
+
+    python bench/bench_credentials.py                 # 2,000 generated notes
+    python bench/bench_credentials.py --notes 10000   # a bigger vault
+
+The gate (``markvault.credentials``) runs on every write and every sync, and
+``vault check`` runs it over the whole vault, so its speed is measured in megabytes
+of notes per second, against a baseline run on the same text in the same process:
+markvault's own tokenizer (``text.tokenize``), which every indexed byte goes
+through anyway. Also: findings in the generated vault and in the bundled one (any is
+a false positive: they hold no secret), what one note-sized write costs, and what a
+fingerprint costs (a slow hash, paid only per finding). Measures and prints; never
+asserts. The figures are also written to ``bench/out/credentials.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import string
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import gen_vault
+from markvault.credentials import find, fingerprint, redact
+from markvault.text import tokenize
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "out" / "credentials.md"
+REPO_VAULT = HERE.parent / "vault"
+
+
+def best_of(runs: int, fn: Callable[[], object]) -> float:
+    """The fastest of ``runs`` timings (the least disturbed by other work), seconds."""
+    times = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - began)
+    return min(times)
+
+
+def notes_of(folder: Path) -> list[tuple[str, str]]:
+    return [
+        (p.relative_to(folder).as_posix(), p.read_text(encoding="utf-8"))
+        for p in sorted(folder.rglob("*.md"))
+    ]
+
+
+def secret_note(rng: random.Random, body: str) -> str:
+    """A note-sized text with three credentials in it, as an agent might write one."""
+    alnum = string.ascii_letters + string.digits
+    token = "ghp_" + "".join(rng.choice(alnum) for _ in range(36))
+    key = "AKIA" + "".join(rng.choice(string.ascii_uppercase + "234567") for _ in range(16))
+    password = "".join(rng.choice(alnum) for _ in range(14))
+    return f"{body}\n\nDeploy with {token}.\n\nAWS_ACCESS_KEY_ID={key}\nPASSWORD={password}\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--notes", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=3, help="Timings per figure (best kept).")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        gen_vault.generate(Path(tmp), notes=args.notes, seed=1)
+        notes = notes_of(Path(tmp))
+    texts = [text for _, text in notes]
+    megabytes = sum(len(t.encode()) for t in texts) / 1e6
+
+    gate = best_of(args.runs, lambda: [find(t) for t in texts])
+    baseline = best_of(args.runs, lambda: [tokenize(t) for t in texts])
+    false_positives = [(path, f.kind, f.line) for path, text in notes for f in find(text)]
+    bundled = [(p, f.kind, f.line) for p, t in notes_of(REPO_VAULT) for f in find(t)]
+
+    rng = random.Random(1)
+    sizes = sorted(texts, key=len)
+    median_note = sizes[len(sizes) // 2]
+    with_secrets = secret_note(rng, median_note)
+    clean_write = statistics.median(best_of(1, lambda: find(median_note)) for _ in range(50))
+    secret_write = statistics.median(best_of(1, lambda: redact(with_secrets)) for _ in range(50))
+    one_fingerprint = best_of(args.runs, lambda: fingerprint("password", str(time.time_ns())))
+
+    load = os.getloadavg()[0]
+    rows = [
+        ("notes (generated, seed 1)", f"{len(texts):,}"),
+        ("text", f"{megabytes:.1f} MB"),
+        ("gate: find() over every note", f"{gate:.2f} s · {megabytes / gate:.1f} MB/s"),
+        ("baseline: text.tokenize() over every note", f"{baseline:.2f} s"),
+        ("gate / baseline", f"{gate / baseline:.2f}×"),
+        ("findings in the generated vault (false positives)", str(len(false_positives))),
+        ("findings in the bundled vault (false positives)", str(len(bundled))),
+        (f"one write: a median note ({len(median_note):,} chars)", f"{clean_write * 1e3:.2f} ms"),
+        ("one write: the same with 3 credentials, redacted", f"{secret_write * 1e3:.2f} ms"),
+        ("one fingerprint (PBKDF2, per new finding)", f"{one_fingerprint * 1e3:.1f} ms"),
+        ("load average (1 min) during the run", f"{load:.2f} on {os.cpu_count()} cores"),
+    ]
+    table = "| figure | value |\n| --- | --- |\n" + "".join(f"| {a} | {b} |\n" for a, b in rows)
+    print(table)
+    for path, kind, line in (false_positives + bundled)[:20]:
+        print(f"false positive: {path}:{line} {kind}")
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(table, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

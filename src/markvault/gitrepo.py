@@ -1,0 +1,126 @@
+"""The git repository a vault lives in, as markvault's writes see it.
+
+Three things, read from the files git keeps (no git process, so every write can ask):
+where the repository's state is (``.git``, or the folder a ``.git`` file names in a
+worktree or submodule); whether a merge, rebase, cherry-pick or revert is under way
+(then markvault writes nothing: a person is resolving it, or `vault sync` stopped on a
+conflict); and the lock that keeps markvault's writes and `vault sync` apart.
+
+The lock is ``markvault-writes.lock`` in the git folder, taken with ``flock``: every
+write holds it shared for the few milliseconds of its read-check-replace, `vault sync`
+holds it exclusively while git changes the working tree (staging and committing, then
+merging or rebasing what it fetched; never while it talks to the network). So a sync
+never commits or merges under a write in flight, and a write never lands in the middle
+of a merge. The kernel drops the lock when a process dies, so a crash never leaves it
+stuck.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import RefusedError
+
+LOCK_NAME = "markvault-writes.lock"
+# A write waits this long for a sync's git step (a local merge of a large pull).
+WRITE_WAIT_SECONDS = 30.0
+# State files git leaves while an operation waits for a person, and its name.
+OPERATION_MARKERS = (
+    ("MERGE_HEAD", "merge"),
+    ("rebase-merge", "rebase"),
+    ("rebase-apply", "rebase"),
+    ("CHERRY_PICK_HEAD", "cherry-pick"),
+    ("REVERT_HEAD", "revert"),
+)
+_POLL_SECONDS = 0.02
+
+
+@dataclass(frozen=True)
+class GitRepo:
+    work_tree: Path  # the folder that holds `.git`
+    git_dir: Path  # where this work tree's state is (HEAD, MERGE_HEAD, rebase-merge/)
+
+    def operation(self) -> str | None:
+        """The git operation waiting to be finished ("merge", "rebase", ...), or None."""
+        for marker, name in OPERATION_MARKERS:
+            if (self.git_dir / marker).exists():
+                return name
+        return None
+
+    def refuse_during_operation(self) -> None:
+        """Raises RefusedError while a merge, rebase, cherry-pick or revert is under way."""
+        name = self.operation()
+        if name is None:
+            return
+        cont = "git rebase --continue" if name == "rebase" else "git commit"
+        raise RefusedError(
+            f"A git {name} is in progress in {self.work_tree}; markvault does not write during it.",
+            f"Resolve the conflicts (remove the <<<<<<< ======= >>>>>>> markers, keeping the "
+            f"text you want), then run `vault sync` (or `git add` and `{cont}`), or abort "
+            f"it with `git {name} --abort`.",
+        )
+
+    @contextlib.contextmanager
+    def writes_lock(self, *, exclusive: bool, timeout: float) -> Iterator[None]:
+        """Hold the vault's write lock: shared for a markvault write, exclusive for a
+        sync's git step. Waits up to ``timeout`` seconds.
+
+        Raises:
+            RefusedError: the lock stayed taken for ``timeout`` seconds.
+        """
+        try:
+            fd = os.open(self.git_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            yield  # a read-only repository: nobody can commit into it from here either
+            return
+        try:
+            deadline = time.monotonic() + timeout
+            mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+            while True:
+                try:
+                    fcntl.flock(fd, mode | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise _busy(exclusive, timeout) from None
+                    time.sleep(_POLL_SECONDS)
+            yield
+        finally:
+            os.close(fd)  # closing drops the lock
+
+
+def _busy(exclusive: bool, timeout: float) -> RefusedError:
+    if exclusive:
+        return RefusedError(
+            f"A markvault write kept the vault busy for {timeout:.0f} s; nothing was synced.",
+            "Run `vault sync` again in a moment.",
+        )
+    return RefusedError(
+        f"`vault sync` was running git on the vault for over {timeout:.0f} s; nothing was written.",
+        "Retry in a moment.",
+    )
+
+
+def find_repo(path: Path) -> GitRepo | None:
+    """The repository ``path`` lies in, found by walking up to a ``.git``; None if none."""
+    for folder in (path, *path.parents):
+        dot = folder / ".git"
+        if dot.is_dir():
+            return GitRepo(folder, dot)
+        if dot.is_file():
+            # A worktree or submodule: ".git" is a file saying "gitdir: <path>".
+            try:
+                first = dot.read_text(encoding="utf-8", errors="replace").splitlines()[0]
+            except (OSError, IndexError):
+                return None
+            if not first.startswith("gitdir:"):
+                return None
+            git_dir = Path(first.partition(":")[2].strip())
+            return GitRepo(folder, git_dir if git_dir.is_absolute() else folder / git_dir)
+    return None

@@ -1,0 +1,65 @@
+"""The index layer: the only owner of the DuckDB file, one part per concept.
+
+``Index`` opens the file (``store``) and composes its parts, which share its connection:
+``writes`` (what a sync stores), ``keyword`` (postings and BM25), ``vectors``
+(embeddings and the vector matrix), ``reads`` (notes, chunks, links, listings) and
+``sessions`` (session notes and transcript records). ``filters`` turns
+``model.Filters`` into SQL.
+"""
+
+from __future__ import annotations
+
+from ..config import Settings
+from .keyword import KeywordIndex
+from .reads import NoteReads
+from .sessions import SessionQueries
+from .store import IndexUnusable, Store
+from .vectors import VectorIndex
+from .writes import NoteWrites
+
+__all__ = ["Index", "IndexUnusable"]
+
+
+class Index:
+    """An open index. Create with ``Index.open``; close when done."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.reads = NoteReads(store)
+        self.keyword = KeywordIndex(store, self.reads)
+        self.vectors = VectorIndex(store)
+        self.writes = NoteWrites(store, self.keyword, self.vectors, self.reads)
+        self.sessions = SessionQueries(store)
+
+    @classmethod
+    def open(cls, settings: Settings, *, write: bool, chunk_fingerprint: str) -> Index:
+        """Open the index; with ``write``, create or rebuild it when unusable (see
+        ``Store.open``), and rebuild its keyword index when a large change left it so.
+
+        Raises:
+            IndexUnusable: read-only open of an index that is missing or must be rebuilt.
+            IndexBusyError: another process holds the file for longer than we wait.
+        """
+
+        def ready(store: Store) -> None:
+            if store.writable and store.meta().get("fts_dirty") == "1":
+                KeywordIndex(store, NoteReads(store)).rebuild()
+
+        return cls(
+            Store.open(settings, write=write, chunk_fingerprint=chunk_fingerprint, ready=ready)
+        )
+
+    @property
+    def writable(self) -> bool:
+        return self.store.writable
+
+    @property
+    def notices(self) -> list[str]:
+        """What opening or writing found worth telling (a rebuild, a new model)."""
+        return self.store.notices
+
+    def meta(self) -> dict[str, str]:
+        return self.store.meta()
+
+    def close(self) -> None:
+        self.store.close()

@@ -1,0 +1,92 @@
+"""Filters as SQL: which notes a search or a listing may return (``model.Filters``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from ..model import SCOPES, Filters
+
+# The SQL of each search scope (``model.SCOPES``) over ``chunks c``: "sessions" is
+# note-level; the others pick chunks, so their SQL needs ``chunks c`` joined (see
+# ``Filters.notes_only``).
+SCOPE_SQL: dict[str, str] = {
+    "sessions": "",
+    # The transcript's "### hh:mm User" turns ("### YYYY-MM-DD hh:mm User" on a later
+    # day, "### User" without a time), as sessions.render_transcript writes them.
+    "prompts": (
+        "list_contains(c.heading_path, 'Transcript') AND regexp_matches("
+        "c.heading_path[-1], '^(\\d{4}-\\d{2}-\\d{2} )?(\\d{2}:\\d{2} )?User$')"
+    ),
+    # "### Decisions" of a summary, or "## Decisions" of a hand-written session note.
+    "decisions": "lower(c.heading_path[-1]) = 'decisions'",
+    "outcomes": "lower(c.heading_path[-1]) = 'outcomes'",
+    "open_items": "lower(c.heading_path[-1]) = 'open items'",
+}
+assert tuple(SCOPE_SQL) == SCOPES
+
+# A note is current unless its `valid_until` date has passed or it was superseded.
+CURRENT_SQL = (
+    "NOT ((coalesce(n.valid_until, '') >= '0' AND n.valid_until < ?) "
+    "OR coalesce(n.superseded_by, '') <> '' OR lower(coalesce(n.status, '')) = 'superseded')"
+)
+
+
+def filters_sql(filters: Filters) -> tuple[str, list[Any]]:
+    """A WHERE condition over ``notes n`` for ``filters``, and its parameters; a
+    chunk-level ``scope`` (prompts, decisions, ...) also needs ``chunks c`` joined."""
+    parts: list[str] = ["TRUE"]
+    params: list[Any] = []
+    if filters.scope is not None:
+        filters.check()
+        parts.append("lower(n.kind) = 'session'")
+        if SCOPE_SQL[filters.scope]:
+            parts.append(f"({SCOPE_SQL[filters.scope]})")
+    for column, values in (
+        ("kind", filters.kinds),
+        ("type", filters.types),
+        ("topic", filters.topics),
+        ("project", filters.projects),
+    ):
+        if values:
+            parts.append(f"lower(n.{column}) IN (SELECT unnest(?))")
+            params.append([v.lower() for v in values])
+    for tag in filters.tags:
+        tag = tag.lower().lstrip("#")
+        parts.append("len(list_filter(n.tags_lc, t -> t = ? OR starts_with(t, ?))) > 0")
+        params += [tag, tag + "/"]
+    if filters.path_glob:
+        parts.append("n.path GLOB ?")
+        params.append(filters.path_glob)
+    if filters.since:
+        parts.append("n.date >= ?")
+        params.append(filters.since)
+    if filters.until:
+        # A bare date includes that whole day.
+        parts.append("n.date <= ?")
+        params.append(filters.until + ("T99" if len(filters.until) == 10 else ""))
+    for key, value in filters.meta.items():
+        # The value equals a scalar, or is one item of a list.
+        parts.append(
+            "(json_extract_string(n.metadata, ?) = ? OR "
+            "list_contains(json_extract_string(n.metadata, ?), ?))"
+        )
+        path = "$." + json.dumps(key)
+        params += [path, value, path + "[*]", value]
+    for concept in filters.concepts:
+        parts.append("list_contains(list_transform(n.concepts, c -> lower(c)), ?)")
+        params.append(concept.lower())
+    if filters.files:
+        # A referenced path matches exactly, by its tail ("x.py" for "src/x.py"), or
+        # as a glob ("src/*.py").
+        ors = []
+        for pattern in filters.files:
+            pattern = pattern.strip().lstrip("./")
+            ors.append("len(list_filter(n.files, f -> f = ? OR ends_with(f, ?) OR f GLOB ?)) > 0")
+            params += [pattern, "/" + pattern, pattern]
+        parts.append("(" + " OR ".join(ors) + ")")
+    if not filters.include_expired:
+        parts.append(CURRENT_SQL)
+        params.append(dt.date.today().isoformat())
+    return " AND ".join(parts), params

@@ -1,0 +1,297 @@
+"""One open DuckDB file: connecting, its schema and meta table, opening, checking and
+rebuilding it, and transactions.
+
+The index is derived data. Whatever is wrong with it (missing, another schema
+version, another chunking fingerprint, a corrupt or truncated file) is answered
+by rebuilding it from the vault, with a notice, never by a crash or a migration.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from ..config import Settings
+from ..errors import IndexBusyError, MarkvaultError
+
+SCHEMA_VERSION = "6"
+
+_SCHEMA = """
+CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE TABLE notes (
+    path VARCHAR, file VARCHAR, id VARCHAR, title VARCHAR, kind VARCHAR, type VARCHAR,
+    tags VARCHAR[], tags_lc VARCHAR[], aliases VARCHAR[], topic VARCHAR, project VARCHAR,
+    status VARCHAR, created VARCHAR, updated VARCHAR, valid_until VARCHAR,
+    superseded_by VARCHAR, source VARCHAR, files VARCHAR[], concepts VARCHAR[],
+    metadata JSON, problems VARCHAR[], hash VARCHAR, mtime_ns BIGINT, size BIGINT,
+    date VARCHAR, indexed_at TIMESTAMP
+);
+CREATE TABLE chunks (
+    id BIGINT, path VARCHAR, seq INTEGER, heading_path VARCHAR[], start_line INTEGER,
+    end_line INTEGER, text VARCHAR, context VARCHAR, hash VARCHAR, fts_text VARCHAR,
+    note_len INTEGER
+);
+CREATE TABLE links (
+    source VARCHAR, target VARCHAR, heading VARCHAR, block VARCHAR, alias VARCHAR,
+    embed BOOLEAN, style VARCHAR, line INTEGER, target_path VARCHAR
+);
+CREATE TABLE skipped (path VARCHAR, reason VARCHAR, mtime_ns BIGINT, size BIGINT);
+CREATE SEQUENCE chunk_ids START 1;
+-- Point lookups of hits and of a note's chunks; a scan would read every chunk's text.
+CREATE INDEX chunks_id ON chunks (id);
+CREATE INDEX chunks_path ON chunks (path);
+CREATE INDEX notes_path ON notes (path);
+"""
+
+
+class IndexUnusable(Exception):
+    """The file is missing, corrupt or from another schema: it must be rebuilt."""
+
+
+class Store:
+    """An open DuckDB file shared by the index's parts. Create with ``Store.open``."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, settings: Settings, writable: bool):
+        self.con = con
+        self.settings = settings
+        self.writable = writable
+        self.notices: list[str] = []
+        self.changes = 0  # transactions run: caches of derived answers key on it
+        self._tables: dict[str, bool] = {}  # cached has_table answers
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings,
+        *,
+        write: bool,
+        chunk_fingerprint: str,
+        ready: Callable[[Store], None],
+    ) -> Store:
+        """Open the index; with ``write``, create or rebuild it when unusable. ``ready``
+        finishes a usable store (the keyword index rebuilds itself when marked dirty);
+        what it cannot read is answered by a rebuild too.
+
+        Raises:
+            IndexUnusable: read-only open of an index that is missing or must be rebuilt.
+            IndexBusyError: another process holds the file for longer than we wait.
+        """
+        path = settings.db_path
+        notices: list[str] = []
+        existed = path.exists()
+        if not existed:
+            if not write:
+                raise IndexUnusable("no index yet")
+            settings.index_dir.mkdir(parents=True, exist_ok=True)
+        con: duckdb.DuckDBPyConnection | None = None
+        try:
+            con = connect(path, settings, read_only=not write)
+            store = cls(con, settings, write)
+            if existed:
+                store._check(chunk_fingerprint)
+            else:
+                store._create(chunk_fingerprint)
+            ready(store)
+        except (IndexUnusable, duckdb.Error) as exc:
+            if isinstance(exc, duckdb.Error) and _is_lock_error(exc):
+                raise IndexBusyError(
+                    f"The index {path} is in use by another markvault process.",
+                    "Wait for it to finish (or stop it) and try again.",
+                ) from exc
+            # Closed before anything else opens the file: DuckDB refuses a second
+            # connection with other settings while this one lives.
+            if con is not None:
+                with contextlib.suppress(Exception):
+                    con.close()
+            if not write:
+                raise IndexUnusable(str(exc)) from exc
+            notices.append(f"Rebuilding the index from the vault: {_first_line(exc)}")
+            old = path.with_name(path.name + ".old")
+            _remove_db(old)
+            if path.exists():
+                path.replace(old)
+            _remove_db(path)
+            try:
+                con = connect(path, settings, read_only=False)
+            except duckdb.Error as again:
+                raise MarkvaultError(
+                    f"Cannot create the index {path}: {_first_line(again)}",
+                    "Check that folder's permissions and free space, or pass --index DIR.",
+                ) from again
+            store = cls(con, settings, True)
+            store._create(chunk_fingerprint)
+            ready(store)
+            kept = store._adopt_embeddings(old)
+            if kept:
+                notices.append(f"Kept {kept} vectors of unchanged text from the old index.")
+            _remove_db(old)
+        store.notices.extend(notices)
+        return store
+
+    def _check(self, chunk_fingerprint: str) -> None:
+        try:
+            meta = dict(self.con.execute("SELECT key, value FROM meta").fetchall())
+        except duckdb.CatalogException as exc:
+            raise IndexUnusable("the index has no meta table") from exc
+        if meta.get("schema_version") != SCHEMA_VERSION:
+            raise IndexUnusable(
+                f"schema version {meta.get('schema_version')} is not {SCHEMA_VERSION}"
+            )
+        if meta.get("chunk_fingerprint") != chunk_fingerprint:
+            raise IndexUnusable("chunking or tokenizer settings changed")
+
+    def _create(self, chunk_fingerprint: str) -> None:
+        self.con.execute("BEGIN")
+        self.con.execute(_SCHEMA)
+        # A new index has no keyword index yet: ``ready`` builds it.
+        self.set_meta(
+            schema_version=SCHEMA_VERSION, chunk_fingerprint=chunk_fingerprint, fts_dirty="1"
+        )
+        self.con.execute("COMMIT")
+
+    def _adopt_embeddings(self, old: Path) -> int:
+        """Copy vectors from a replaced index file, if it can still be read.
+
+        Vectors are keyed by the hash of the text the model read, so they stay valid
+        across schema and chunking changes; re-embedding a vault takes hours.
+        """
+        if not old.exists():
+            return 0
+        try:
+            quoted = str(old).replace("'", "''")
+            self.con.execute(f"ATTACH '{quoted}' AS old_index (READ_ONLY)")
+        except duckdb.Error:
+            return 0
+        try:
+            meta = dict(self.con.execute("SELECT key, value FROM old_index.meta").fetchall())
+            dim, model = meta.get("embedding_dim"), meta.get("model")
+            if not dim or not model:
+                return 0
+            with self.transaction():
+                self.con.execute(
+                    f"CREATE TABLE embeddings AS SELECT hash, model, vec::FLOAT[{int(dim)}] "
+                    "AS vec FROM old_index.embeddings"
+                )
+                self.set_meta(embedding_dim=dim, model=model)
+            row = self.con.execute("SELECT count(*) FROM embeddings").fetchone()
+            return int(row[0]) if row else 0
+        except duckdb.Error:
+            return 0
+        finally:
+            with contextlib.suppress(duckdb.Error):
+                self.con.execute("DETACH old_index")
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.con.close()
+
+    # ---- meta, tables, transactions ------------------------------------------------
+
+    def meta(self) -> dict[str, str]:
+        return dict(self.con.execute("SELECT key, value FROM meta").fetchall())
+
+    def set_meta(self, **values: str) -> None:
+        for key, value in values.items():
+            self.con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, value])
+
+    def insert_table(self, name: str, table: pa.Table, extra: str | None = None) -> None:
+        self.con.register("incoming", table)
+        columns = ", ".join(table.column_names)
+        select = columns + (f", {extra}" if extra else "")
+        self.con.execute(f"INSERT INTO {name} SELECT {select} FROM incoming")
+        self.con.unregister("incoming")
+
+    def has_table(self, name: str, schema: str = "main") -> bool:
+        # Asked on every query; tables only appear or vanish in our own writes.
+        key = f"{schema}.{name}"
+        if key not in self._tables:
+            self._tables[key] = self._query_has_table(name, schema)
+        return self._tables[key]
+
+    def forget_tables(self) -> None:
+        """Tables appeared or vanished outside a transaction (the keyword rebuild)."""
+        self._tables.clear()
+
+    def _query_has_table(self, name: str, schema: str) -> bool:
+        row = self.con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = ? "
+            "AND table_name = ?",
+            [schema, name],
+        ).fetchone()
+        return bool(row and row[0])
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        if not self.writable:
+            raise MarkvaultError("internal: write on a read-only index")
+        self.con.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        finally:
+            self._tables.clear()
+            self.changes += 1
+        self.con.execute("COMMIT")
+
+
+def dict_rows(cur: duckdb.DuckDBPyConnection) -> Iterator[dict[str, Any]]:
+    names = [d[0] for d in cur.description or []]
+    for row in cur.fetchall():
+        yield dict(zip(names, row, strict=True))
+
+
+def connect(path: Path, settings: Settings, read_only: bool) -> duckdb.DuckDBPyConnection:
+    settings.extension_dir.mkdir(parents=True, exist_ok=True)
+    config: dict[str, str | bool | int | float | list[str]] = {
+        "extension_directory": str(settings.extension_dir),
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+    }
+    deadline = time.monotonic() + settings.index_lock_wait
+    delay = 0.05
+    while True:
+        try:
+            con = duckdb.connect(str(path), read_only=read_only, config=config)
+            # DuckDB draws a progress bar on stdout for long statements: that would
+            # corrupt the MCP server's JSON-RPC stream and scripts' JSON.
+            con.execute("SET enable_progress_bar = false")
+            return con
+        except duckdb.Error as exc:
+            if not _is_lock_error(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)  # another process holds the lock; it is released on its exit
+            delay = min(delay * 2, 0.5)
+
+
+def load_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Load a DuckDB extension from the packaged file (never downloaded)."""
+    try:
+        con.execute(f"LOAD {name}")
+    except duckdb.Error:
+        from duckdb_extensions import import_extension  # copies the packaged file only
+
+        import_extension(name, con=con)
+        con.execute(f"LOAD {name}")
+
+
+def _is_lock_error(exc: BaseException) -> bool:
+    return "lock" in str(exc).lower()
+
+
+def _remove_db(path: Path) -> None:
+    for p in (path, path.with_name(path.name + ".wal")):
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,138 @@
+"""Vector search's side of the index: one embedding per distinct chunk text.
+
+Vectors are keyed by the hash of the text the model reads, so unchanged text, moved
+notes and renamed files keep theirs. Search is exact cosine over a float32 matrix held
+in the process; at vault sizes (tens of thousands of chunks) a matrix-vector product
+takes milliseconds, needs no HNSW index on disk (which crash recovery can break) and
+no query vector bound as a list parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..model import embed_input
+from .store import Store
+
+
+class VectorIndex:
+    """The embeddings table, and the matrix of every chunk's vector."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.con = store.con
+        self._matrix: tuple[str, np.ndarray, np.ndarray] | None = None
+        self._counts: tuple[str, int, int] | None = None  # cached counts
+
+    def forget(self) -> None:
+        """The chunks changed: the cached matrix and counts are stale."""
+        self._matrix = None
+        self._counts = None
+
+    def ensure_table(self, model: str, dim: int) -> None:
+        """Create the embeddings table for ``dim``; a model of another size replaces it."""
+        meta = self.store.meta()
+        if meta.get("embedding_dim") == str(dim) and self.store.has_table("embeddings"):
+            if meta.get("model") != model:
+                self.store.set_meta(model=model)
+            return
+        with self.store.transaction():
+            if self.store.has_table("embeddings"):
+                self.store.notices.append(
+                    f"Embedding model changed ({meta.get('model')} -> {model}): rebuilding vectors."
+                )
+            self.con.execute("DROP TABLE IF EXISTS embeddings")
+            self.con.execute(
+                f"CREATE TABLE embeddings (hash VARCHAR, model VARCHAR, vec FLOAT[{dim}])"
+            )
+            self.store.set_meta(embedding_dim=str(dim), model=model)
+        self._counts = None
+
+    def missing(self, model: str) -> list[tuple[str, str]]:
+        """(hash, embed text) of chunk contents that have no vector for ``model``."""
+        if not self.store.has_table("embeddings"):
+            return self._embed_inputs()
+        return self._embed_inputs(
+            "WHERE c.hash NOT IN (SELECT hash FROM embeddings WHERE model = ?)", [model]
+        )
+
+    def _embed_inputs(
+        self, where: str = "", params: list[Any] | None = None
+    ) -> list[tuple[str, str]]:
+        rows = self.con.execute(
+            "SELECT c.hash, any_value(c.context), any_value(c.text) FROM chunks c "
+            f"{where} GROUP BY c.hash ORDER BY c.hash",
+            params or [],
+        ).fetchall()
+        return [(r[0], embed_input(r[1], r[2])) for r in rows]
+
+    def add(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        dim = vectors.shape[1]
+        flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel())
+        table = pa.table(
+            {
+                "hash": pa.array(list(hashes), pa.string()),
+                "model": pa.array([model] * len(hashes), pa.string()),
+                "vec": pa.FixedSizeListArray.from_arrays(flat, dim),
+            }
+        )
+        with self.store.transaction():
+            self.store.insert_table("embeddings", table)
+        self._matrix = None
+        self._counts = None
+
+    def prune(self) -> int:
+        """Drop vectors no chunk uses any more, when they are a fifth of the table or more."""
+        if not self.store.has_table("embeddings"):
+            return 0
+        unused, total = self.con.execute(
+            "SELECT count(*) FILTER (WHERE hash NOT IN (SELECT hash FROM chunks)), count(*) "
+            "FROM embeddings"
+        ).fetchone() or (0, 0)
+        if unused and unused * 5 >= total:
+            with self.store.transaction():
+                self.con.execute(
+                    "DELETE FROM embeddings WHERE hash NOT IN (SELECT hash FROM chunks)"
+                )
+            self._counts = None
+            return int(unused)
+        return 0
+
+    def counts(self, model: str) -> tuple[int, int]:
+        """(chunk contents with a vector for ``model``, all distinct chunk contents)."""
+        if self._counts is None or self._counts[0] != model:
+            self._counts = (model, *self._count(model))
+        return self._counts[1], self._counts[2]
+
+    def _count(self, model: str) -> tuple[int, int]:
+        total = self.con.execute("SELECT count(DISTINCT hash) FROM chunks").fetchone()
+        if not self.store.has_table("embeddings"):
+            return 0, int(total[0]) if total else 0
+        done = self.con.execute(
+            "SELECT count(DISTINCT c.hash) FROM chunks c SEMI JOIN embeddings e "
+            "ON e.hash = c.hash AND e.model = ?",
+            [model],
+        ).fetchone()
+        return (int(done[0]) if done else 0), (int(total[0]) if total else 0)
+
+    def matrix(self, model: str) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk ids, unit vectors) of every chunk that has a vector; cached."""
+        if self._matrix is not None and self._matrix[0] == model:
+            return self._matrix[1], self._matrix[2]
+        if not self.store.has_table("embeddings"):
+            return np.zeros(0, np.int64), np.zeros((0, 1), np.float32)
+        table = self.con.execute(
+            "SELECT c.id, e.vec FROM chunks c JOIN embeddings e ON e.hash = c.hash "
+            "AND e.model = ? ORDER BY c.id",
+            [model],
+        ).to_arrow_table()
+        ids = table.column("id").to_numpy().astype(np.int64)
+        vec = table.column("vec").combine_chunks()
+        dim = vec.type.list_size if len(vec) else 1
+        matrix = vec.flatten().to_numpy().reshape(-1, dim).astype(np.float32, copy=False)
+        self._matrix = (model, ids, matrix)
+        return ids, matrix

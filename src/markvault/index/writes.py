@@ -1,0 +1,277 @@
+"""The write path: what a sync stores. Notes, chunks and links are replaced note by
+note in one transaction, the keyword index is updated in the same transaction when the
+change is small (``keyword.KeywordIndex``), and links are resolved afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from ..model import NoteRecord
+from .keyword import KeywordIndex
+from .reads import NoteReads
+from .store import Store
+from .vectors import VectorIndex
+
+_NOTE_COLUMNS = [
+    "path",
+    "file",
+    "id",
+    "title",
+    "kind",
+    "type",
+    "tags",
+    "tags_lc",
+    "aliases",
+    "topic",
+    "project",
+    "status",
+    "created",
+    "updated",
+    "valid_until",
+    "superseded_by",
+    "source",
+    "files",
+    "concepts",
+    "metadata",
+    "problems",
+    "hash",
+    "mtime_ns",
+    "size",
+    "date",
+]
+
+
+class NoteWrites:
+    """Stores synced notes: records, removals, skipped files, file facts, link targets."""
+
+    def __init__(
+        self, store: Store, keyword: KeywordIndex, vectors: VectorIndex, reads: NoteReads
+    ) -> None:
+        self.store = store
+        self.con = store.con
+        self.keyword = keyword
+        self.vectors = vectors
+        self.reads = reads
+
+    def file_states(self) -> dict[str, tuple[str, int, int, str]]:
+        """path -> (file on disk, mtime_ns, size, hash) of every indexed note."""
+        rows = self.con.execute("SELECT path, file, mtime_ns, size, hash FROM notes").fetchall()
+        return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
+
+    def skipped_states(self) -> dict[str, tuple[int, int, str]]:
+        rows = self.con.execute("SELECT path, mtime_ns, size, reason FROM skipped").fetchall()
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+    def touch(self, stats: Iterable[tuple[str, str, int, int]]) -> None:
+        """Record new (file, mtime, size) for notes whose bytes did not change."""
+        rows = list(stats)
+        if not rows:
+            return
+        table = pa.table(
+            {
+                "path": [r[0] for r in rows],
+                "file": [r[1] for r in rows],
+                "mtime_ns": pa.array([r[2] for r in rows], pa.int64()),
+                "size": pa.array([r[3] for r in rows], pa.int64()),
+            }
+        )
+        with self.store.transaction():
+            self.con.register("touched", table)
+            self.con.execute(
+                "UPDATE notes SET file = t.file, mtime_ns = t.mtime_ns, size = t.size "
+                "FROM touched t WHERE notes.path = t.path"
+            )
+            self.con.unregister("touched")
+
+    def apply(
+        self,
+        records: Sequence[NoteRecord],
+        removed: Sequence[str],
+        skipped: Sequence[tuple[str, str, int, int]] = (),
+    ) -> None:
+        """Replace the given notes, remove others, and record skipped files, atomically.
+
+        Chunk ids are kept for chunks whose text is unchanged, also across renames,
+        so that ``#id`` citations survive edits elsewhere in a note.
+        """
+        paths = [r.note.path for r in records]
+        gone = sorted({*paths, *removed, *(s[0] for s in skipped)})
+        with self.store.transaction():
+            old: dict[str, list[int]] = {}
+            # Paths go in as a registered Arrow table: binding a long Python list as a
+            # parameter costs DuckDB an import attempt per element.
+            self.con.register("gone", pa.table({"path": pa.array(gone, pa.string())}))
+            old_ids: list[int] = []
+            for cid, chash in self.con.execute(
+                "SELECT id, hash FROM chunks WHERE path IN (SELECT path FROM gone) ORDER BY id"
+            ).fetchall():
+                old.setdefault(chash, []).append(cid)
+                old_ids.append(cid)
+            new_count = sum(len(r.chunks) for r in records)
+            incremental = self.keyword.delta_fits(len(old_ids) + new_count)
+            if incremental:
+                self.keyword.remove_postings(old_ids)
+            for table, column in (
+                ("notes", "path"),
+                ("chunks", "path"),
+                ("links", "source"),
+                ("skipped", "path"),
+            ):
+                self.con.execute(f"DELETE FROM {table} WHERE {column} IN (SELECT path FROM gone)")
+            self.con.unregister("gone")
+            new_ids = self._insert(records, old) if records else []
+            if incremental:
+                self.keyword.add_postings(new_ids)
+            if skipped:
+                self.store.insert_table(
+                    "skipped",
+                    pa.table(
+                        {
+                            "path": [s[0] for s in skipped],
+                            "reason": [s[1] for s in skipped],
+                            "mtime_ns": pa.array([s[2] for s in skipped], pa.int64()),
+                            "size": pa.array([s[3] for s in skipped], pa.int64()),
+                        }
+                    ),
+                )
+            if (old_ids or new_ids) and not incremental:
+                self.store.set_meta(fts_dirty="1")
+            self.store.set_meta(last_sync=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        self.vectors.forget()
+        self.reads.forget_names()
+
+    def _insert(self, records: Sequence[NoteRecord], old: dict[str, list[int]]) -> list[int]:
+        """Insert notes, chunks and links; returns the chunk ids inserted."""
+        n_chunks = sum(len(r.chunks) for r in records)
+        fresh = iter(
+            r[0]
+            for r in self.con.execute(
+                "SELECT nextval('chunk_ids') FROM range(?)", [n_chunks]
+            ).fetchall()
+        )
+        notes: dict[str, list[Any]] = {c: [] for c in _NOTE_COLUMNS}
+        chunks: dict[str, list[Any]] = {
+            c: []
+            for c in [
+                "id",
+                "path",
+                "seq",
+                "heading_path",
+                "start_line",
+                "end_line",
+                "text",
+                "context",
+                "hash",
+                "fts_text",
+                "note_len",
+            ]
+        }
+        links: dict[str, list[Any]] = {
+            c: []
+            for c in ["source", "target", "heading", "block", "alias", "embed", "style", "line"]
+        }
+        for rec in records:
+            note = rec.note
+            row = _note_row(rec)
+            for column in _NOTE_COLUMNS:
+                notes[column].append(row[column])
+            # Search tokens in all its chunks: the note's length for BM25 (bm25.py).
+            note_len = sum(t.count(" ") + 1 for t in rec.chunk_tokens if t)
+            for chunk, tokens in zip(rec.chunks, rec.chunk_tokens, strict=True):
+                reuse = old.get(chunk.hash)
+                chunks["id"].append(reuse.pop(0) if reuse else next(fresh))
+                chunks["path"].append(note.path)
+                chunks["seq"].append(chunk.seq)
+                chunks["heading_path"].append(list(chunk.heading_path))
+                chunks["start_line"].append(chunk.start_line)
+                chunks["end_line"].append(chunk.end_line)
+                chunks["text"].append(chunk.text)
+                chunks["context"].append(chunk.context)
+                chunks["hash"].append(chunk.hash)
+                chunks["fts_text"].append(tokens)
+                chunks["note_len"].append(note_len)
+            for link in note.links:
+                links["source"].append(note.path)
+                links["target"].append(link.target)
+                links["heading"].append(link.heading)
+                links["block"].append(link.block)
+                links["alias"].append(link.alias)
+                links["embed"].append(link.embed)
+                links["style"].append(link.style)
+                links["line"].append(link.line)
+        self.store.insert_table("notes", pa.table(notes), extra="now()")
+        self.store.insert_table("chunks", pa.table(chunks))
+        self.store.insert_table("links", pa.table(links), extra="NULL")
+        return list(chunks["id"])
+
+    def note_link_keys(self) -> list[tuple[str, list[str]]]:
+        """(path, aliases) of every note, for link resolution."""
+        return [
+            (r[0], list(r[1] or []))
+            for r in self.con.execute("SELECT path, aliases FROM notes").fetchall()
+        ]
+
+    def links_to_resolve(self, sources: Sequence[str] | None) -> list[tuple[int, str, str, str]]:
+        """(rowid, source, target, style) of links, all or those of ``sources``."""
+        sql = "SELECT rowid, source, target, style FROM links"
+        if sources is None:
+            return self.con.execute(sql).fetchall()
+        return self.con.execute(
+            sql + " WHERE source IN (SELECT unnest(?))", [list(sources)]
+        ).fetchall()
+
+    def set_link_targets(self, resolved: Sequence[tuple[int, str | None]]) -> None:
+        if not resolved:
+            return
+        table = pa.table(
+            {
+                "rid": pa.array([r[0] for r in resolved], pa.int64()),
+                "tp": pa.array([r[1] for r in resolved], pa.string()),
+            }
+        )
+        with self.store.transaction():
+            self.con.register("resolved", table)
+            self.con.execute(
+                "UPDATE links SET target_path = r.tp FROM resolved r WHERE links.rowid = r.rid"
+            )
+            self.con.unregister("resolved")
+
+
+def _note_row(rec: NoteRecord) -> dict[str, Any]:
+    """The ``notes`` row of a record."""
+    note, f = rec.note, rec.note.fields
+    return {
+        "path": note.path,
+        "file": rec.file,
+        "id": note.id,
+        "title": note.title,
+        "kind": note.kind,
+        "type": note.type,
+        "tags": list(note.tags),
+        "tags_lc": [t.lower() for t in note.tags],
+        "aliases": list(note.aliases),
+        "topic": f.get("topic"),
+        "project": f.get("project"),
+        "status": f.get("status"),
+        "created": f.get("created"),
+        "updated": f.get("updated"),
+        "valid_until": f.get("valid_until"),
+        "superseded_by": f.get("superseded_by"),
+        "source": f.get("source"),
+        "files": f.get("files", []),
+        "concepts": f.get("concepts", []),
+        "metadata": json.dumps(note.metadata, ensure_ascii=False),
+        "problems": list(note.problems),
+        "hash": rec.hash,
+        "mtime_ns": rec.mtime_ns,
+        "size": rec.size,
+        "date": f.get("updated")
+        or f.get("created")
+        or time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(rec.mtime_ns / 1e9)),
+    }

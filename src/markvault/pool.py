@@ -1,0 +1,53 @@
+"""CPU-bound Python spread over worker processes, in order, falling back to this one.
+
+Parsing Markdown and reading transcripts are pure Python: threads would share one core,
+so large batches go to a process pool. Workers start by ``forkserver`` (a clean process,
+not a fork of one holding DuckDB), and where they cannot start at all (a ``__main__``
+read from stdin, a sandbox without semaphores) the work goes on here.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+MAX_WORKERS = 8
+
+
+def in_workers(
+    items: Sequence[T],
+    here: Callable[[T], R],
+    there: Callable[[list[T]], list[R]],
+    *,
+    batch_size: int,
+    min_items: int,
+) -> Iterator[list[tuple[T, R]]]:
+    """Each item with its result, in order, a list at a time (one item, or one batch).
+
+    Below ``min_items`` items, or on one core, ``here`` runs on each item in this process
+    (worker processes would cost more than they save); otherwise ``there`` runs on
+    batches of ``batch_size`` in worker processes. ``there`` must pickle: a module-level
+    function, or a ``functools.partial`` of one.
+    """
+    workers = min(os.cpu_count() or 1, MAX_WORKERS)
+    if len(items) < min_items or workers < 2:
+        for item in items:
+            yield [(item, here(item))]
+        return
+    batches = [list(items[i : i + batch_size]) for i in range(0, len(items), batch_size)]
+    done = 0
+    try:
+        context = multiprocessing.get_context("forkserver")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            for batch, results in zip(batches, pool.map(there, batches), strict=True):
+                yield list(zip(batch, results, strict=True))
+                done += 1
+    except (BrokenProcessPool, OSError):
+        for batch in batches[done:]:
+            yield [(item, here(item)) for item in batch]

@@ -1,0 +1,150 @@
+"""Vector, hybrid and deep search and background embedding, without the model: the
+deterministic stand-in (``fakes.HashEmbedder``) reads "automobile" as "car", so meaning
+and keywords find different notes, and the fusion around them can be checked exactly."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from markvault import Vault
+from markvault.config import Settings
+from markvault.core import Core
+from markvault.errors import UsageError
+from markvault.host import LocalHost, open_local
+from markvault.search import ORIGINAL_WEIGHT, RRF_K
+
+from .conftest import WriteNotes
+from .fakes import NAME, HashEmbedder
+
+NOTES = {
+    "car.md": "# Car repair\n\nCar repair.",
+    "automobile.md": "# Automobile\n\nMend the automobile engine at home.",
+    "walrus.md": "# Walrus\n\nA walrus census counts every walrus on the ice.",
+    "census.md": "# Census\n\nThe census of pens, taken each spring.",
+}
+
+
+@pytest.fixture
+def fake() -> HashEmbedder:
+    return HashEmbedder()
+
+
+@pytest.fixture
+def vault(write: WriteNotes, vault_dir: Path, fake: HashEmbedder) -> Iterator[Vault]:
+    write(NOTES)
+    with open_local(vault_dir, vault_dir.parent / "index", model=NAME, embedder=fake) as v:
+        report = v.reindex()
+        assert (report.embedded, report.notes) == (4, 4)
+        yield v
+
+
+def paths(result: object) -> list[str]:
+    return [h.path for h in result.hits]  # type: ignore[attr-defined]
+
+
+def test_vector_search_finds_meaning_without_shared_words(vault: Vault) -> None:
+    assert paths(vault.search("car repair", mode="keyword")) == ["car.md"]
+    found = vault.search("car repair", mode="vector")
+    assert paths(found)[:2] == ["car.md", "automobile.md"]
+    assert found.hits[0].scores["vector"] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_hybrid_fuses_the_ranks_of_both_lists(vault: Vault) -> None:
+    result = vault.search("car repair", mode="hybrid")
+    assert paths(result)[:2] == ["car.md", "automobile.md"]
+    top, meaning_only = result.hits[0], result.hits[1]
+    assert top.ranks == {"keyword": 1, "vector": 1}
+    assert top.score == pytest.approx(2 / (RRF_K + 1))
+    assert meaning_only.ranks == {"vector": 2}
+    assert meaning_only.score == pytest.approx(1 / (RRF_K + 2))
+    assert result.counts["keyword"] == 1 and result.counts["vector"] >= 2
+
+
+def test_deep_search_weighs_the_query_above_its_variants(vault: Vault) -> None:
+    # No note holds both words: the keywords decide nothing, so the variants run.
+    variants = ["lex: repair", "vec: walrus on the ice"]
+    result = vault.search("census engine", mode="deep", variants=variants)
+    assert set(result.counts) == {"keyword", "vector", "v1:keyword", "v2:vector"}
+    assert not result.shortcut
+    # Each list adds its weight over (k + rank): the query's own lists count double.
+    weight = {"keyword": ORIGINAL_WEIGHT, "vector": ORIGINAL_WEIGHT}
+    for hit in result.hits:
+        expected = sum(weight.get(name, 1.0) / (RRF_K + r) for name, r in hit.ranks.items())
+        assert hit.score == pytest.approx(expected)
+    assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
+    hits = {h.path: h for h in result.hits}
+    assert {"census.md", "automobile.md"} <= set(paths(result)[:3])
+    assert hits["car.md"].ranks["v1:keyword"] == 1  # a variant's own keywords
+    assert "keyword" not in hits["car.md"].ranks
+    assert hits["walrus.md"].ranks["v2:vector"] == 1
+
+
+def test_deep_search_skips_variants_when_the_keywords_decide(
+    write: WriteNotes, vault: Vault, fake: HashEmbedder
+) -> None:
+    result = vault.search("census walrus ice", mode="deep", variants=["vec: automobile"])
+    assert result.shortcut and "v1:vector" not in result.counts
+    assert any("variants skipped" in w for w in result.warnings)
+    assert "automobile" not in fake.encoded  # the variant was never embedded
+
+
+def test_min_score_and_vector_mode_filters(vault: Vault) -> None:
+    result = vault.search("car", mode="vector", min_score=0.5)
+    assert result.hits and all(h.score >= 0.5 for h in result.hits)
+    assert "walrus.md" not in paths(result)
+    kinds = vault.search("car", mode="vector", filters=None, limit=1)
+    assert len(kinds.hits) == 1
+
+
+def test_keywords_answer_while_the_model_loads(
+    write: WriteNotes, vault_dir: Path, fake: HashEmbedder
+) -> None:
+    write(NOTES)
+    index = vault_dir.parent / "index"
+    with open_local(vault_dir, index, model=NAME, embedder=fake) as v:
+        v.reindex()
+    release = threading.Event()
+    slow = HashEmbedder(release=release)  # loads only when released
+    with open_local(vault_dir, index, model=NAME, embedder=slow) as v:
+        v.host.model_wait = 0.0
+        slow.start_loading()
+        early = v.search("car repair")
+        assert paths(early) == ["car.md"] and set(early.hits[0].ranks) == {"keyword"}
+        assert any("still loading" in w for w in early.warnings)
+        with pytest.raises(UsageError, match="still loading"):
+            v.search("car repair", mode="vector")
+        release.set()
+        assert slow.wait(10)
+        late = v.search("car repair")
+        assert set(late.hits[0].ranks) == {"keyword", "vector"}
+
+
+def test_the_owner_embeds_a_keyword_only_index_in_the_background(
+    write: WriteNotes, vault_dir: Path, fake: HashEmbedder
+) -> None:
+    write(NOTES)
+    settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index", model=NAME)
+    host = LocalHost(Core(settings, fake), owner=True)
+    vault = Vault(host)
+    try:
+        vault.reindex(vectors=False)
+        assert vault.index_status()["vectors"] == {"embedded": 0, "total": 4, "ready": False}
+        host.start_background(watch=False)
+        assert host.backfill_idle.wait(30), "the background embedding did not finish"
+        assert vault.index_status()["vectors"]["ready"]
+        assert sorted(fake.encoded) == sorted(set(fake.encoded))  # each text once
+        # A write wakes it again; the new note has its vector when it is idle once more.
+        host.backfill_idle.clear()
+        vault.new_note("note", "Sedan care", content="Mend the sedan.")
+        assert host.backfill_idle.wait(30)
+        assert vault.index_status()["vectors"]["ready"]
+        assert paths(vault.search("automobile", mode="vector"))[0] in {
+            "automobile.md",
+            "notes/Sedan care.md",
+        }
+    finally:
+        vault.close()

@@ -1,0 +1,73 @@
+"""Work in worker processes: in order, the same as here, and going on here when the
+workers cannot run."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from markvault.host import open_local
+from markvault.pool import in_workers
+
+from .conftest import OpenVault, WriteNotes
+from .test_sessions import assistant, user
+
+
+def square(x: int) -> int:
+    return x * x
+
+
+def squares(batch: list[int]) -> list[int]:
+    return [square(x) for x in batch]
+
+
+def dies(batch: list[int]) -> list[int]:
+    os._exit(3)  # a worker that crashes: the pool breaks
+
+
+def test_results_come_in_order_and_equal_the_work_done_here() -> None:
+    items = list(range(50))
+    got = [
+        pair
+        for done in in_workers(items, square, squares, batch_size=7, min_items=10)
+        for pair in done
+    ]
+    assert got == [(x, x * x) for x in items]
+    # Below min_items, one item at a time, here.
+    small = list(in_workers(items[:5], square, squares, batch_size=7, min_items=10))
+    assert small == [[(x, x * x)] for x in items[:5]]
+
+
+def test_broken_workers_leave_the_work_to_this_process() -> None:
+    items = list(range(30))
+    got = [
+        pair
+        for done in in_workers(items, square, dies, batch_size=4, min_items=10)
+        for pair in done
+    ]
+    assert got == [(x, x * x) for x in items]
+
+
+def test_a_large_sync_reads_notes_in_workers(write: WriteNotes, open_vault: OpenVault) -> None:
+    write({f"notes/n{i:03}.md": f"# Note {i}\n\nwalrus number {i}\n" for i in range(240)})
+    vault = open_vault()
+    report = vault.reindex(vectors=False)
+    assert (report.added, report.notes, report.errors) == (240, 240, [])
+    assert vault.search("walrus", mode="keyword", limit=1000).total == 240
+
+
+def test_many_transcripts_are_read_in_workers(vault_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "projects" / "-home-me-work-zoo"
+    folder.mkdir(parents=True)
+    for i in range(20):
+        lines = [
+            user(f"Count the walruses in pen {i}", "2025-04-01T08:00:00Z", cwd="/home/me/work/zoo"),
+            assistant(f"Pen {i} holds {i} walruses.", "2025-04-01T08:00:09Z"),
+        ]
+        sid = f"0000000{i:02}-aaaa-4bbb-8ccc-000000000000"
+        (folder / f"{sid}.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    with open_local(vault_dir, vault_dir.parent / "index") as vault:
+        report = vault.import_sessions(tmp_path / "projects")
+        assert (report.transcripts, report.new, report.failed) == (20, 20, 0)
+        assert vault.list_sessions(limit=100)["total"] == 20

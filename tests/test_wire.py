@@ -1,0 +1,78 @@
+"""The facade's calls as declared, and the values they pass over the owner's socket."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+
+from markvault import errors
+from markvault.calls import declared_calls
+from markvault.model import Edit, Filters, Hit, ReindexReport, SearchResult, SessionImportReport
+from markvault.sessions import SessionSummary
+from markvault.vault import CALLS, Vault
+from markvault.wire import decode, encode, error_json, raise_error
+
+# What each call may do: a read is sent again after an owner died, a write is not.
+WRITES = {
+    "reindex",
+    "refresh",
+    "new_note",
+    "edit_note",
+    "move_note",
+    "delete_note",
+    "restore_note",
+    "learn_knowledge",
+    "store_document",
+    "import_sessions",
+    "save_session_summary",
+}
+
+
+def test_every_call_of_the_facade_is_declared_once_as_a_read_or_a_write() -> None:
+    public = {
+        name
+        for name, member in vars(Vault).items()
+        if inspect.isfunction(member) and not name.startswith("_")
+    }
+    not_calls = {"close", "status"}  # closing is the host's; status asks it who owns
+    assert set(CALLS) == public - not_calls
+    assert {name for name, call in CALLS.items() if call.writes} == WRITES
+    assert declared_calls(Vault) == CALLS
+
+
+def test_a_declared_method_keeps_its_signature() -> None:
+    assert list(inspect.signature(Vault.search).parameters)[:3] == ["self", "query", "mode"]
+    assert Vault.edit_note.__doc__ and "expected_hash" in Vault.edit_note.__doc__
+
+
+def test_values_survive_the_wire() -> None:
+    hit = Hit(
+        "n", "notes/a.md", "A", "note", None, 3, ["A"], [1, 4], 0.5, {"kw": 1}, {}, "s", "h", "u"
+    )
+    values = [
+        Filters(kinds=["note"], meta={"owner": "ann"}, scope="decisions"),
+        Edit("set_key", key="tags", value=["a", "b"]),
+        ReindexReport(notes=3, errors=[{"path": "x.md", "message": "bad"}], seconds=1.5),
+        SessionImportReport(new=2, sessions=[{"session_id": "s", "action": "new"}]),
+        Path("/tmp/x.md"),
+        {"nested": [Path("a"), {"deep": Filters(tags=["t"])}]},
+    ]
+    for value in values:
+        assert decode(encode(value)) == value
+    result = SearchResult("q", "keyword", [hit], {"total": 1.0}, 1, ["w"], {"keyword": 1})
+    back = decode(encode(result))
+    assert back.hits == [hit] and (back.query, back.total, back.counts) == ("q", 1, {"keyword": 1})
+
+
+def test_other_dataclasses_cross_as_mappings() -> None:
+    summary = SessionSummary(overview="Fixed it.", decisions=("Use Decimal",))
+    data = decode(encode(summary))
+    assert SessionSummary.from_dict(data) == summary
+
+
+def test_errors_keep_their_class_and_hint() -> None:
+    with pytest.raises(errors.ConflictError) as caught:
+        raise_error(error_json(errors.ConflictError("The note changed.", "Read it again.")))
+    assert (caught.value.message, caught.value.hint) == ("The note changed.", "Read it again.")
