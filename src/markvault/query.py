@@ -127,7 +127,12 @@ def parse(query: str) -> Plan:
             raise UsageError("The query ends with an operator.", "Add a word after AND, OR or NOT.")
         return g
 
-    root = group(0)
+    return _plan(group(0))
+
+
+def _plan(root: Group) -> Plan:
+    """The parsed query's ranking terms (its language's function words left out),
+    prefixes and text."""
     leaves: list[tuple[Occur, Leaf]] = []
     prefixes: list[str] = []
     words: list[str] = []

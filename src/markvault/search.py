@@ -81,23 +81,7 @@ class Searcher:
         scoring below it (BM25 for keyword, cosine for vector, the 0-1 fused score for
         hybrid, RRF for deep).
         """
-        if mode not in MODES:
-            raise UsageError(f"Unknown mode {mode!r}.", f"Use one of: {', '.join(MODES)}.")
-        if not 1 <= limit <= MAX_LIMIT or offset < 0:
-            raise UsageError(
-                f"limit must be 1..{MAX_LIMIT} and offset 0 or more.",
-                "Page through results with offset.",
-            )
-        if order not in ORDERS:
-            raise UsageError(f"Unknown order {order!r}.", f"Use one of: {', '.join(ORDERS)}.")
-        if variants and mode != "deep":
-            raise UsageError("Variants are for deep search.", 'Pass mode="deep" with them.')
-        if len(query) > MAX_QUERY_CHARS:
-            raise UsageError(
-                f"The query is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,}).",
-                "Search with the few words or sentences that matter.",
-            )
-        parsed_variants = parse_variants(variants)
+        parsed_variants = check_request(query, mode, limit, offset, order, variants)
         filters = filters or Filters()
         filters.check()
         run = _Run(time.perf_counter())
@@ -113,29 +97,7 @@ class Searcher:
         wanted = max(50, (offset + limit) * 5)
         if order == "date" or min_score is not None:
             wanted = max(wanted, MAX_LIMIT)
-
-        lists: dict[str, list[tuple[int, float]]] = {}
-        weights: dict[str, float] = {}
-        if mode in ("keyword", "hybrid", "deep") and plan is not None:
-            lists["keyword"] = self._keyword(plan, filters, wanted, run.warnings, run.chunk_bm25)
-            run.lap("keyword")
-        vectors_usable = mode != "keyword" and self._vectors_usable(
-            query, plan.language if plan else None, mode, run.warnings
-        )
-        if vectors_usable:
-            lists["vector"] = self._vector(plan.text if plan else query, filters, wanted, plan, run)
-        if mode == "deep":
-            weights = dict.fromkeys(lists, ORIGINAL_WEIGHT)
-            if parsed_variants and decisive(lists.get("keyword", []), plan, self.index):
-                run.warnings.append(
-                    "strong keyword match: variants skipped (the top hit is far ahead)"
-                )
-                run.shortcut = True
-            else:
-                for n, (kind, text) in enumerate(parsed_variants, start=1):
-                    self._variant(n, kind, text, filters, wanted, vectors_usable, lists, run)
-                    weights.update({name: 1.0 for name in lists if name not in weights})
-
+        lists, weights = self._lists(query, plan, mode, filters, wanted, parsed_variants, run)
         fused = self._fuse(lists, weights, mode, run)
         if min_score is not None:
             fused = [f for f in fused if f[1] >= min_score]
@@ -147,6 +109,40 @@ class Searcher:
         result.counts = {name: len(rows) for name, rows in lists.items()}
         result.shortcut = run.shortcut
         return result
+
+    def _lists(
+        self,
+        query: str,
+        plan: query_lang.Plan | None,
+        mode: str,
+        filters: Filters,
+        wanted: int,
+        parsed_variants: list[tuple[str, str]],
+        run: _Run,
+    ) -> tuple[dict[str, list[tuple[int, float]]], dict[str, float]]:
+        """The ranked lists ``mode`` fuses (keyword, vector, and deep search's variants'),
+        and deep search's weight for each."""
+        lists: dict[str, list[tuple[int, float]]] = {}
+        weights: dict[str, float] = {}
+        if mode in ("keyword", "hybrid", "deep") and plan is not None:
+            lists["keyword"] = self._keyword(plan, filters, wanted, run.warnings, run.chunk_bm25)
+            run.lap("keyword")
+        vectors_usable = mode != "keyword" and self._vectors_usable(
+            query, plan.language if plan else None, mode, run.warnings
+        )
+        if vectors_usable:
+            lists["vector"] = self._vector(plan.text if plan else query, filters, wanted, plan, run)
+        if mode != "deep":
+            return lists, weights
+        weights = dict.fromkeys(lists, ORIGINAL_WEIGHT)
+        if parsed_variants and decisive(lists.get("keyword", []), plan, self.index):
+            run.warnings.append("strong keyword match: variants skipped (the top hit is far ahead)")
+            run.shortcut = True
+            return lists, weights
+        for n, (kind, text) in enumerate(parsed_variants, start=1):
+            self._variant(n, kind, text, filters, wanted, vectors_usable, lists, run)
+            weights.update({name: 1.0 for name in lists if name not in weights})
+        return lists, weights
 
     def _vectors_usable(self, query: str, lang: str | None, mode: str, warnings: list[str]) -> bool:
         """Whether the vector side can run; raises for vector mode when it cannot."""
@@ -356,6 +352,30 @@ class Searcher:
                 )
             )
         return hits, len(order)
+
+
+def check_request(
+    query: str, mode: str, limit: int, offset: int, order: str, variants: Sequence[str]
+) -> list[tuple[str, str]]:
+    """Raise UsageError for a bad mode, page, order, query length or variant; the parsed
+    variants otherwise."""
+    if mode not in MODES:
+        raise UsageError(f"Unknown mode {mode!r}.", f"Use one of: {', '.join(MODES)}.")
+    if not 1 <= limit <= MAX_LIMIT or offset < 0:
+        raise UsageError(
+            f"limit must be 1..{MAX_LIMIT} and offset 0 or more.",
+            "Page through results with offset.",
+        )
+    if order not in ORDERS:
+        raise UsageError(f"Unknown order {order!r}.", f"Use one of: {', '.join(ORDERS)}.")
+    if variants and mode != "deep":
+        raise UsageError("Variants are for deep search.", 'Pass mode="deep" with them.')
+    if len(query) > MAX_QUERY_CHARS:
+        raise UsageError(
+            f"The query is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,}).",
+            "Search with the few words or sentences that matter.",
+        )
+    return parse_variants(variants)
 
 
 def parse_variants(variants: Sequence[str]) -> list[tuple[str, str]]:
