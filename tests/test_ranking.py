@@ -132,3 +132,16 @@ def test_a_note_is_ranked_by_all_its_chunks_and_shows_its_best(
     hits = v.search("beagle puppy shelter Biscuit", mode="keyword").hits
     assert [h.path for h in hits] == ["session.md", "other.md"]
     assert hits[0].heading_path[-1] == "19:04 Maya"
+
+
+def test_query_terms_are_sql_literals_that_cannot_break_out(
+    write: WriteNotes, open_vault: OpenVault
+) -> None:
+    """term_ids puts terms into its SQL as literals (parameters cost a pandas import
+    attempt each): a quote in a term is a character, never the end of the string."""
+    write({"a.md": "# a\n\nalpha\n"})
+    v = open_vault()
+    v.reindex(vectors=False)
+    index = v.host.core().keeper.open_index(write=False)
+    found = index.keyword.term_ids(["alpha", "it's", "x') OR 1=1 --", "''"])
+    assert set(found) == {"alpha"}

@@ -20,7 +20,7 @@ import pyarrow as pa
 from ..config import Settings
 from ..errors import IndexBusyError, MarkvaultError
 
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "9"
 
 _SCHEMA = """
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
