@@ -7,7 +7,7 @@ minimum of both BM25 and our cosines being 0):
 
     fused(note) = w * bm25(note) / best bm25  +  (1 - w) * cosine(note) / best cosine
 
-with ``w`` = ``KEYWORD_WEIGHT`` (equal weights). A note's BM25 is its own (bm25.py), its
+with ``w`` = ``KEYWORD_WEIGHT`` (equal weights). A note's BM25 is its own (index/bm25.py), its
 cosine that of its closest chunk. Unlike reciprocal rank fusion, scores keep how far
 apart the hits are: when one side's list is flat (its first hit barely better than its
 fiftieth: nothing to offer), it barely reorders the other's, and a clear winner on

@@ -1,6 +1,6 @@
 """Keyword, vector, hybrid and deep search over an open index; hits collapsed to notes.
 
-Keyword search ranks notes by BM25 (bm25.py), vector search chunks by cosine. Hybrid
+Keyword search ranks notes by BM25 (index/bm25.py), vector search chunks by cosine. Hybrid
 fuses the two by their normalized scores, deep search the query's own lists (weighted
 highest) and those of the variants the calling model wrote by rank, unless the keyword
 result is already decisive (fusion.py). Each hit reports its ranks and scores per list.
@@ -216,7 +216,7 @@ class Searcher:
         warnings: list[str],
         chunk_scores: dict[int, float] | None = None,
     ) -> list[tuple[int, float]]:
-        """Chunks ranked by their note's and their own BM25 (bm25.py); ``chunk_scores``
+        """Chunks ranked by their note's and their own BM25 (index/bm25.py); ``chunk_scores``
         receives each one's own."""
         terms = list(plan.terms)
         prefix_terms: dict[str, list[str]] = {}

@@ -33,7 +33,7 @@ their notes as wholes from those chunks' postings (``pool_sql``, ``note_scores``
 both combined (``rerank``), keeping at most ``CHUNKS_PER_NOTE`` chunks of a note so that
 one with hundreds of matching chunks does not crowd the others out of a limited fetch.
 
-The postings table (``index.py``) holds one row per (term, chunk) with the chunk's
+The postings table (``keyword.py``) holds one row per (term, chunk) with the chunk's
 length, sorted by term; ``kw_stats`` the chunks' count and total length.
 """
 
