@@ -20,7 +20,7 @@ import pyarrow as pa
 from ..config import Settings
 from ..errors import IndexBusyError, MarkvaultError
 
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "10"
 
 _SCHEMA = """
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -34,7 +34,8 @@ CREATE TABLE notes (
 );
 CREATE TABLE chunks (
     id BIGINT, path VARCHAR, seq INTEGER, heading_path VARCHAR[], start_line INTEGER,
-    end_line INTEGER, text VARCHAR, context VARCHAR, hash VARCHAR, fts_text VARCHAR
+    end_line INTEGER, text VARCHAR, context VARCHAR, hash VARCHAR, fts_text VARCHAR,
+    note_len INTEGER
 );
 CREATE TABLE links (
     source VARCHAR, target VARCHAR, heading VARCHAR, block VARCHAR, alias VARCHAR,

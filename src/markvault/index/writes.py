@@ -170,6 +170,7 @@ class NoteWrites:
                 "context",
                 "hash",
                 "fts_text",
+                "note_len",
             ]
         }
         links: dict[str, list[Any]] = {
@@ -191,6 +192,8 @@ class NoteWrites:
             row = _note_row(rec)
             for column in _NOTE_COLUMNS:
                 notes[column].append(row[column])
+            # Search tokens in all its chunks: the note's length for BM25 (bm25.py).
+            note_len = sum(t.count(" ") + 1 for t in rec.chunk_tokens if t)
             for chunk, tokens in zip(rec.chunks, rec.chunk_tokens, strict=True):
                 reuse = old.get(chunk.hash)
                 chunks["id"].append(reuse.pop(0) if reuse else next(fresh))
@@ -203,6 +206,7 @@ class NoteWrites:
                 chunks["context"].append(chunk.context)
                 chunks["hash"].append(chunk.hash)
                 chunks["fts_text"].append(tokens)
+                chunks["note_len"].append(note_len)
             for link in note.links:
                 links["source"].append(note.path)
                 links["target"].append(link.target)
