@@ -32,8 +32,9 @@ lint: $(STAMP)
 test: lint
 	$(BIN)/pytest -q
 
-# Retrieval evaluation (bench/eval/README.md): Cranfield in every mode against bm25s, the
-# experiments and the multilingual check; bench/out/eval keeps the index between runs.
+# Retrieval evaluation (bench/eval/README.md): Cranfield, CACM and our own sets in every mode
+# next to bm25s, dense and their RRF, and the experiments; bench/out/eval keeps the
+# indexes between runs.
 eval: $(STAMP)
 	$(BIN)/python -m bench.eval --experiments --workdir bench/out/eval --json-out bench/eval/results.json
 

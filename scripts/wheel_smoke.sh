@@ -86,4 +86,28 @@ async def main() -> None:
 anyio.run(main)
 PY
 
+step "git sync: the vault on a bare remote, a second machine's clone, a note carried over"
+git config --global user.name "Smoke Test"
+git config --global user.email "smoke@example.org"
+git -C "$NOTES" init -q -b main
+git -C "$NOTES" add -A
+git -C "$NOTES" commit -q -m "My notes"
+git init -q --bare -b main "$WORK/remote.git"
+git -C "$NOTES" remote add origin "$WORK/remote.git"
+git -C "$NOTES" push -q -u origin main
+LAPTOP="$HOME/laptop"
+git clone -q "$WORK/remote.git" "$LAPTOP"
+"$VAULT" --vault "$LAPTOP" search zeppelin >/dev/null   # the laptop's index, built
+echo "A narwhal surfaced in the wheel smoke." >> "$NOTES/notes/Alpha.md"
+"$VAULT" --vault "$NOTES" sync
+git -C "$LAPTOP" pull -q                                # a plain pull: no reindex after it
+"$VAULT" --vault "$LAPTOP" search narwhal | tee "$WORK/pulled.txt"
+grep -q "notes/Alpha.md" "$WORK/pulled.txt"
+"$VAULT" --vault "$LAPTOP" sync | tee "$WORK/sync.txt"
+grep -q "Up to date with origin/main" "$WORK/sync.txt"
+if [ -n "$(git -C "$LAPTOP" status --porcelain)" ] || [ -n "$(git -C "$NOTES" status --porcelain)" ]; then
+    echo "indexing or syncing left files in a vault" >&2
+    exit 1
+fi
+
 step "ok: the wheel works on its own"

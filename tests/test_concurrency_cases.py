@@ -66,7 +66,7 @@ def test_two_creators_of_one_note_one_wins(write: WriteNotes, vault_dir: Path) -
             lambda: one.new_note("note", "Same", content="first"),
             lambda: two.new_note("note", "Same", content="second"),
         )
-        assert sum(isinstance(r, Path) for r in results) == 1, results
+        assert sum(isinstance(r, dict) for r in results) == 1, results
         assert sum(isinstance(r, ConflictError) for r in results) == 1, results
         text = (vault_dir / "notes/Same.md").read_text()
         assert ("first" in text) != ("second" in text)

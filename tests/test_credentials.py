@@ -203,6 +203,7 @@ ORDINARY = [
     "refresh_token: The refresh token to exchange.\nclient_secret: The OAuth client secret.",
     "client_secret_expires_at: int | None = None\nfile_secret_settings: SettingsCallable",
     "token_endpoint_auth_method: Confidential-client auth method, either post or basic",
+    "Raises:\n    CredentialRefused: one or more files hold one; the message names them.",
 ]
 
 HASH_CONTEXTS = [

@@ -14,8 +14,9 @@ from markvault import Vault
 from markvault.config import Settings
 from markvault.core import Core
 from markvault.errors import UsageError
+from markvault.fusion import KEYWORD_WEIGHT, RRF_K
 from markvault.host import LocalHost, open_local
-from markvault.search import ORIGINAL_WEIGHT, RRF_K
+from markvault.search import ORIGINAL_WEIGHT
 
 from .conftest import WriteNotes
 from .fakes import NAME, HashEmbedder
@@ -53,14 +54,18 @@ def test_vector_search_finds_meaning_without_shared_words(vault: Vault) -> None:
     assert found.hits[0].scores["vector"] == pytest.approx(1.0, abs=1e-6)
 
 
-def test_hybrid_fuses_the_ranks_of_both_lists(vault: Vault) -> None:
+def test_hybrid_fuses_the_normalized_scores_of_both_lists(vault: Vault) -> None:
+    """Each side's score over its best, weighted (fusion.convex): the note first on both
+    sides scores 1, a note only the vector side found its share of the best cosine."""
     result = vault.search("car repair", mode="hybrid")
     assert paths(result)[:2] == ["car.md", "automobile.md"]
     top, meaning_only = result.hits[0], result.hits[1]
     assert top.ranks == {"keyword": 1, "vector": 1}
-    assert top.score == pytest.approx(2 / (RRF_K + 1))
+    assert top.score == pytest.approx(1.0)
     assert meaning_only.ranks == {"vector": 2}
-    assert meaning_only.score == pytest.approx(1 / (RRF_K + 2))
+    best_cosine = top.scores["vector"]
+    share = meaning_only.scores["vector"] / best_cosine
+    assert meaning_only.score == pytest.approx((1 - KEYWORD_WEIGHT) * share)
     assert result.counts["keyword"] == 1 and result.counts["vector"] >= 2
 
 

@@ -12,7 +12,7 @@ import pytest
 import markvault.files
 from markvault import RefusedError
 from markvault.files import VaultFiles, content_hash
-from markvault.gitrepo import LOCK_NAME, find_repo
+from markvault.gitrepo import find_repo
 
 HOLD_LOCK = """
 import fcntl, os, sys
@@ -79,7 +79,11 @@ def test_writes_are_refused_during_a_merge_or_rebase_also_in_a_worktree(
 def test_a_write_waits_for_a_sync_holding_the_lock_in_another_process(
     repo_vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    lock = tmp_path / "repo" / ".git" / LOCK_NAME
+    repo = find_repo(repo_vault)
+    assert repo is not None
+    lock = repo.lock_path
+    assert tmp_path not in lock.parents  # never in the vault nor in its .git
+    lock.parent.mkdir(parents=True, exist_ok=True)
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD_LOCK, str(lock)],
         stdin=subprocess.PIPE,
@@ -103,6 +107,7 @@ def test_a_write_waits_for_a_sync_holding_the_lock_in_another_process(
         holder.stdin.close()
         holder.wait(timeout=30)
     files.create("notes/b.md", "# B\n")  # the lock is free again
+    assert not [p for p in (tmp_path / "repo").rglob("*") if "lock" in p.name]
 
 
 def test_writes_share_the_lock_and_a_sync_waits_for_them(repo_vault: Path) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from mcp import Client
 
 import markvault.gitsync as gitsync
 from markvault import RefusedError
@@ -16,6 +17,7 @@ from markvault.gitrepo import find_repo
 from markvault.gitsync import Change, StagedCommit, SyncOptions, commit_message, sync_vault
 from markvault.host import open_local
 from markvault.model import Edit
+from markvault.server.tools import build_server
 from markvault.vault_init import init_vault
 
 from .conftest import run_cli
@@ -241,6 +243,7 @@ def test_a_vault_in_a_subfolder_commits_only_the_vault(tmp_path: Path) -> None:
     git(tmp_path, "init", "--bare", "-q", str(remote))
     init_vault(project / "docs" / "vault")
     write(project, "src/app.py", "print(1)\n")
+    write(project, ".gitignore", "docs/index/\n")  # where run_cli puts the vault's index
     git(project, "init", "-q")
     git(project, "add", "-A")
     git(project, "commit", "-q", "-m", "start")
@@ -280,6 +283,23 @@ def test_an_edit_through_markvault_then_sync(clone: Clone, tmp_path: Path) -> No
     report = sync_vault(a, SyncOptions())
     assert [(c.status, c.path) for c in report.changes] == [("edited", "notes/Alpha.md")]
     assert report.pushed == 1
+
+
+@pytest.mark.anyio
+async def test_the_sync_tool_brings_what_another_machine_pushed_and_search_finds_it(
+    clone: Clone, tmp_path: Path
+) -> None:
+    a, b = clone("a"), clone("b")
+    write(a, "notes/Gamma.md", "# Gamma\n\nA narwhal surfaced.\n")
+    assert sync(a)[0] == 0
+    with open_local(b, tmp_path / "b" / "index") as v:
+        v.reindex(vectors=False)
+        async with Client(build_server(v)) as client:
+            result = await client.call_tool("sync", {"message": "From the agent"})
+        assert not result.is_error, result.content
+        done = result.structured_content
+        assert done is not None and done["pulled"] == 1 and done["index"]["added"] == 1
+        assert [h.path for h in v.search("narwhal", mode="keyword").hits] == ["notes/Gamma.md"]
 
 
 def test_commit_message_counts() -> None:

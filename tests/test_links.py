@@ -64,6 +64,26 @@ def test_markdown_links_are_paths() -> None:
     assert r.resolve("notes/Alpha.md", "notes/sub/Beta.md", "markdown") == "notes/sub/Beta.md"
     assert r.resolve("notes/Alpha.md", "Beta.md", "markdown") is None
     assert r.resolve("notes/Alpha.md", "notes/Paper.pdf", "markdown") == "notes/Paper.pdf"
+    # Not beside the note: by what was written, as Obsidian finds `![](picture.png)`.
+    assert r.resolve("notes/Alpha.md", "notes/Engelbart.jpg", "markdown") == (
+        "Attachments/Engelbart.jpg"
+    )
+    assert r.resolve("Top.md", "lucide-send.svg", "markdown") == "Attachments/icons/lucide-send.svg"
+    assert r.resolve("notes/Alpha.md", "notes/Missing.png", "markdown") is None
+
+
+def test_markdown_images_and_links_to_files_are_kept_as_links() -> None:
+    note = parse_note(
+        "notes/Alpha.md",
+        "![a chart](chart.png) [the paper](../docs/Paper%20one.pdf#page=2) "
+        "[beta](sub/Beta.md) [site](https://example.org/x.png) [up](../../outside.png) "
+        "[here](#heading) `![code](x.png)`\n",
+    )
+    assert [(link.embed, link.target, link.heading) for link in note.links] == [
+        (True, "notes/chart.png", None),
+        (False, "docs/Paper one.pdf", "page=2"),
+        (False, "notes/sub/Beta.md", None),
+    ]
 
 
 def test_attachments_resolve_by_name_anywhere_and_by_partial_path() -> None:

@@ -44,6 +44,7 @@ async def test_tools_are_listed_with_hints(vault: Vault) -> None:
         "read_session",
         "save_session_summary",
         "import_sessions",
+        "sync",
     }
     for name in (
         "search",

@@ -20,10 +20,12 @@ from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
 from markvault import Vault
+from markvault.config import Settings
 from markvault.host import open_local
-from markvault.server.live import LiveServer, NoteChange
+from markvault.server.live import LiveServer, NoteChange, affected
 from markvault.server.tool_call import CallCancelled, ToolCall
 from markvault.server.tools import build_server
+from markvault.shared import connect
 
 from .conftest import REPO, WriteNotes, stdio_server
 
@@ -139,6 +141,12 @@ async def test_moves_and_removals_tell_old_and_new_names(vault: Vault) -> None:
         await inbox.next(types.ResourceListChangedNotification)
 
 
+def test_a_changed_id_changes_the_list_an_edit_does_not() -> None:
+    uris, listed = affected([changed("new-id", "notes/a.md", old_id="old-id")])
+    assert listed and {"vault://note/new-id", "vault://note/old-id"} <= uris
+    assert affected([changed("a", "notes/a.md", old_id="a")])[1] is False
+
+
 async def test_a_closed_session_leaves_nothing_behind(vault: Vault) -> None:
     inbox = Inbox()
     async with handshake(vault, inbox) as (client, live):
@@ -202,6 +210,28 @@ async def test_a_refused_change_is_logged_for_the_user(vault: Vault) -> None:
     assert "Text." not in heard.params.data  # paths and reasons, never a note's text
 
 
+async def test_a_sync_conflict_and_a_skipped_file_are_logged_for_the_user(
+    vault: Vault, vault_dir: Path
+) -> None:
+    """The owner's news (feed.OwnerEvent) reaches a handshake-era client as log lines:
+    paths and reasons, never the notes' text."""
+    inbox = Inbox()
+    async with handshake(vault, inbox) as (client, _):
+        await client.set_logging_level("warning")
+        (vault_dir / "notes/alpha.md").write_text(
+            "# Alpha\n\n<<<<<<< HEAD\nmine secret-ish text\n=======\ntheirs\n>>>>>>> origin\n",
+            encoding="utf-8",
+        )
+        (vault_dir / "notes/bad.md").write_bytes(b"# Bad\n\xff\xfe not UTF-8\n")
+        await anyio.to_thread.run_sync(vault.refresh)  # as the owner's watcher would
+        notes_changed = (types.ResourceListChangedNotification,)  # alpha's id changed
+        heard = [await inbox.next(types.LoggingMessageNotification, notes_changed) for _ in "12"]
+    by_path = {("alpha" if "alpha" in h.params.data else "bad"): h.params for h in heard}
+    assert by_path["alpha"].level == "warning" and "conflict" in by_path["alpha"].data
+    assert "notes/bad.md" in by_path["bad"].data
+    assert all("secret-ish" not in h.params.data for h in heard)
+
+
 @pytest.mark.parametrize("era", ["handshake", "current"])
 async def test_import_logs_and_reports_progress(
     vault: Vault, monkeypatch: pytest.MonkeyPatch, era: str
@@ -263,7 +293,7 @@ def _slow_tool(server: MCPServer, release: threading.Event, stopped: threading.E
                 stopped.set()
                 raise
 
-        return await ToolCall(ctx, None, "slow", cancellable=True).run(work)
+        return await ToolCall(ctx, None, "slow").run(work)
 
 
 async def test_a_long_call_beats_and_stops_when_cancelled(vault: Vault) -> None:
@@ -292,6 +322,53 @@ async def test_a_long_call_beats_and_stops_when_cancelled(vault: Vault) -> None:
             assert await anyio.to_thread.run_sync(stopped.wait, 30)
     assert beats[0] == "slow: 1 s"  # the heartbeat before any stage
     assert any(b and b.startswith("Working: ") for b in beats)
+
+
+async def test_cancelling_a_tool_call_stops_its_work_in_the_owner(
+    write: WriteNotes, vault_dir: Path
+) -> None:
+    """A server that asks the index owner (another host over the socket) passes the
+    client's cancel on: the owner's sync stops at its next step and writes nothing."""
+    write(NOTES)
+    settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
+    with connect(settings) as owner:
+        owner.reindex(vectors=False)
+        write({f"notes/n{i}.md": f"# Note {i}\n\nwalrus {i}\n" for i in range(2000)})
+        asker = connect(settings)  # closed by the server's lifespan
+        assert not asker.host.runs_here
+        server = build_server(asker)
+        stopped = threading.Event()
+
+        @server.tool()
+        async def refresh(ctx: Context) -> str:
+            def work(call: ToolCall) -> str:
+                try:
+                    asker.refresh(progress=call)
+                except CallCancelled:
+                    stopped.set()  # the owner's answer: it stopped
+                    raise
+                return "done"
+
+            return await ToolCall(ctx, None, "refresh").run(work)
+
+        heard = anyio.Event()
+
+        async def progress(value: float, total: float | None, message: str | None) -> None:
+            if total is not None:
+                heard.set()  # the owner began reading: cancel now
+
+        with anyio.fail_after(120):
+            async with Client(server) as client:
+                async with anyio.create_task_group() as tasks:
+
+                    async def call() -> None:
+                        await client.call_tool("refresh", {}, progress_callback=progress)
+
+                    tasks.start_soon(call)
+                    await heard.wait()
+                    tasks.cancel_scope.cancel()
+                assert await anyio.to_thread.run_sync(stopped.wait, 60)
+        assert owner.pending()["new"] == 2000  # nothing of the cancelled sync was written
 
 
 # -- completions ---------------------------------------------------------------------------

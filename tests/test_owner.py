@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -17,8 +19,10 @@ import anyio
 import pytest
 from mcp import Client
 
+from markvault import Vault
 from markvault.config import Settings
-from markvault.shared import connect
+from markvault.errors import CallCancelled
+from markvault.shared import OwnerLostError, connect
 
 from .conftest import WriteNotes, run_cli, stdio_server
 
@@ -203,3 +207,70 @@ def test_the_owner_embeds_a_keyword_only_index_without_holding_it(
             assert slowest < 3.0
             hits = other.search("how do I connect Claude Code", mode="vector").hits
             assert hits[0].path == "notes/Connecting Claude Code.md"
+
+
+class CancelAtFirstStep:
+    """The progress of a caller that cancels as soon as the work has begun
+    (``client.CancelHook``): what a cancelled MCP tool call does to a call it sent."""
+
+    def __init__(self) -> None:
+        self._callbacks: list[Callable[[], None]] = []
+        self.cancelled = False
+
+    def on_cancel(self, callback: Callable[[], None]) -> None:
+        self._callbacks.append(callback)
+
+    def start(self, label: str, total: int) -> None:
+        self.cancelled = True
+        for callback in self._callbacks:
+            callback()
+
+    def advance(self, n: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+NEW_NOTES = 600  # a sync of these takes far longer than a cancel takes to arrive
+
+
+@pytest.fixture
+def busy_owner(write: WriteNotes, vault_dir: Path) -> Iterator[tuple[Vault, Settings]]:
+    """An owner (this process) whose next sync has ``NEW_NOTES`` new files to read."""
+    write({"a.md": "apple"})
+    settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index")
+    with connect(settings) as owner:
+        owner.reindex(vectors=False)
+        write({f"notes/n{i}.md": f"# Note {i}\n\nwalrus {i}\n" for i in range(NEW_NOTES)})
+        yield owner, settings
+
+
+def test_cancelling_a_call_stops_its_work_in_the_owner(busy_owner: tuple[Vault, Settings]) -> None:
+    """The caller's cancel crosses the socket: the owner's sync stops at its next step
+    (nothing of it is written) and the caller gets CallCancelled, not a report."""
+    owner, settings = busy_owner
+    with connect(settings) as asker:
+        assert not asker.host.runs_here
+        progress = CancelAtFirstStep()
+        with pytest.raises(CallCancelled):
+            asker.refresh(progress=progress)
+        assert progress.cancelled
+        assert owner.pending()["new"] == NEW_NOTES  # the owner stopped before writing any
+        assert asker.refresh()  # the connection is still good for the next call
+        assert owner.pending()["new"] == 0
+
+
+def test_a_caller_that_goes_away_stops_its_call_in_the_owner(
+    busy_owner: tuple[Vault, Settings],
+) -> None:
+    """A caller killed mid-call (its connection drops) wants no answer: the owner's
+    work stops at its next step, as if cancelled."""
+    owner, settings = busy_owner
+    with connect(settings) as asker:
+        progress = CancelAtFirstStep()
+        sock = asker.host._client._sock  # type: ignore[attr-defined]
+        progress.on_cancel(lambda: sock.shutdown(socket.SHUT_RDWR))  # as if killed
+        with pytest.raises(OwnerLostError):
+            asker.refresh(progress=progress)
+    assert owner.pending()["new"] == NEW_NOTES

@@ -336,7 +336,7 @@ def test_list_sessions_filters_and_pages(imported: Vault) -> None:
 def test_hand_written_session_notes_are_listed_and_summaries_recognised(
     imported: Vault, vault_dir: Path
 ) -> None:
-    path = imported.new_note("session", "Pairing on the kiosk", project="kiosk")
+    path = vault_dir / imported.new_note("session", "Pairing on the kiosk", project="kiosk")["path"]
     listed = imported.list_sessions(project="kiosk")["sessions"]
     assert {s["title"] for s in listed} >= {"Pairing on the kiosk"}
     mine = next(s for s in listed if s["title"] == "Pairing on the kiosk")

@@ -31,7 +31,7 @@ def test_a_new_vault_has_folders_templates_settings_and_a_gitignore(tmp_path: Pa
     for kind in ("note", "session", "knowledge", "document"):
         assert (vault / ".markvault" / "templates" / f"{kind}.md").is_file()
     config = tomllib.loads((vault / ".markvault.toml").read_text(encoding="utf-8"))
-    assert config == {"sync": {"pull": "merge"}, "credentials": {"mode": "redact"}}
+    assert config == {"sync": {"pull": "merge", "auto": False}, "credentials": {"mode": "redact"}}
     settings = Settings.load(vault=vault, env={})
     assert settings.credentials.mode == "redact" and not settings.credentials.allow
     assert settings.sync.pull == "merge" and vault not in settings.index_dir.parents
@@ -49,7 +49,7 @@ def test_templates_travel_with_the_vault_and_are_never_indexed(tmp_path: Path) -
         encoding="utf-8",
     )
     with open_local(vault, tmp_path / "index") as v:
-        made = v.new_note("note", "Alpha")
+        made = vault / v.new_note("note", "Alpha")["path"]
         assert "## Our own heading" in made.read_text(encoding="utf-8")
         report = v.reindex(vectors=False)
         assert report.notes == 1  # the new note; no template
@@ -90,7 +90,7 @@ def test_an_existing_obsidian_vault_keeps_every_file_byte_for_byte(tmp_path: Pat
     }
     # A templates/ folder of Obsidian's is not markvault's: the vault's own wins.
     with open_local(vault, tmp_path / "index") as v:
-        text = v.new_note("note", "Mine").read_text(encoding="utf-8")
+        text = (vault / v.new_note("note", "Mine")["path"]).read_text(encoding="utf-8")
     assert "from Obsidian's own templates" not in text and text.startswith("---\nid: n-")
 
 

@@ -154,7 +154,7 @@ def test_a_rename_reports_both_names(watch: StartWatch, vault_dir: Path) -> None
     }
 
 
-def test_files_that_are_not_notes_are_never_reported(
+def test_hidden_ignored_and_litter_files_are_never_reported(
     watch: StartWatch, vault_dir: Path, tmp_path: Path
 ) -> None:
     write(vault_dir / ".markvaultignore", "drafts/\nprivate.md\n")
@@ -172,16 +172,18 @@ def test_files_that_are_not_notes_are_never_reported(
         "drafts/d.md",  # ignored folder
         "private.md",  # ignored file
         "idx/x.md",  # the index folder
-        "notes/image.png",
-        "notes/a.md~",  # editor backups
+        "notes/a.md~",  # editor backups, swap and probe files
         "notes/#a.md#",
+        "notes/a.md.swp",
+        "notes/4913",
     ):
         write(vault_dir / rel, "noise")
+    write(vault_dir / "notes" / "image.png", "an attachment: links may name it")
     write(vault_dir / "notes" / "sentinel.md")
 
-    recorder.wait_paths("notes/sentinel.md")
+    recorder.wait_paths("notes/image.png", "notes/sentinel.md")
     later = recorder.batches[1:]
-    assert {p for b in later for p in b.paths} == {"notes/sentinel.md"}
+    assert {p for b in later for p in b.paths} == {"notes/image.png", "notes/sentinel.md"}
     assert not any(b.full for b in later)
 
 

@@ -27,6 +27,7 @@ WRITES = {
     "store_document",
     "import_sessions",
     "save_session_summary",
+    "sync",
 }
 
 
@@ -76,3 +77,13 @@ def test_errors_keep_their_class_and_hint() -> None:
     with pytest.raises(errors.ConflictError) as caught:
         raise_error(error_json(errors.ConflictError("The note changed.", "Read it again.")))
     assert (caught.value.message, caught.value.hint) == ("The note changed.", "Read it again.")
+
+
+def test_an_error_of_another_module_keeps_its_exit_code() -> None:
+    """A refusal by the credential gate in the owner ends the client's command with 6."""
+    from markvault.credentials import CredentialRefused
+
+    refused = CredentialRefused("Refused: notes/a.md holds 1 credential.", "Allow it.", [])
+    with pytest.raises(errors.RefusedError) as caught:
+        raise_error(error_json(refused))
+    assert caught.value.exit_code == 6 and caught.value.hint == "Allow it."

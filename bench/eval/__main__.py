@@ -1,8 +1,8 @@
 """Evaluate markvault's retrieval: ``python -m bench.eval`` from the repository root.
 
-    python -m bench.eval                                   # Cranfield, all modes, multilingual
-    python -m bench.eval --modes keyword --skip-multilingual  # no model load: ~30 s
-    python -m bench.eval --experiments --json-out bench/eval/results.json
+    python -m bench.eval                                   # everything (see README.md)
+    python -m bench.eval --sets cacm --modes keyword       # one set, no model: seconds
+    python -m bench.eval --experiments --workdir bench/out/eval --json-out results.json
     python -m bench.eval --docs D --queries Q --qrels R --query-ids label --gains binary
 
 Prints Markdown tables; ``--json-out`` also writes the figures (see ``report.py``).
@@ -24,54 +24,56 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import markvault
-import markvault.index.keyword
-import markvault.query
-import markvault.search
+import markvault.fusion
+from markvault.index import keyword
 
 from . import experiments as exps
-from . import known_item, report, runner
-from .reference import ReferenceBM25, ReferenceSetup
-from .smart import Collection, Gains, QueryIds, load_collection
+from . import report, runner, sets
+from .metrics import paired_p_value, per_query
+from .reference import DenseReference, ReferenceBM25, ReferenceSetup, load_model, rrf
+from .smart import Gains, QueryIds, load_collection
 from .variants import __doc__ as VARIANTS_DOC
 
-# ../shared/eval/cranfield beside the repository (where CI puts it), unless set.
-CRANFIELD = Path(
-    os.environ.get("MARKVAULT_CRANFIELD")
-    or Path(__file__).resolve().parents[2].parent / "shared/eval/cranfield"
-)
 ALL_MODES = ("keyword", "vector", "hybrid", "deep")
+DEFAULT_SETS = (*sets.CATALOG, *sets.OWN_SETS)
+DEEP_KINDS = ("collection",)  # deep's mechanical variants are written for collection queries
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.eval", description=__doc__.split("\n")[0])
-    p.add_argument("--docs", type=Path, default=CRANFIELD / "cran.all.1400")
-    p.add_argument("--queries", type=Path, default=CRANFIELD / "cran.qry")
-    p.add_argument("--qrels", type=Path, default=CRANFIELD / "cranqrel")
+    p.add_argument(
+        "--sets",
+        nargs="+",
+        default=list(DEFAULT_SETS),
+        choices=list(DEFAULT_SETS),
+        help="collections and sets to evaluate (default: all)",
+    )
+    p.add_argument("--docs", type=Path, help="also a SMART collection: its documents file")
+    p.add_argument("--queries", type=Path, help="... its queries file")
+    p.add_argument("--qrels", type=Path, help="... its judgments file")
     p.add_argument(
         "--query-ids",
         choices=[q.value for q in QueryIds],
-        default=QueryIds.ORDINAL.value,
-        help="how the qrels name queries: position in the query file (Cranfield) or .I label",
+        default=QueryIds.LABEL.value,
+        help="how its judgments name queries: position in the query file or .I label",
     )
     p.add_argument(
         "--gains",
         choices=[g.value for g in Gains],
-        default=Gains.CRANFIELD.value,
-        help="grade -> gain: cranfield (5 - grade for 1..4), binary, graded (TREC)",
+        default=Gains.BINARY.value,
+        help="its grade -> gain: cranfield (5 - grade for 1..4), binary, graded (TREC)",
     )
-    p.add_argument("--name", help="the collection's name in the report (default: its folder)")
+    p.add_argument("--name", help="that collection's name in the report (default: its folder)")
     p.add_argument("--modes", nargs="+", choices=ALL_MODES, default=list(ALL_MODES))
     p.add_argument("--max-queries", type=int, help="evaluate this many queries, evenly spread")
-    p.add_argument("--workdir", type=Path, help="keep vaults and indexes here (reused next run)")
+    p.add_argument("--workdir", type=Path, help="keep vaults, indexes and vectors here")
+    p.add_argument("--no-references", action="store_true", help="skip bm25s, dense and RRF")
     p.add_argument(
         "--experiments",
         nargs="*",
         metavar="WORD",
-        help="also run the ranking experiments (those whose name contains a WORD, if given)",
+        help="also run the experiments (those whose name contains a WORD, if given)",
     )
-    p.add_argument("--skip-multilingual", action="store_true")
-    p.add_argument("--skip-collection", action="store_true", help="multilingual check only")
     p.add_argument("--json-out", type=Path, help="write the figures to this JSON file")
     return p.parse_args(argv)
 
@@ -87,145 +89,196 @@ def machine() -> dict[str, Any]:
     }
 
 
-def run_row(
-    system: str, run: runner.ModeRun, relevant: dict[str, dict[str, int]]
-) -> dict[str, Any]:
-    return {
-        "system": system,
-        "mode": run.mode,
-        **run.scores(relevant).as_dict(),
-        "seconds": round(run.seconds, 2),
-        "errors": run.errors,
-        "shortcuts": run.shortcuts,
-        "warnings": run.warnings,
-    }
+class Evaluator:
+    """Runs references, modes and experiments on sets, and collects the figures."""
 
+    def __init__(self, args: argparse.Namespace, workdir: Path) -> None:
+        self.args = args
+        self.workdir = workdir
+        self._model: Any = None
 
-def evaluate_collection(
-    collection: Collection, args: argparse.Namespace, workdir: Path
-) -> dict[str, Any]:
-    """bm25s and every requested markvault mode (and experiments) on one collection."""
-    queries = runner.subset(collection.judged_queries(), args.max_queries)
-    relevant = runner.relevant_for(collection, queries)
-    print(
-        f"{collection.name}: {len(collection.documents)} documents, {len(collection.queries)} "
-        f"queries ({len(queries)} evaluated), grades {collection.grades}",
-        flush=True,
-    )
-    modes = [m for m in args.modes if m in markvault.search.MODES]
-    skipped = [m for m in args.modes if m not in modes]
-    setup = ReferenceSetup()
-    ref = ReferenceBM25(collection.documents, setup)
-    started = time.perf_counter()
-    ref_run = runner.ModeRun("bm25s", ref.run(queries, runner.LIMIT), 0.0)
-    ref_run.seconds = time.perf_counter() - started
-    rows = [run_row("bm25s (reference)", ref_run, relevant)]
-    print(f"bm25s: {ref_run.scores(relevant)}", flush=True)
+    def model(self) -> Any:
+        if self._model is None:
+            self._model = load_model()
+        return self._model
 
-    built = runner.build(collection, workdir / "collection", vectors=modes != ["keyword"])
-    print(
-        f"indexed {built.notes} notes, {built.chunks} chunks in {built.seconds:.1f} s "
-        f"({built.embedded} embedded)",
-        flush=True,
-    )
-    baselines: dict[str, runner.ModeRun] = {}
-    for mode in modes:
-        baselines[mode] = runner.run_mode(built.vault, queries, mode)
-        rows.append(run_row(f"markvault {mode}", baselines[mode], relevant))
-        print(f"{mode}: {baselines[mode].scores(relevant)}", flush=True)
-
-    results = []
-    if args.experiments is not None:
-        for exp in exps.default_experiments():
-            if exp.mode not in baselines or not exp.available():
-                continue
-            if args.experiments and not any(w in exp.name for w in args.experiments):
-                continue
-            res = exps.run_experiment(
-                exp, built.vault, collection, queries, baselines[exp.mode], workdir
-            )
-            results.append(res.as_dict())
-            print(
-                f"experiment {exp.name} [{exp.mode}]: {res.scores} "
-                f"Δ {res.delta_ndcg10:+.4f} p {res.p_value:.3f}",
-                flush=True,
-            )
-    built.vault.close()
-    return {
-        "collection": {
-            "name": collection.name,
-            "documents": len(collection.documents),
-            "queries": len(collection.queries),
-            "evaluated_queries": len(queries),
-            "grades": collection.grades,
-            "gains": args.gains,
-            "query_ids": args.query_ids,
-        },
-        "setup": {
-            "markvault": (
-                f"{built.settings['model']}, max_pieces {built.settings['max_pieces']}, "
-                f"BM25 k1 {markvault.index.keyword.BM25_K1} b {markvault.index.keyword.BM25_B}, "
-                f"RRF k {markvault.search.RRF_K}; {built.notes} notes, {built.chunks} chunks, "
-                f"indexed in {built.seconds:.1f} s"
+    def references(self, s: sets.EvalSet) -> dict[str, dict[str, list[str]]]:
+        """Each reference system's ranking per query (one document per note)."""
+        if self.args.no_references or not s.reference_levels or not s.documents:
+            return {}
+        runs = {
+            "bm25s": ReferenceBM25(s.documents, ReferenceSetup()).run(s.queries, runner.LIMIT),
+            "bm25s unstemmed": ReferenceBM25(s.documents, ReferenceSetup(stemmed=False)).run(
+                s.queries, runner.LIMIT
             ),
-            "reference": setup.describe(),
-            "deep": "Vault.search(mode='deep', variants=variants.variants(query))"
-            if "deep" in modes
-            else "not run",
-            "modes not available in src": ", ".join(skipped) or "none",
-        },
-        "runs": rows,
-        "experiments": results,
-        "variants": VARIANTS_DOC,
-    }
+        }
+        if set(self.args.modes) - {"keyword"}:
+            dense = DenseReference(s.documents, self.workdir / s.name, self.model())
+            runs["dense"] = dense.run(s.queries, runner.LIMIT)
+            runs["RRF(bm25s, dense)"] = rrf([runs["bm25s"], runs["dense"]])
+        return runs
 
+    def evaluate(self, s: sets.EvalSet) -> dict[str, Any]:
+        print(f"{s.name}: {s.description}", flush=True)
+        queries = runner.subset(s.queries, self.args.max_queries)
+        keys = {q.key for q in queries}
+        levels = {
+            level: {k: v for k, v in rel.items() if k in keys} for level, rel in s.levels.items()
+        }
+        rows: list[dict[str, Any]] = []
+        for system, ranked in self.references(s).items():
+            for level in s.reference_levels:
+                rows += self._rows(system, "reference", ranked, levels[level], level, s, 0.0)
+        modes = [m for m in self.args.modes if m != "deep" or s.kind in DEEP_KINDS]
+        built = runner.build_files(s.files, self.workdir / s.name, vectors=modes != ["keyword"])
+        print(f"  indexed {built.notes} notes, {built.chunks} chunks", flush=True)
+        baselines: dict[str, runner.ModeRun] = {}
+        try:
+            for mode in modes:
+                run = runner.run_mode(built.vault, queries, mode)
+                baselines[mode] = run
+                for level, rel in levels.items():
+                    ranked = run.keys(level, s.judge)
+                    rows += self._rows(f"markvault {mode}", mode, ranked, rel, level, s, run)
+            found = self._experiments(s, built.vault, queries, levels, baselines)
+        finally:
+            built.vault.close()
+        for row in rows:
+            if row["group"] == "all":
+                print(
+                    f"  {row['system']:24} {row['level']:10} nDCG@10 {row['ndcg@10']:.4f} "
+                    f"MRR@10 {row['mrr@10']:.4f}",
+                    flush=True,
+                )
+        return {
+            "name": s.name,
+            "kind": s.kind,
+            "description": s.description,
+            "levels": list(levels),
+            "groups": sorted(s.groups),
+            "notes": built.notes,
+            "chunks": built.chunks,
+            "runs": rows,
+            "experiments": found,
+        }
 
-def evaluate_multilingual(workdir: Path, experiments: bool) -> dict[str, Any]:
-    """The known-item check as it stands, and with each query-side experiment."""
-    where = workdir / "multilingual"
-    scores = known_item.run(where)
-    out: dict[str, Any] = {
-        "modes": list(known_item.MODES),
-        "goal": known_item.GOAL,
-        "languages": {lang: s.as_dict() for lang, s in scores.items()},
-        "experiments": [],
-    }
-    if not experiments:
+    def _rows(
+        self,
+        system: str,
+        mode: str,
+        ranked: dict[str, list[str]],
+        relevant: dict[str, dict[str, int]],
+        level: str,
+        s: sets.EvalSet,
+        run: runner.ModeRun | float,
+    ) -> list[dict[str, Any]]:
+        groups = {"all": list(relevant), **s.groups} if s.groups else {"all": list(relevant)}
+        out = []
+        for group, members in groups.items():
+            rel = {k: relevant[k] for k in members if k in relevant}
+            if not rel:
+                continue
+            scores = report.scores_of(ranked, rel)
+            row: dict[str, Any] = {
+                "system": system,
+                "mode": mode,
+                "level": level,
+                "group": group,
+                **scores,
+            }
+            if isinstance(run, runner.ModeRun):
+                row.update(
+                    seconds=round(run.seconds, 2),
+                    errors=run.errors,
+                    shortcuts=run.shortcuts,
+                    warnings=run.warnings,
+                )
+            out.append(row)
         return out
-    trials: list[tuple[str, dict[str, Any], Any]] = [
-        ("split_words", {}, exps.split_words),
-        ("embed the query as written", {"parse": exps.parse_keeping_text}, runner.plain_query),
-        ("both", {"parse": exps.parse_split_keeping_text}, runner.plain_query),
-    ]
-    for name, patches, rewrite in trials:
-        with runner.patched(markvault.query, **patches):
-            scores = known_item.run(where, rewrite=rewrite)
-        out["experiments"].append(
-            {"name": name, "languages": {lang: s.as_dict() for lang, s in scores.items()}}
-        )
-    return out
+
+    def _experiments(
+        self,
+        s: sets.EvalSet,
+        vault: Any,
+        queries: Sequence[Any],
+        levels: dict[str, dict[str, dict[str, int]]],
+        baselines: dict[str, runner.ModeRun],
+    ) -> list[dict[str, Any]]:
+        if self.args.experiments is None:
+            return []
+        out = []
+        for exp in exps.default_experiments():
+            if self.args.experiments and not any(w in exp.name for w in self.args.experiments):
+                continue
+            for mode in exp.modes:
+                if mode not in baselines:
+                    continue
+                with exp.patch():
+                    run = runner.run_mode(vault, queries, mode)
+                for level, rel in levels.items():
+                    base = per_query(baselines[mode].keys(level, s.judge), rel)
+                    now = per_query(run.keys(level, s.judge), rel)
+                    order = sorted(base)
+                    a = [now[k][0] for k in order]
+                    b = [base[k][0] for k in order]
+                    out.append(
+                        {
+                            "name": exp.name,
+                            "kind": exp.kind,
+                            "mode": mode,
+                            "level": level,
+                            "ndcg@10": round(sum(a) / len(a), 4),
+                            "mrr@10": round(sum(now[k][2] for k in order) / len(order), 4),
+                            "delta": round((sum(a) - sum(b)) / len(a), 4),
+                            "p": round(paired_p_value(a, b), 3),
+                            "groups": report.group_scores(run.keys(level, s.judge), rel, s.groups),
+                        }
+                    )
+            print(f"  experiment {exp.name}: done", flush=True)
+        return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="markvault-eval-"))
-    figures: dict[str, Any] = {}
+    chosen: list[sets.EvalSet] = []
+    for name in args.sets:
+        if name in sets.CATALOG:
+            if not sets.collection_available(name):
+                print(f"{name}: not found under {sets.SHARED_EVAL}, skipped", file=sys.stderr)
+                continue
+            chosen.append(sets.from_collection(sets.load_catalogued(name)))
+        else:
+            chosen.append(sets.OWN_SETS[name]())
+    if args.docs and args.queries and args.qrels:
+        collection = load_collection(
+            args.docs,
+            args.queries,
+            args.qrels,
+            query_ids=QueryIds(args.query_ids),
+            gains=Gains(args.gains),
+            name=args.name,
+        )
+        chosen.append(sets.from_collection(collection))
+    started = time.perf_counter()
+    evaluator = Evaluator(args, workdir)
+    figures: dict[str, Any] = {"sets": []}
     try:
-        if not args.skip_collection:
-            collection = load_collection(
-                args.docs,
-                args.queries,
-                args.qrels,
-                query_ids=QueryIds(args.query_ids),
-                gains=Gains(args.gains),
-                name=args.name,
-            )
-            figures.update(evaluate_collection(collection, args, workdir))
-        if not args.skip_multilingual:
-            figures["multilingual"] = evaluate_multilingual(workdir, args.experiments is not None)
+        for s in chosen:
+            figures["sets"].append(evaluator.evaluate(s))
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
+    figures["setup"] = {
+        "markvault": (
+            f"all-MiniLM-L6-v2, BM25 k1 {keyword.BM25_K1} b {keyword.BM25_B} "
+            f"per note, hybrid keyword weight {markvault.fusion.KEYWORD_WEIGHT}"
+        ),
+        "reference": ReferenceSetup().describe() + "; dense all-MiniLM-L6-v2 per document; "
+        "RRF k 60 of bm25s and dense",
+        "deep": VARIANTS_DOC.strip().split("\n")[0],
+        "seconds": round(time.perf_counter() - started),
+    }
     figures["machine"] = machine()
     print()
     print(report.markdown(figures))

@@ -1,294 +1,196 @@
-"""Ranking experiments: one setting changed at a time, measured against the baseline.
+"""Ranking experiments: one change at a time, measured on every collection and set.
 
-Nothing here edits ``src/``. A setting is changed in one of four ways:
+Nothing here edits ``src/``. Each experiment swaps a function or constant of markvault
+for the length of one run (``runner.patched``) and reruns the modes it affects on every
+set; the report gives its nDCG@10 difference from the same mode's baseline per set and
+level, with a paired randomization test's p-value (most differences on a few dozen
+queries are noise). Two kinds:
 
-- a module constant patched for the duration of one run (``runner.patched``):
-  BM25's k1 and b (``markvault.index.keyword``), RRF's k and deep search's weights
-  (``markvault.search``);
-- a module function wrapped the same way: ``markvault.query.parse`` by
-  ``parse_keeping_text``, to try embedding the query as written;
-- the query text rewritten before it is searched (what a change to query parsing
-  would do): stopwords removed, or ``split_words``;
-- a different vault, in a separate keyword-only index: a chunk size in the vault's
-  own ``.markvault.toml`` (``[chunk] max_pieces``), or notes without a frontmatter
-  title (markvault adds a frontmatter title to every chunk's tokens twice, as the
-  title and as the heading context; Cranfield's text repeats it a third time).
-
-Each result carries its difference in nDCG@10 from the same mode's baseline and the
-paired randomization test's p-value, because on 225 queries most differences are
-noise.
+- **ablations** undo one of the changes of issue 11 (query term frequency, stop words,
+  their language, notes as the BM25 document, score fusion, the language check), and
+  "issue 6" undoes all of them at once: the before figures, from the same run;
+- **alternatives** that were measured and not kept (other fusion functions, weights
+  and normalizations, another chunk to show).
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-import regex
-from bm25s.stopwords import STOPWORDS_EN
-
+import markvault.fusion
+import markvault.index.bm25
 import markvault.index.keyword
-import markvault.query
-import markvault.search
-from markvault import Vault
+import markvault.language
+from markvault.text import latin_share
 
 from . import runner
-from .metrics import Scores, paired_p_value, per_query
-from .notes import collection_files
-from .smart import Collection, Query
-from .variants import STOPWORDS
 
-_MODULES = {"index": markvault.index.keyword, "query": markvault.query, "search": markvault.search}
-_ORIGINAL_PARSE = markvault.query.parse
-_CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}ー"
-# markvault.text's segmentation: CJK runs, and words of every other script.
-_SEGMENT = regex.compile(rf"([{_CJK}]+)|[\p{{L}}\p{{N}}\p{{M}}--[{_CJK}]]+", regex.V1)
+Patch = Callable[[], contextlib.AbstractContextManager[None]]
+Rows = Sequence[tuple[int, float]]
 
-
-def split_words(text: str) -> str:
-    """A query rewrite that makes every search token a word of its own.
-
-    markvault's parser turns an unquoted word that yields several tokens into a
-    *phrase*: a Chinese or Japanese sentence (no spaces: one word, many bigrams) must
-    then occur verbatim, and "boundary-layer" must be adjacent. This rewrite writes
-    each CJK bigram and each hyphen- or apostrophe-joined part as its own word (the
-    bigrams overlap, as markvault's do), so BM25 ranks by all of them with no
-    adjacency required: what the parser would do if only quotes made phrases.
-    """
-    out: list[str] = []
-    for match in _SEGMENT.finditer(runner.plain_query(text)):
-        cjk = match.group(1)
-        if cjk and len(cjk) > 1:
-            out.extend(cjk[i : i + 2] for i in range(len(cjk) - 1))
-        else:
-            out.append(match.group())
-    return " ".join(out) or text
-
-
-def parse_keeping_text(query: str) -> markvault.query.Plan:
-    """``markvault.query.parse``, but the plan's ``text`` (what the embedding model
-    reads) is the query as written instead of its stemmed, case-folded tokens.
-
-    The harness sends plain words (``runner.plain_query``), so there is no operator
-    to strip and the query itself is the right text.
-    """
-    plan = _ORIGINAL_PARSE(query)
-    plan.text = query
-    return plan
-
-
-def parse_split_keeping_text(query: str) -> markvault.query.Plan:
-    """Both fixes at once: keyword terms as ``split_words`` makes them (no implicit
-    phrases), and the embedding model reads the query as written (unsplit)."""
-    plan = _ORIGINAL_PARSE(split_words(query))
-    plan.text = query
-    return plan
-
-
-def without_stopwords(words: frozenset[str]) -> Callable[[str], str]:
-    """A query rewrite that drops ``words`` (case-insensitive), then ``plain_query``."""
-
-    def rewrite(text: str) -> str:
-        kept = [w for w in text.split() if w.lower() not in words]
-        return runner.plain_query(" ".join(kept) or text)
-
-    return rewrite
+_ORIGINAL = {
+    "scored_sql": markvault.index.bm25.scored_sql,
+    "note_scores": markvault.index.bm25.note_scores,
+    "bm25": markvault.index.keyword.KeywordIndex.bm25,
+    "convex": markvault.fusion.convex,
+}
 
 
 @dataclass(frozen=True)
 class Experiment:
     name: str
-    group: str
-    mode: str
-    params: dict[str, Any]
-    # module key in _MODULES -> {constant: value}
-    patches: dict[str, dict[str, Any]] = field(default_factory=dict)
-    rewrite: Callable[[str], str] | None = None
-    # A separate keyword-only vault and index: this chunk size, or notes without titles.
-    max_pieces: int | None = None
-    titles: bool = True
-
-    def available(self) -> bool:
-        """False when ``src/`` lacks a patched constant (e.g. deep search not merged)."""
-        return all(
-            hasattr(_MODULES[mod], name) for mod, consts in self.patches.items() for name in consts
-        )
+    modes: tuple[str, ...]  # the modes it changes
+    patch: Patch
+    kind: str = "ablation"  # or "alternative"
 
 
-def default_experiments() -> list[Experiment]:
-    """The experiments the full run makes (about ten minutes on 2 cores with vectors)."""
-    out: list[Experiment] = []
-    for k1 in (0.9, 1.2, 1.5, 2.0):
-        for b in (0.5, 0.75, 0.9):
-            if (k1, b) != (markvault.index.keyword.BM25_K1, markvault.index.keyword.BM25_B):
-                out.append(
-                    Experiment(
-                        f"BM25 k1={k1} b={b}",
-                        "bm25",
-                        "keyword",
-                        {"k1": k1, "b": b},
-                        {"index": {"BM25_K1": k1, "BM25_B": b}},
-                    )
-                )
-    en33 = frozenset(STOPWORDS_EN)
-    for mode in ("keyword", "hybrid"):
-        out.append(
-            Experiment(
-                "query stopwords removed (bm25s 'en', 33 words)",
-                "query",
-                mode,
-                {"stopwords": "bm25s STOPWORDS_EN"},
-                rewrite=without_stopwords(en33),
-            )
-        )
-        out.append(
-            Experiment(
-                "query stopwords removed (179 words + question words)",
-                "query",
-                mode,
-                {"stopwords": "bm25s STOPWORDS_EN_PLUS + variants.STOPWORDS"},
-                rewrite=without_stopwords(STOPWORDS),
-            )
-        )
-    out.append(
-        Experiment(
-            "one chunk per note (max_pieces=100000)",
-            "chunking",
-            "keyword",
-            {"max_pieces": 100_000},
-            max_pieces=100_000,
-        )
+# ---- the changes undone ----------------------------------------------------------------
+
+
+def _no_query_tf(found: Any, terms: Sequence[str], k1: float, b: float, **kw: Any) -> str:
+    return _ORIGINAL["scored_sql"](found, list(dict.fromkeys(terms)), k1, b, **kw)
+
+
+def _no_query_tf_notes(found: Any, terms: Sequence[str], *args: Any) -> Any:
+    return _ORIGINAL["note_scores"](found, list(dict.fromkeys(terms)), *args)
+
+
+def _chunks_alone(self: Any, *args: Any, per_note: bool = False, **kw: Any) -> Any:
+    return _ORIGINAL["bm25"](self, *args, per_note=False, **kw)
+
+
+def _script_only(model: str, text: str, language: str | None) -> bool:
+    """Issue 6's check: only text mostly in another script skips the English model."""
+    from markvault.config import DEFAULT_MODEL_NAMES
+
+    return model not in DEFAULT_MODEL_NAMES or latin_share(text) >= 0.5
+
+
+def _rrf_chunks(keyword: Rows, vector: Rows, *args: Any, **kw: Any) -> Any:
+    """Issue 6's hybrid: reciprocal rank fusion (k = 60) of the two chunk lists."""
+    return markvault.fusion.rrf({"keyword": keyword, "vector": vector})
+
+
+def _rrf_notes(
+    keyword: Rows, vector: Rows, note_of: Mapping[int, str], cosine: Any, chunk_bm25: Any
+) -> Any:
+    """Reciprocal rank fusion (k = 60) of the two lists seen as notes (their best
+    chunks); the chunk shown chosen as convex() does."""
+    ranks: dict[str, float] = {}
+    for rows in (keyword, vector):
+        seen: list[str] = []
+        for cid, _ in rows:
+            note = note_of.get(cid)
+            if note is not None and note not in seen:
+                seen.append(note)
+        for rank, note in enumerate(seen, start=1):
+            ranks[note] = ranks.get(note, 0.0) + 1 / (markvault.fusion.RRF_K + rank)
+    shown = _ORIGINAL["convex"](keyword, vector, note_of, cosine, chunk_bm25)
+    order = {note: i for i, note in enumerate(sorted(ranks, key=lambda n: (-ranks[n], n)))}
+    rows = [(c, ranks[note_of[c]], r, s) for c, _, r, s in shown if note_of.get(c) in order]
+    return sorted(rows, key=lambda f: order[note_of[f[0]]])
+
+
+def _minmax(keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any) -> Any:
+    """Convex combination after min-max normalization: each list's worst score fetched
+    becomes 0 (TMM's theoretical minimum of 0 replaced by the observed one)."""
+    k_low = min((s for _, s in keyword), default=0.0)
+    v_low = min((s for _, s in vector), default=0.0)
+
+    def shifted_cosine(ids: Sequence[int]) -> dict[int, float]:
+        return {c: max(s - v_low, 0.0) for c, s in cosine(ids).items()}
+
+    return _ORIGINAL["convex"](
+        [(c, s - k_low) for c, s in keyword],
+        [(c, s - v_low) for c, s in vector],
+        note_of,
+        shifted_cosine,
+        chunk_bm25,
     )
-    out.append(
-        Experiment(
-            "no frontmatter title (title tokens once, from the text)",
-            "chunking",
-            "keyword",
-            {"frontmatter_title": False},
-            titles=False,
-        )
-    )
-    for mode in ("keyword", "hybrid"):
-        out.append(
-            Experiment(
-                "unquoted multi-token words as separate terms (split_words)",
-                "query",
-                mode,
-                {"rewrite": "split_words"},
-                rewrite=split_words,
-            )
-        )
-    for mode in ("vector", "hybrid", "deep"):
-        out.append(
-            Experiment(
-                "embed the query as written (not its stemmed tokens)",
-                "query",
-                mode,
-                {"plan.text": "query as written"},
-                {"query": {"parse": parse_keeping_text}},
-            )
-        )
-    for k in (10, 30, 100):
-        out.append(
-            Experiment(f"RRF k={k}", "fusion", "hybrid", {"rrf_k": k}, {"search": {"RRF_K": k}})
-        )
-    for k in (10, 30, 100):
-        out.append(
-            Experiment(
-                f"embed the query as written + RRF k={k}",
-                "combined",
-                "hybrid",
-                {"plan.text": "query as written", "rrf_k": k},
-                {"query": {"parse": parse_keeping_text}, "search": {"RRF_K": k}},
-            )
-        )
-    out.append(
-        Experiment(
-            "deep: never skip variants",
-            "deep",
-            "deep",
-            {"decisive_ratio": "inf"},
-            {"search": {"DECISIVE_RATIO": math.inf}},
-        )
-    )
-    for w in (1.0, 3.0):
-        out.append(
-            Experiment(
-                f"deep: original weight {w}",
-                "deep",
-                "deep",
-                {"original_weight": w},
-                {"search": {"ORIGINAL_WEIGHT": w}},
-            )
-        )
+
+
+def _keyword_chunk_shown(
+    keyword: Rows, vector: Rows, note_of: Mapping[int, str], cosine: Any, chunk_bm25: Any
+) -> Any:
+    """convex(), but each note shows the chunk keyword search ranks best in it."""
+    fused = _ORIGINAL["convex"](keyword, vector, note_of, cosine, chunk_bm25)
+    best: dict[str, int] = {}
+    for cid, _ in keyword:
+        best.setdefault(note_of.get(cid, ""), cid)
+    out: list[Any] = []
+    for note in dict.fromkeys(note_of.get(f[0], "") for f in fused):
+        rows = [f for f in fused if note_of.get(f[0], "") == note]
+        first = best.get(note)
+        rows.sort(key=lambda f: f[0] != first)
+        out += rows
     return out
 
 
-@dataclass
-class ExperimentResult:
-    experiment: Experiment
-    scores: Scores
-    delta_ndcg10: float
-    p_value: float
-    seconds: float
-    errors: int
-
-    def as_dict(self) -> dict[str, Any]:
-        e = self.experiment
-        return {
-            "name": e.name,
-            "group": e.group,
-            "mode": e.mode,
-            "params": e.params,
-            **self.scores.as_dict(),
-            "delta_ndcg@10": round(self.delta_ndcg10, 4),
-            "p_value": round(self.p_value, 4),
-            "seconds": round(self.seconds, 1),
-            "errors": self.errors,
-        }
+@contextlib.contextmanager
+def _patches(*items: tuple[Any, dict[str, Any]]) -> Iterator[None]:
+    with contextlib.ExitStack() as stack:
+        for target, values in items:
+            stack.enter_context(runner.patched(target, **values))
+        yield
 
 
-def run_experiment(
-    exp: Experiment,
-    vault: Vault,
-    collection: Collection,
-    queries: Sequence[Query],
-    baseline: runner.ModeRun,
-    workdir: Path,
-) -> ExperimentResult:
-    """One experiment, compared query by query with ``baseline`` (same mode, same queries)."""
-    relevant = runner.relevant_for(collection, queries)
-    target = vault
-    if exp.max_pieces is not None or not exp.titles:
-        files = collection_files(collection.documents, titles=exp.titles)
-        where = (
-            workdir
-            / f"variant-{exp.max_pieces or 'default'}-{'titles' if exp.titles else 'untitled'}"
-        )
-        target = runner.build_files(files, where, vectors=False, max_pieces=exp.max_pieces).vault
-    try:
-        with contextlib.ExitStack() as stack:
-            for module, constants in exp.patches.items():
-                stack.enter_context(runner.patched(_MODULES[module], **constants))
-            run = runner.run_mode(
-                target, queries, exp.mode, rewrite=exp.rewrite or runner.plain_query
+NO_QTF = (markvault.index.bm25, {"scored_sql": _no_query_tf, "note_scores": _no_query_tf_notes})
+NO_STOP = (markvault.language, {"query_stopwords": lambda language: frozenset()})
+CHUNKS = (markvault.index.keyword.KeywordIndex, {"bm25": _chunks_alone})
+RRF_CHUNKS = (markvault.fusion, {"convex": _rrf_chunks})
+SCRIPT_ONLY = (markvault.language, {"model_reads": _script_only})
+
+
+def default_experiments() -> list[Experiment]:
+    kw_and_hybrid = ("keyword", "hybrid")
+    return [
+        Experiment(
+            "issue 6: all of the below undone",
+            ("keyword", "hybrid"),
+            lambda: _patches(NO_QTF, NO_STOP, CHUNKS, RRF_CHUNKS, SCRIPT_ONLY),
+        ),
+        Experiment("no query term frequency", kw_and_hybrid, lambda: _patches(NO_QTF)),
+        Experiment("no stop words", kw_and_hybrid, lambda: _patches(NO_STOP)),
+        Experiment(
+            "no language detection (English stop words; vectors fused for all Latin text)",
+            kw_and_hybrid,
+            lambda: _patches((markvault.language, {"detect": lambda words: None})),
+        ),
+        Experiment("chunks scored alone (not notes)", kw_and_hybrid, lambda: _patches(CHUNKS)),
+        Experiment("fusion: RRF k=60 over chunks", ("hybrid",), lambda: _patches(RRF_CHUNKS)),
+        Experiment(
+            "vectors fused for every Latin-script language",
+            ("hybrid",),
+            lambda: _patches(SCRIPT_ONLY),
+        ),
+        Experiment(
+            "fusion: RRF k=60 over notes",
+            ("hybrid",),
+            lambda: _patches((markvault.fusion, {"convex": _rrf_notes})),
+            "alternative",
+        ),
+        *(
+            Experiment(
+                f"fusion: keyword weight {w}",
+                ("hybrid",),
+                lambda w=w: _patches((markvault.fusion, {"KEYWORD_WEIGHT": w})),
+                "alternative",
             )
-    finally:
-        if target is not vault:
-            target.close()
-    mine = per_query(run.ranked, relevant)
-    base = per_query(baseline.ranked, relevant)
-    keys = sorted(mine)
-    scores = run.scores(relevant)
-    return ExperimentResult(
-        experiment=exp,
-        scores=scores,
-        delta_ndcg10=scores.ndcg10 - baseline.scores(relevant).ndcg10,
-        p_value=paired_p_value([mine[k][0] for k in keys], [base[k][0] for k in keys]),
-        seconds=run.seconds,
-        errors=len(run.errors),
-    )
+            for w in (0.3, 0.4, 0.6, 0.7)
+        ),
+        Experiment(
+            "fusion: min-max normalization",
+            ("hybrid",),
+            lambda: _patches((markvault.fusion, {"convex": _minmax})),
+            "alternative",
+        ),
+        Experiment(
+            "fusion: show keyword's best chunk",
+            ("hybrid",),
+            lambda: _patches((markvault.fusion, {"convex": _keyword_chunk_shown})),
+            "alternative",
+        ),
+    ]

@@ -9,9 +9,38 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from .metrics import evaluate, per_query
+
+MODES = ("keyword", "vector", "hybrid", "deep")
+REFERENCES = ("bm25s", "bm25s unstemmed", "dense", "RRF(bm25s, dense)")
+
+
+def scores_of(
+    ranked: Mapping[str, Sequence[str]], relevant: Mapping[str, Mapping[str, int]]
+) -> dict[str, Any]:
+    return evaluate(ranked, relevant).as_dict()
+
+
+def group_scores(
+    ranked: Mapping[str, Sequence[str]],
+    relevant: Mapping[str, Mapping[str, int]],
+    groups: Mapping[str, Sequence[str]],
+) -> dict[str, dict[str, float]]:
+    """{group: {nDCG@10, MRR@10}} over each group's queries."""
+    rows = per_query(ranked, relevant)
+    out = {}
+    for group, members in groups.items():
+        got = [rows[k] for k in members if k in rows]
+        if got:
+            out[group] = {
+                "ndcg@10": round(sum(r[0] for r in got) / len(got), 4),
+                "mrr@10": round(sum(r[2] for r in got) / len(got), 4),
+            }
+    return out
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -31,109 +60,130 @@ def _fmt(value: Any) -> str:
     return "—" if value is None else str(value)
 
 
-def collection_table(fig: dict[str, Any]) -> str:
-    runs = fig["runs"]
-    ref = next((r for r in runs if r["system"].startswith("bm25s")), None)
-    rows = []
-    for r in runs:
-        delta = None if ref is None or r is ref else round(r["ndcg@10"] - ref["ndcg@10"], 4)
-        rows.append(
-            [
-                r["system"],
-                r["ndcg@10"],
-                _signed(delta),
-                r["recall@100"],
-                r["mrr@10"],
-                r["queries"],
-                _ms(1000 * r["seconds"] / max(r["queries"], 1)),
-                _run_note(r),
-            ]
-        )
-    return table(
-        [
-            "system",
-            "nDCG@10",
-            "vs bm25s",
-            "Recall@100",
-            "MRR@10",
-            "queries",
-            "ms/query",
-            "note",
-        ],
-        rows,
-    )
-
-
-def _run_note(run: dict[str, Any]) -> str:
-    notes = []
-    if run.get("errors"):
-        notes.append(f"{len(run['errors'])} queries failed")
-    if run.get("mode") == "deep":
-        notes.append(f"variants skipped on {run.get('shortcuts', 0)} queries")
-    return ", ".join(notes)
-
-
-def _ms(value: float) -> str:
-    return f"{value:.1f}" if value < 10 else f"{value:.0f}"
-
-
 def _signed(value: float | None) -> str | None:
     return None if value is None else f"{value:+.4f}"
 
 
-def experiments_table(fig: dict[str, Any]) -> str:
-    rows = [
-        [
-            e["name"],
-            e["mode"],
-            e["ndcg@10"],
-            _signed(e["delta_ndcg@10"]),
-            f"{e['p_value']:.3f}",
-            e["recall@100"],
-            e["mrr@10"],
-        ]
-        for e in fig.get("experiments", [])
-    ]
-    return table(
-        ["experiment", "mode", "nDCG@10", "Δ vs mode's baseline", "p", "Recall@100", "MRR@10"],
-        rows,
-    )
+def _find(s: dict[str, Any], system: str, level: str, group: str = "all") -> dict[str, Any] | None:
+    for r in s["runs"]:
+        if r["system"] == system and r["level"] == level and r["group"] == group:
+            return r
+    return None
 
 
-def multilingual_table(ml: dict[str, Any], languages: dict[str, Any]) -> str:
-    modes = ml["modes"]
+def _value(s: dict[str, Any], system: str, level: str, key: str, group: str = "all") -> Any:
+    row = _find(s, system, level, group)
+    return None if row is None else row[key]
+
+
+def overview(figs: Sequence[dict[str, Any]], key: str = "ndcg@10") -> str:
+    """One row per set and level: every system's figure, and the goals' margins."""
+    header = ["set", "level", *REFERENCES, *MODES, "hybrid − best of k, v", "hybrid − RRF"]
     rows = []
-    for lang, s in languages.items():
+    for s in figs:
+        for level in s["levels"]:
+            values = [_value(s, name, level, key) for name in REFERENCES]
+            modes = [_value(s, f"markvault {m}", level, key) for m in MODES]
+            kw, vec, hyb = modes[0], modes[1], modes[2]
+            best = max(v for v in (kw, vec) if v is not None) if kw or vec else None
+            margin = None if hyb is None or best is None else round(hyb - best, 4)
+            rrf = values[3]
+            over = None if hyb is None or rrf is None else round(hyb - rrf, 4)
+            rows.append([s["name"], level, *values, *modes, _signed(margin), _signed(over)])
+    return table(header, rows)
+
+
+def known_items(figs: Sequence[dict[str, Any]]) -> str:
+    """MRR@10 per language (group) of the known-item sets."""
+    rows = []
+    for s in figs:
+        if s["kind"] != "known-item":
+            continue
+        for level in s["levels"]:
+            for group in s["groups"]:
+                k, v, h = (_value(s, f"markvault {m}", level, "mrr@10", group) for m in MODES[:3])
+                n = _value(s, "markvault keyword", level, "queries", group)
+                gap = None if k is None or h is None else round(h - k, 4)
+                rows.append([s["name"], level, group, n, k, v, h, _signed(gap)])
+    header = ["set", "level", "language", "queries", "keyword", "vector", "hybrid", "h − k"]
+    return table(header, rows)
+
+
+def details(s: dict[str, Any]) -> str:
+    rows = []
+    for r in s["runs"]:
+        if r["group"] != "all":
+            continue
+        seconds = r.get("seconds")
+        ms = None if seconds is None else round(1000 * seconds / max(r["queries"], 1))
+        notes = []
+        if r.get("errors"):
+            notes.append(f"{len(r['errors'])} queries failed")
+        if r.get("mode") == "deep":
+            notes.append(f"variants skipped on {r.get('shortcuts', 0)}")
         rows.append(
-            [lang, s["notes"]]
-            + [s["mrr@10"][m] for m in modes]
-            + [" ".join(f"{m[0]}:{s['top1'][m]:.2f}" for m in modes)]
+            [
+                r["system"],
+                r["level"],
+                r["ndcg@10"],
+                r["recall@100"],
+                r["mrr@10"],
+                ms,
+                ", ".join(notes),
+            ]
         )
-    return table(["language", "queries", *(f"{m} MRR@10" for m in modes), "found at rank 1"], rows)
+    header = ["system", "level", "nDCG@10", "Recall@100", "MRR@10", "ms/query", "note"]
+    return table(header, rows)
+
+
+def experiments(figs: Sequence[dict[str, Any]]) -> str:
+    """Each experiment's nDCG@10 change per set and level (p-value in brackets)."""
+    columns = [(s["name"], level) for s in figs for level in s["levels"]]
+    found: dict[tuple[str, str], dict[tuple[str, str], str]] = {}
+    kinds: dict[str, str] = {}
+    for s in figs:
+        for e in s.get("experiments", []):
+            cell = f"{e['delta']:+.4f} ({e['p']:.2f})"
+            found.setdefault((e["name"], e["mode"]), {})[(s["name"], e["level"])] = cell
+            kinds[e["name"]] = e["kind"]
+    if not found:
+        return ""
+    header = ["experiment", "mode", *(f"{n} {lv}" for n, lv in columns)]
+    rows = [[name, mode, *(cells.get(c) for c in columns)] for (name, mode), cells in found.items()]
+    return table(header, rows)
+
+
+def experiment_languages(figs: Sequence[dict[str, Any]]) -> str:
+    """Known-item MRR@10 per language under each experiment (hybrid and keyword)."""
+    rows = []
+    for s in figs:
+        if s["kind"] != "known-item" or len(s["groups"]) < 2:
+            continue
+        for e in s.get("experiments", []):
+            cells = " ".join(f"{g} {v['mrr@10']:.2f}" for g, v in e["groups"].items())
+            rows.append([s["name"], e["name"], e["mode"], cells])
+    return table(["set", "experiment", "mode", "MRR@10 per language"], rows) if rows else ""
 
 
 def markdown(fig: dict[str, Any]) -> str:
     """Every table of one harness run, with the setup they were measured with."""
-    parts = []
-    if "collection" in fig:
-        c = fig["collection"]
+    figs = fig.get("sets", [])
+    parts = ["### nDCG@10, every set\n\n" + overview(figs)]
+    if any(s["kind"] == "known-item" for s in figs):
+        parts.append("### Known-item sets: MRR@10 per language\n\n" + known_items(figs))
+    for s in figs:
         parts.append(
-            f"### {c['name']}: {c['documents']} documents, {c['evaluated_queries']} of "
-            f"{c['queries']} queries\n\n{collection_table(fig)}"
+            f"### {s['name']}: {s['description']} ({s['notes']} notes, {s['chunks']} chunks)"
+            f"\n\n{details(s)}"
         )
+    exp = experiments(figs)
+    if exp:
+        parts.append("### Experiments: Δ nDCG@10 against the same mode (p)\n\n" + exp)
+        langs = experiment_languages(figs)
+        if langs:
+            parts.append("### Experiments on the known-item languages\n\n" + langs)
+    if fig.get("setup"):
         parts.append("Setup: " + "; ".join(f"{k}: {v}" for k, v in fig["setup"].items()))
-    if fig.get("experiments"):
-        parts.append("### Experiments\n\n" + experiments_table(fig))
-    if "multilingual" in fig:
-        ml = fig["multilingual"]
-        parts.append(
-            "### Multilingual known-item check\n\n" + multilingual_table(ml, ml["languages"])
-        )
-        for e in ml.get("experiments", []):
-            parts.append(
-                f"#### Multilingual, experiment: {e['name']}\n\n"
-                + multilingual_table(ml, e["languages"])
-            )
     m = fig.get("machine", {})
     if m:
         parts.append("Machine: " + ", ".join(f"{k} {v}" for k, v in m.items()))

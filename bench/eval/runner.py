@@ -22,8 +22,8 @@ from markvault.host import open_local
 from markvault.model import SearchResult
 
 from .metrics import Scores, evaluate
-from .notes import collection_files, write_vault
-from .smart import Collection, Query
+from .notes import write_vault
+from .smart import Query
 from .variants import variants as make_variants
 
 LIMIT = 100  # notes per query: enough for Recall@100
@@ -62,15 +62,6 @@ class Built:
     seconds: float
     embedded: int
     settings: dict[str, Any] = field(default_factory=dict)
-
-
-def build(
-    collection: Collection, workdir: Path, *, vectors: bool, max_pieces: int | None = None
-) -> Built:
-    """Write the collection as a vault under ``workdir`` and bring its index up to date."""
-    return build_files(
-        collection_files(collection.documents), workdir, vectors=vectors, max_pieces=max_pieces
-    )
 
 
 def build_files(
@@ -113,16 +104,28 @@ def deep_search(vault: Vault, query: str, variants: Sequence[str], limit: int) -
     return vault.search(query, mode="deep", limit=limit, variants=list(variants))
 
 
+Hit = tuple[str, int, int]  # note id, first and last line of the chunk shown
+
+
 @dataclass
 class ModeRun:
-    """One mode's ranked document ids per query, and what happened along the way."""
+    """One mode's hits per query, and what happened along the way."""
 
     mode: str
-    ranked: dict[str, list[str]]
+    hits: dict[str, list[Hit]]
     seconds: float
     errors: dict[str, str] = field(default_factory=dict)
     shortcuts: int = 0  # deep: queries whose variants were skipped as decisive
     warnings: dict[str, int] = field(default_factory=dict)  # warning text -> queries
+
+    @property
+    def ranked(self) -> dict[str, list[str]]:
+        """Note ids per query, best first."""
+        return {key: [h[0] for h in hits] for key, hits in self.hits.items()}
+
+    def keys(self, level: str, judge: Callable[[str, str, int, int], str]) -> dict[str, list[str]]:
+        """What each hit is judged as at ``level`` (see ``sets.EvalSet``)."""
+        return {key: [judge(level, *hit) for hit in hits] for key, hits in self.hits.items()}
 
     def scores(self, relevant: dict[str, dict[str, int]]) -> Scores:
         return evaluate(self.ranked, relevant)
@@ -136,7 +139,7 @@ def run_mode(
     limit: int = LIMIT,
     rewrite: Callable[[str], str] = plain_query,
 ) -> ModeRun:
-    """Every query through ``vault.search`` in ``mode``; hits' note ids are document ids.
+    """Every query through ``vault.search`` in ``mode``.
 
     ``rewrite`` turns the query text into what is searched (by default ``plain_query``);
     experiments pass another. Deep mode gets ``variants.variants`` of the query.
@@ -156,7 +159,7 @@ def run_mode(
         except Exception as exc:  # a refused query is a figure, not a crash
             out.errors[q.key] = f"{type(exc).__name__}: {exc}"
             continue
-        out.ranked[q.key] = [hit.id for hit in result.hits]
+        out.hits[q.key] = [(hit.id, hit.lines[0], hit.lines[1]) for hit in result.hits]
         for warning in result.warnings:
             out.warnings[warning] = out.warnings.get(warning, 0) + 1
     out.seconds = time.perf_counter() - started
@@ -190,8 +193,3 @@ def subset(queries: Sequence[Query], n: int | None) -> list[Query]:
         return list(queries)
     step = len(queries) / n
     return [queries[int(i * step)] for i in range(n)]
-
-
-def relevant_for(collection: Collection, queries: Sequence[Query]) -> dict[str, dict[str, int]]:
-    """The judgments of ``queries`` only, so means are over exactly the queries run."""
-    return {q.key: collection.relevant[q.key] for q in queries if collection.relevant.get(q.key)}

@@ -29,6 +29,7 @@ from .model import ReindexReport
 
 if TYPE_CHECKING:
     from .core import Core
+    from .feed import Listener
     from .watch import WatchBatch
 
 P = ParamSpec("P")
@@ -80,6 +81,11 @@ class Host(Protocol):
 
     def on_sync(self, report: SyncReport) -> None:
         """Call ``report`` after each sync the watcher runs here."""
+
+    def watch_changes(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` (on any thread; it must not block) with what changes in the
+        index and the owner's news (``feed.py``), wherever the index is owned, now and
+        after the owner changes hands; returns the function that stops it."""
 
     def watch_forever(self, stop: threading.Event, poll: bool | None = None) -> None:
         """Keep the index in step with the files until ``stop`` is set."""

@@ -604,8 +604,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
         f"vault    {info['vault']}",
         f"index    {info['index']} ({info['index_bytes'] / 1048576:.1f} MiB; "
         f"{info.get('index_origin', '?')}), last sync {info['last_sync']}",
-        f"notes    {info['notes']} · chunks {info['chunks']} · links {info['links']} "
-        f"({info['unresolved_links']} unresolved) · skipped files {info['skipped_files']}",
+        f"notes    {info['notes']} · chunks {info['chunks']} · other files {info['files']} "
+        f"· skipped files {info['skipped_files']}",
+        f"links    {info['links']}: {info['links_to_notes']} to notes, "
+        f"{info['links_to_files']} to files, {info['unresolved_links']} unresolved",
         "kinds    " + ", ".join(f"{k} {v}" for k, v in info["by_kind"].items()),
         "types    " + ", ".join(f"{k} {v}" for k, v in info["by_type"].items()),
         f"model    {info['model']} (dim {info['dimension'] or '?'}) · "
@@ -719,6 +721,7 @@ def edit(ctx: click.Context, ref: str, expected: str, as_json: bool, **options: 
     else:
         state = "changed" if result["changed"] else "unchanged (the edit changed nothing)"
         click.echo(f"{result['path']} {state} · hash {result['hash']}")
+        _say_redacted(result)
 
 
 @main.command()
@@ -727,14 +730,23 @@ def edit(ctx: click.Context, ref: str, expected: str, as_json: bool, **options: 
 @click.option("--topic", help="Topic (required for knowledge): knowledge/<topic>/.")
 @click.option("--tags", default="", help="Comma-separated tags, e.g. search,duckdb.")
 @click.option("--project", help="Project the note belongs to.")
+@click.option("--json", "as_json", is_flag=True, help="Print path, id, hash and title as JSON.")
 @click.pass_context
 @handle_errors
 def new(
-    ctx: click.Context, kind: str, title: str, topic: str | None, tags: str, project: str | None
+    ctx: click.Context,
+    kind: str,
+    title: str,
+    topic: str | None,
+    tags: str,
+    project: str | None,
+    as_json: bool,
 ) -> None:
     """Create a note from templates/KIND.md in the kind's folder; print its path.
 
-    Never overwrites: an existing file of that name is an error (exit 5).
+    Never overwrites: an existing file of that name is an error (exit 5). A
+    credential in the title, topic, project, tags or template is redacted (said on
+    stderr), or refused (exit 6) when the vault's [credentials] mode is "refuse".
 
     \b
     Examples:
@@ -742,8 +754,13 @@ def new(
       vault new knowledge "BM25 saturates term frequency" --topic search
       vault new session "Refactor the indexer" --project markvault
     """
-    path = open_vault(ctx).new_note(kind, title, topic=topic, tags=tags.split(","), project=project)
-    click.echo(str(path))
+    vault = open_vault(ctx)
+    result = vault.new_note(kind, title, topic=topic, tags=tags.split(","), project=project)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(str(vault.settings.vault_dir / result["path"]))
+    _say_redacted(result)
 
 
 # ---- move, delete, trash, knowledge, context ------------------------------------------
@@ -756,6 +773,14 @@ def _print_changed(data: dict[str, Any], as_json: bool, verb: str) -> None:
     click.echo(
         f"{verb} {data.get('path')}" + (f"  (hash {data['hash']})" if data.get("hash") else "")
     )
+    _say_redacted(data)
+
+
+def _say_redacted(result: dict[str, Any]) -> None:
+    """What the credential gate redacted in a write, on stderr (stdout stays the
+    result a script reads)."""
+    if result.get("credentials"):
+        click.echo(click.style(f"{result['credentials']}.", fg="yellow"), err=True)
 
 
 def _print_notes(
@@ -1093,7 +1118,10 @@ def vault_map(ctx: click.Context, depth: int | None, top: int, as_json: bool) ->
         return
     click.echo(click.style("folders", bold=True))
     for f in info["folders"]:
-        click.echo(f"  {f['folder']:32} {f['notes']:5} notes {f['links_inside']:6} links inside")
+        click.echo(
+            f"  {f['folder']:32} {f['notes']:5} notes {f['files']:5} files "
+            f"{f['links_inside']:6} links inside"
+        )
     click.echo(click.style("links between folders", bold=True))
     for e in info["links_between"][:top]:
         click.echo(f"  {e['from']} → {e['to']}: {e['links']}")
@@ -1103,6 +1131,13 @@ def vault_map(ctx: click.Context, depth: int | None, top: int, as_json: bool) ->
     click.echo(click.style(f"orphans ({info['orphan_count']})", bold=True))
     for path in info["orphans"][:top]:
         click.echo(f"  {path}")
+    if info["files"]:
+        click.echo(click.style(f"files other than notes ({info['files']})", bold=True))
+        for n in info["most_linked_files"]:
+            click.echo(f"  {n['backlinks']:5}  {n['path']}")
+        click.echo(click.style(f"orphan files ({info['orphan_file_count']})", bold=True))
+        for path in info["orphan_files"][:top]:
+            click.echo(f"  {path}")
     click.echo(click.style(f"broken links ({info['broken_link_count']})", bold=True))
     for link in info["broken_links"][:top]:
         click.echo(f"  {link['source']}:{link['line']} [[{link['target']}]]")
@@ -1407,6 +1442,7 @@ def sessions_summarize(
     else:
         state = "summary saved" if result["changed"] else "unchanged (same summary)"
         click.echo(f"{result['path']} {state} · hash {result['hash']}")
+        _say_redacted(result)
 
 
 def _read_text_file(path: str) -> str:
@@ -1870,6 +1906,65 @@ def init(ctx: click.Context, folder: str | None, starter: bool, as_json: bool) -
         click.echo(f"  {cmd.ljust(width)}   {why}")
 
 
+# ---- check ----------------------------------------------------------------------------
+
+
+@main.command("check")
+@click.option("--json", "as_json", is_flag=True, help="Print every finding as JSON.")
+@click.pass_context
+@handle_errors
+def check(ctx: click.Context, as_json: bool) -> None:
+    """Scan the whole vault for credentials: cloud keys, tokens, private keys, passwords.
+
+    Reads every Markdown, text, JSON, TOML, YAML and .env file (hidden ones too, such as
+    an Obsidian plugin's settings; never .git or the trash) with the rules every write
+    passes, and lists each credential with its note, line and fingerprint. Nothing is
+    changed. A known false positive is let through by adding its note and fingerprint
+    to [credentials] allow in .markvault.toml; `vault sync` refuses to commit the rest.
+    Exit codes: 0 none found (allowed ones do not count); 6 credentials found; 2 bad
+    settings.
+
+    \b
+    Examples:
+      vault check
+      vault check --json | jq '.notes[].path'
+    """
+    from .credential_scan import check_vault
+
+    obj = ctx.find_root().obj
+    settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
+    report = check_vault(settings.vault_dir)
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        _print_check(report)
+    if report.credentials:
+        sys.exit(6)
+
+
+def _print_check(report: Any) -> None:
+    for note in report.notes:
+        for finding in note.found:
+            where = f"{finding.part}:" if finding.part else f"{finding.line}:{finding.column}:"
+            click.echo(f"{note.path}:{where} {finding.kind}  {finding.fingerprint}")
+    for path in report.skipped:
+        click.echo(f"skipped {path} (larger than 20 MB, or not text)", err=True)
+    size = f"{report.bytes / 1e6:.1f} MB" if report.bytes >= 1e5 else f"{report.bytes:,} bytes"
+    summary = f"{report.files} files ({size}) checked: "
+    allowed = f", {report.allowed} allowed" if report.allowed else ""
+    if not report.credentials:
+        click.echo(summary + f"no credentials{allowed}.", err=True)
+        return
+    notes = len(report.found)
+    click.echo(
+        summary + f"{report.credentials} credential{'s' if report.credentials > 1 else ''} "
+        f"in {notes} file{'s' if notes > 1 else ''}{allowed}. Remove them (a password "
+        "manager is their place), or, for a false positive, allow it in .markvault.toml: "
+        '[credentials] allow = [{ note = "<path>", fingerprint = "<fingerprint>" }]',
+        err=True,
+    )
+
+
 # ---- sync -----------------------------------------------------------------------------
 
 
@@ -1911,72 +2006,66 @@ def sync(
       vault sync -m "Notes from the workshop" --no-push
       vault sync --dry-run
     """
-    from .gitsync import SyncOptions, sync_vault
-
-    obj = ctx.find_root().obj
-    settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
-    pull = settings.sync.pull if rebase is None else ("rebase" if rebase else "merge")
-    options = SyncOptions(
+    vault = open_vault(ctx)
+    done = vault.sync(
         message=message,
         push=not no_push,
         dry_run=dry_run,
-        pull=pull,
-        interactive=sys.stdin.isatty(),
+        pull=None if rebase is None else ("rebase" if rebase else "merge"),
+        # git may ask for a passphrase on this terminal only when it runs here (not in a
+        # running `vault mcp` that owns the index).
+        interactive=sys.stdin.isatty() and vault.host.runs_here,
     )
-    report = sync_vault(settings.vault_dir, options)
-    indexed: ReindexReport | None = None
-    if report.changed_paths and settings.db_path.exists():
-        # Keyword search finds the new text at once; vectors follow with `vault reindex`
-        # (or in the background of a running `vault mcp`).
-        indexed = open_vault(ctx).reindex(paths=report.changed_paths, vectors=False)
     if as_json:
-        emit_json({**report.to_json(), "index": indexed.to_json() if indexed else None})
+        emit_json(done)
     else:
-        _print_sync(report, indexed)
-    if report.conflicts:
+        _print_sync(done)
+    if done["conflicts"]:
         sys.exit(5)
 
 
-def _print_sync(report: Any, indexed: ReindexReport | None) -> None:
-    from .gitsync import commit_message
+def _print_sync(report: dict[str, Any]) -> None:
+    from .gitsync import Change, commit_message
 
-    if report.finished:
-        click.echo(f"Finished the {report.finished} stopped by the last sync.")
-    if report.changes:
-        summary = commit_message(report.changes).splitlines()
-        verb = "Would commit" if report.dry_run else f"Committed {report.commit[:8]}"
+    upstream, indexed = report["upstream"], report["index"]
+    if report["finished"]:
+        click.echo(f"Finished the {report['finished']} stopped by the last sync.")
+    if report["changes"]:
+        changes = [Change(c["status"], c["path"], c["from"], None) for c in report["changes"]]
+        summary = commit_message(changes).splitlines()
+        verb = "Would commit" if report["dry_run"] else f"Committed {report['commit'][:8]}"
         click.echo(f"{verb}: {summary[0].split(': ', 1)[1]}")
         for line in summary[2:]:
             click.echo(f"  {line}")
-    elif not report.conflicts:
+    elif not report["conflicts"]:
         click.echo("Nothing to commit.")
-    if report.dry_run:
+    if report["dry_run"]:
         click.echo(
-            f"Then pull ({report.behind} commits behind {report.upstream} as of the last "
-            f"fetch) and push ({report.ahead} ahead)."
+            f"Then pull ({report['behind']} commits behind {upstream} as of the last "
+            f"fetch) and push ({report['ahead']} ahead)."
         )
-    if report.pulled:
+    if report["pulled"]:
         click.echo(
-            f"Pulled {report.pulled} commit(s) from {report.upstream}: "
-            f"{len(report.changed_paths)} file(s) changed."
+            f"Pulled {report['pulled']} commit(s) from {upstream}: "
+            f"{len(report['changed_paths'])} file(s) changed."
         )
-    if report.pushed:
-        click.echo(f"Pushed {report.pushed} commit(s) to {report.upstream}.")
+    if report["pushed"]:
+        click.echo(f"Pushed {report['pushed']} commit(s) to {upstream}.")
     if indexed is not None:
         click.echo(
-            f"Index updated: {indexed.added} added, {indexed.updated} updated, "
-            f"{indexed.renamed} renamed, {indexed.removed} removed."
+            f"Index updated: {indexed['added']} added, {indexed['updated']} updated, "
+            f"{indexed['renamed']} renamed, {indexed['removed']} removed."
         )
-    for notice in report.notices:
+    for notice in report["notices"]:
         click.echo(notice, err=True)
-    if report.conflicts:
+    if report["conflicts"]:
         click.echo(
             click.style("Conflict: ", fg="red", bold=True)
-            + f"combining with {report.upstream or 'the upstream'} stopped on "
-            f"{len(report.conflicts)} file(s):",
+            + f"combining with {upstream or 'the upstream'} stopped on "
+            f"{len(report['conflicts'])} file(s):",
             err=True,
         )
-        for path in report.conflicts:
+        for path in report["conflicts"]:
             click.echo(f"  {path}", err=True)
         click.echo(
             "Both versions are in each file, between <<<<<<< and >>>>>>> lines. Keep the "
@@ -1985,8 +2074,8 @@ def _print_sync(report: Any, indexed: ReindexReport | None) -> None:
             "nothing in this vault.",
             err=True,
         )
-    elif not report.dry_run and not report.pulled and not report.pushed and not report.changes:
-        click.echo(f"Up to date with {report.upstream}.")
+    elif not (report["dry_run"] or report["pulled"] or report["pushed"] or report["changes"]):
+        click.echo(f"Up to date with {upstream}.")
 
 
 if __name__ == "__main__":

@@ -55,6 +55,13 @@ class SyncSettings:
     # How commits from the upstream are combined with this machine's: a merge commit,
     # or this machine's commits replayed on top of them.
     pull: Literal["merge", "rebase"] = "merge"
+    # Automatic sync by the process that owns the index (`vault mcp`, `vault watch`):
+    # off by default. On, it syncs ``quiet`` seconds after the last change to the vault
+    # (so a note being written is committed once it is done), and every ``interval``
+    # seconds anyway (to bring in the other machines' changes).
+    auto: bool = False
+    interval: float = 300.0
+    quiet: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -194,20 +201,33 @@ def default_index_dir(vault_dir: Path) -> Path:
 
 
 def _sync_settings(table: Any, path: Path) -> SyncSettings:
+    example = 'Example: [sync] pull = "rebase", auto = true, interval = 300, quiet = 30'
     if not isinstance(table, dict):
-        raise ConfigError(f"[sync] in {path} must be a table.", 'Example: [sync] pull = "rebase"')
-    unknown = set(table) - {"pull"}
+        raise ConfigError(f"[sync] in {path} must be a table.", example)
+    unknown = set(table) - {"pull", "auto", "interval", "quiet"}
     if unknown:
         raise ConfigError(
             f"Unknown key(s) in [sync] of {path}: {', '.join(sorted(unknown))}.",
-            "Allowed key: pull.",
+            "Allowed keys: pull, auto, interval, quiet.",
         )
     pull = table.get("pull", "merge")
     if pull not in PULL_MODES:
         raise ConfigError(
             f"[sync] pull in {path} is {pull!r}.", 'Use "merge" (the default) or "rebase".'
         )
-    return SyncSettings(pull=pull)
+    auto = table.get("auto", False)
+    if not isinstance(auto, bool):
+        raise ConfigError(f"[sync] auto in {path} must be true or false.", example)
+    seconds = {}
+    for key, least in (("interval", 1.0), ("quiet", 0.0)):
+        value = table.get(key, getattr(SyncSettings, key))
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < least:
+            raise ConfigError(
+                f"[sync] {key} in {path} must be a number of seconds, at least {least:g}.",
+                example,
+            )
+        seconds[key] = float(value)
+    return SyncSettings(pull=pull, auto=auto, **seconds)
 
 
 CREDENTIALS_EXAMPLE = (

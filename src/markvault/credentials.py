@@ -67,6 +67,7 @@ from .config import CredentialSettings
 from .errors import RefusedError
 
 REDACTED = "[REDACTED]"
+NAME_REDACTED = "REDACTED"  # in a file name: brackets would break a [[wikilink]] to it
 Mode = Literal["redact", "refuse"]
 
 _FINGERPRINT_ITERATIONS = 10_000
@@ -546,7 +547,7 @@ _FUNCTION_WORDS = _words(
     these those there here i me my we us our you your he him his she her they them their
     who what which when where why how all any each every some more most other only own
     same so than too very can could will would shall should may might must have has had
-    if then else because before after while until ask use see keep store stored"""
+    if then else because before after while until ask use see keep store stored one"""
 )
 _PROSE_WORD = re.compile(r"[(\"'«“]*[^\W\d_]+(?:['’-][^\W\d_]+)*[.,;:!?)\"'»”]*")
 _SENTENCE_MARK = re.compile(r"[.,;:!?]")
@@ -767,14 +768,47 @@ def scan(text: str, part: str | None = None) -> list[Finding]:
 
 def redact(text: str, findings: Sequence[Finding] | None = None, marker: str = REDACTED) -> str:
     """``text`` with each finding's span replaced by ``marker``."""
-    findings = find(text) if findings is None else findings
-    out, last = [], 0
+    return redact_and_relocate(text, find(text) if findings is None else findings, marker)[0]
+
+
+def redact_and_relocate(
+    text: str, findings: Sequence[Finding], marker: str = REDACTED
+) -> tuple[str, list[Finding]]:
+    """``text`` redacted, and each finding moved onto its marker there (line, column,
+    span): a private key block's lines are gone, so later lines move up."""
+    out: list[str] = []
+    moved: list[Finding] = []
+    last = length = 0
+    line, line_start = 1, 0  # in the output
     for f in sorted(findings, key=lambda f: f.start):
-        out.append(text[last : f.start])
+        before = text[last : f.start]
+        out.append(before)
+        newlines = before.count("\n")
+        if newlines:
+            line += newlines
+            line_start = length + before.rfind("\n") + 1
+        length += len(before)
+        moved.append(
+            replace(
+                f,
+                start=length,
+                end=length + len(marker),
+                line=line,
+                column=length - line_start + 1,
+            )
+        )
         out.append(marker)
+        length += len(marker)
         last = f.end
     out.append(text[last:])
-    return "".join(out)
+    return "".join(out), moved
+
+
+def unsecret(name: str) -> str:
+    """``name`` (a note's path or title) with every credential replaced, the allowlist
+    aside: how a message shows a name, never with the secret in it."""
+    findings = find(name) if name else []
+    return redact(name, findings, NAME_REDACTED) if findings else name
 
 
 def _named(findings: Sequence[Finding]) -> str:
@@ -833,21 +867,32 @@ class CredentialPolicy:
     def allows(self, note: str, finding: Finding) -> bool:
         return (note, finding.fingerprint) in self.allow or ("*", finding.fingerprint) in self.allow
 
-    def check(self, text: str, *, note: str, part: str | None = None) -> Checked:
+    def check(
+        self,
+        text: str,
+        *,
+        note: str,
+        part: str | None = None,
+        findings: Sequence[Finding] | None = None,
+        marker: str = REDACTED,
+    ) -> Checked:
         """The text to write: credentials redacted (or refused, in refuse mode),
-        allowlisted ones kept.
+        allowlisted ones kept. ``findings``: only these (fingerprinted) of the text's,
+        e.g. those an edit adds; by default every one. The redacted findings come back
+        placed on their markers in the new text.
 
         Raises:
             CredentialRefused: refuse mode and a credential not on the allowlist.
         """
-        findings = scan(text, part)
+        findings = scan(text, part) if findings is None else findings
         if not findings:
             return Checked(text)
         allowed = tuple(f for f in findings if self.allows(note, f))
         found = tuple(f for f in findings if f not in allowed)
         if found and self.mode == "refuse":
             raise refusal(note, found)
-        return Checked(redact(text, found), found, allowed)
+        redacted, moved = redact_and_relocate(text, found, marker)
+        return Checked(redacted, tuple(moved), allowed)
 
 
 def refusal(

@@ -21,13 +21,18 @@ _CONFLICT_START = re.compile(r"^<{7}(?: |$)", re.MULTILINE)
 _CONFLICT_END = re.compile(r"^>{7}(?: |$)", re.MULTILINE)
 
 
+def has_conflict_markers(text: str) -> bool:
+    """Whether ``text`` holds both ends of a git merge conflict."""
+    return bool(_CONFLICT_START.search(text) and _CONFLICT_END.search(text))
+
+
 def check_writable(text: str, path: str) -> None:
     """Refuse to edit a note that is mid-merge.
 
     Raises:
         RefusedError: the note holds git conflict markers.
     """
-    if _CONFLICT_START.search(text) and _CONFLICT_END.search(text):
+    if has_conflict_markers(text):
         raise RefusedError(
             f"{path} contains git conflict markers (<<<<<<<, =======, >>>>>>>).",
             "Resolve the merge conflict in the file first, then retry.",

@@ -6,7 +6,10 @@
     ├── NotFoundError              no note or chunk by that reference (exit 3)
     ├── IndexBusyError             another process holds the index (exit 4)
     ├── ConflictError              the note changed or exists already (exit 5)
-    └── RefusedError               unsafe path, unreadable or oversized file (exit 6)
+    ├── RefusedError               unsafe path, unreadable or oversized file (exit 6)
+    ├── SyncError                  git failed in `vault sync`: network, access (exit 1)
+    ├── SyncConflict               a merge or rebase waits for conflicted notes (exit 5)
+    └── CallCancelled              the caller cancelled the call (exit 130)
 
 The CLI turns these into ``click.ClickException``; the MCP server into ``ToolError``.
 """
@@ -50,3 +53,22 @@ class ConflictError(MarkvaultError):
 
 class RefusedError(MarkvaultError):
     exit_code = 6
+
+
+class SyncError(MarkvaultError):
+    """git failed (network, credentials, a hook); the message carries git's own words."""
+
+    exit_code = 1
+
+
+class SyncConflict(MarkvaultError):
+    """A merge or rebase waits for files still holding conflict markers."""
+
+    exit_code = 5
+
+
+class CallCancelled(MarkvaultError):
+    """Raised into a call's work at its next progress step once its caller cancelled it;
+    what it wrote by then is whole, as after any interrupted sync."""
+
+    exit_code = 130

@@ -37,6 +37,9 @@ DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt", ".json")
 _TRASH_STAMP = re.compile(r"~\d{8}-\d{6}-[0-9a-f]{4}\.md$")
 TEMP_PREFIX = ".mv-tmp-"
 STALE_TEMP_SECONDS = 600.0  # a write takes milliseconds; older temp files are crash leftovers
+# What editors and systems leave beside notes (backups, swap and probe files): never
+# attachments, so neither indexed nor listed.
+_LITTER = re.compile(r"~$|^#.*#$|\.sw[a-p]$|^4913$|^(thumbs\.db|desktop\.ini)$", re.IGNORECASE)
 _RESERVED = re.compile(r"^(con|prn|aux|nul|com\d|lpt\d)(\..*)?$", re.IGNORECASE)
 _BAD_NAME_CHARS = re.compile(r'[\x00-\x1f\\/:*?"<>|#^\[\]]+')
 
@@ -49,8 +52,22 @@ class FileStat:
     size: int
 
 
+@dataclass
+class VaultScan:
+    """What one walk of the vault found (``VaultFiles.scan_all``)."""
+
+    notes: dict[str, FileStat]  # by NFC vault-relative path
+    attachments: set[str]  # NFC vault-relative paths of every other file
+    warnings: list[str]
+
+
 def _entry_name(entry: os.DirEntry[str]) -> str:
     return entry.name
+
+
+def _nfc(path: str) -> str:
+    # ASCII is its own NFC form: most paths skip the normalization.
+    return path if path.isascii() else unicodedata.normalize("NFC", path)
 
 
 def content_hash(data: bytes) -> str:
@@ -109,16 +126,23 @@ class VaultFiles:
         return self._spec.match_file(rel + ("/" if is_dir else ""))
 
     def scan(self, under: Iterable[str] | None = None) -> tuple[dict[str, FileStat], list[str]]:
-        """Every note file, keyed by NFC path; and warnings (duplicates, odd links).
+        """Every note file, keyed by NFC path; and warnings (``scan_all`` without the
+        attachments)."""
+        found = self.scan_all(under)
+        return found.notes, found.warnings
+
+    def scan_all(self, under: Iterable[str] | None = None) -> VaultScan:
+        """One walk of the vault: every note file (keyed by NFC path), every other file
+        (attachments: what links and embeds may name besides notes) and warnings
+        (duplicates, odd links).
 
         ``under``: only these vault-relative files or folders (a watcher's hints); a
         path that is gone or ignored contributes nothing.
         """
-        found: dict[str, FileStat] = {}
-        warnings: list[str] = []
+        found = VaultScan({}, set(), [])
         if under is None:
-            self._walk("", found, warnings)
-            return found, warnings
+            self._walk("", found)
+            return found
         # A hint may name a file in another Unicode form than the disk's (macOS writes
         # NFD): look for every form, or a note would be taken for deleted.
         forms = {unicodedata.normalize(f, h.strip("/")) for h in under for f in ("NFC", "NFD")}
@@ -129,13 +153,14 @@ class VaultFiles:
             full = os.path.join(str(self.root), *parts)
             if os.path.isdir(full) and not os.path.islink(full):
                 if not rel or not self._dir_excluded(rel, full):
-                    self._walk(rel + "/" if rel else "", found, warnings)
+                    self._walk(rel + "/" if rel else "", found)
             else:
                 folder, _, name = rel.rpartition("/")
                 if folder and self._dir_excluded(folder, os.path.join(str(self.root), folder)):
                     continue
-                self._add_file(folder + "/" if folder else "", name, found, warnings)
-        return found, warnings
+                if name.lower().endswith(".md") or os.path.isfile(full):
+                    self._add_file(folder + "/" if folder else "", name, found)
+        return found
 
     def _dir_excluded(self, rel: str, full: str) -> bool:
         parts = rel.split("/")
@@ -145,31 +170,29 @@ class VaultFiles:
 
     def attachments(self) -> list[str]:
         """Every file in the vault that is not a note (images, PDFs, audio, canvases, ...),
-        as vault-relative NFC paths: what links and embeds may name besides notes.
-        Hidden and ignored files are left out, as they are for notes."""
-        found = []
-        for rel_dir, entry in self._walk_entries(""):
-            name = entry.name
-            file = rel_dir + name
-            if not name.lower().endswith(".md") and not self.is_ignored(file):
-                found.append(unicodedata.normalize("NFC", file))
-        return found
+        as sorted vault-relative NFC paths. Hidden and ignored files are left out, as
+        they are for notes."""
+        return sorted(self.scan_all().attachments)
 
-    def _walk(self, rel_start: str, found: dict[str, FileStat], warnings: list[str]) -> None:
+    def _walk(self, rel_start: str, found: VaultScan) -> None:
         for rel_dir, entry in self._walk_entries(rel_start):
             name = entry.name
+            file = rel_dir + name
             # The folders above were checked on the way down (no dot folder, none
             # ignored), so only the name and the ignore rules are left to check.
-            if not name.lower().endswith(".md") or name.startswith("."):
-                continue
-            file = rel_dir + name
             if self._spec is not None and self._spec.match_file(file):
+                continue
+            if not name.lower().endswith(".md"):
+                if is_attachment_name(name):
+                    found.attachments.add(_nfc(file))
+                continue
+            if name.startswith("."):
                 continue
             try:
                 st = entry.stat(follow_symlinks=False)
             except OSError:
                 continue  # vanished: not a note now
-            self._add_stat(file, entry.path, st, found, warnings)
+            self._add_stat(file, entry.path, st, found)
 
     def _walk_entries(self, rel_start: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
         """(vault-relative folder ending in "/", file entry) under ``rel_start``, sorted,
@@ -207,14 +230,15 @@ class VaultFiles:
             if not entry.is_symlink():
                 yield from self._walk_dir(rel + "/", entry.path, index_dir)
 
-    def _add_file(
-        self, rel_dir: str, name: str, found: dict[str, FileStat], warnings: list[str]
-    ) -> None:
-        """Add one file to ``found`` if it is a note: .md, not ignored, a regular file
-        or a symlink that stays inside the vault."""
-        if not name.lower().endswith(".md"):
-            return
+    def _add_file(self, rel_dir: str, name: str, found: VaultScan) -> None:
+        """Add one file to ``found``: a note if it is .md, not ignored, a regular file or
+        a symlink that stays inside the vault; any other file that is neither hidden nor
+        ignored is an attachment (only its name matters: no stat)."""
         file = rel_dir + name
+        if not name.lower().endswith(".md"):
+            if is_attachment_name(name) and not self.is_ignored(file):
+                found.attachments.add(_nfc(file))
+            return
         if self.is_ignored(file):
             return
         full = os.path.join(str(self.root), file)
@@ -222,22 +246,15 @@ class VaultFiles:
             st = os.lstat(full)
         except OSError:
             return  # vanished: not a note now
-        self._add_stat(file, full, st, found, warnings)
+        self._add_stat(file, full, st, found)
 
-    def _add_stat(
-        self,
-        file: str,
-        full: str,
-        st: os.stat_result,
-        found: dict[str, FileStat],
-        warnings: list[str],
-    ) -> None:
+    def _add_stat(self, file: str, full: str, st: os.stat_result, found: VaultScan) -> None:
         """``file`` (its ``lstat`` is ``st``) as a note, if it is a regular file or a
         symlink that stays inside the vault."""
         if stat_mod.S_ISLNK(st.st_mode):
             target = Path(full).resolve()
             if self.root not in target.parents:
-                warnings.append(f"{file}: symlink out of the vault, skipped")
+                found.warnings.append(f"{file}: symlink out of the vault, skipped")
                 return
             try:
                 st = os.stat(full)
@@ -245,12 +262,13 @@ class VaultFiles:
                 return  # dangling: not a note now
         if not stat_mod.S_ISREG(st.st_mode):
             return
-        # ASCII is its own NFC form: most paths skip the normalization.
-        key = file if file.isascii() else unicodedata.normalize("NFC", file)
-        if key in found:
-            warnings.append(f"{file}: same name as {found[key].file} (Unicode form), skipped")
+        key = _nfc(file)
+        if key in found.notes:
+            found.warnings.append(
+                f"{file}: same name as {found.notes[key].file} (Unicode form), skipped"
+            )
             return
-        found[key] = FileStat(key, file, st.st_mtime_ns, st.st_size)
+        found.notes[key] = FileStat(key, file, st.st_mtime_ns, st.st_size)
 
     def read(self, file: str, max_bytes: int) -> tuple[bytes, str]:
         """(raw bytes, decoded text) of a note file.
@@ -582,6 +600,12 @@ class VaultFiles:
                             os.unlink(full)
                             removed += 1
         return removed
+
+
+def is_attachment_name(name: str) -> bool:
+    """Whether a file of this name, not a note, is one links may name (an image, a
+    PDF): not hidden, not an editor's backup, swap or probe file."""
+    return not name.startswith(".") and not _LITTER.search(name)
 
 
 def safe_file_name(title: str) -> str:

@@ -6,7 +6,11 @@ worktree or submodule); whether a merge, rebase, cherry-pick or revert is under 
 (then markvault writes nothing: a person is resolving it, or `vault sync` stopped on a
 conflict); and the lock that keeps markvault's writes and `vault sync` apart.
 
-The lock is ``markvault-writes.lock`` in the git folder, taken with ``flock``: every
+The lock is a file in this user's runtime folder (``$XDG_RUNTIME_DIR/markvault``, else
+``markvault-<uid>`` in the temporary folder, beside the owners' sockets), named after the
+repository's resolved path: never inside the vault or its ``.git`` (git's folder is
+git's, and a repository on a read-only or network mount must still lock). Taken with
+``flock``: every
 write holds it shared for the few milliseconds of its read-check-replace, `vault sync`
 holds it exclusively while git changes the working tree (staging and committing, then
 merging or rebasing what it fetched; never while it talks to the network). So a sync
@@ -19,7 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,7 +33,7 @@ from pathlib import Path
 
 from .errors import RefusedError
 
-LOCK_NAME = "markvault-writes.lock"
+LOCK_SUFFIX = ".writes.lock"
 # A write waits this long for a sync's git step (a local merge of a large pull).
 WRITE_WAIT_SECONDS = 30.0
 # State files git leaves while an operation waits for a person, and its name.
@@ -66,6 +72,42 @@ class GitRepo:
             f"it with `git {name} --abort`.",
         )
 
+    def head(self) -> str | None:
+        """The commit checked out (read from git's files: no process), or None when
+        there is none yet or it cannot be read."""
+        try:
+            text = (self.git_dir / "HEAD").read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        if not text.startswith("ref:"):
+            return text or None
+        ref = text[4:].strip()
+        common = self._common_dir()
+        for base in dict.fromkeys((self.git_dir, common)):
+            with contextlib.suppress(OSError):
+                return (base / ref).read_text(encoding="utf-8").strip() or None
+        with contextlib.suppress(OSError):
+            for line in (common / "packed-refs").read_text(encoding="utf-8").splitlines():
+                sha, _, name = line.partition(" ")
+                if name == ref:
+                    return sha
+        return None
+
+    def _common_dir(self) -> Path:
+        """Where refs are shared between worktrees (the main repository's .git)."""
+        try:
+            rel = (self.git_dir / "commondir").read_text(encoding="utf-8").strip()
+        except OSError:
+            return self.git_dir
+        return (self.git_dir / rel).resolve()
+
+    @property
+    def lock_path(self) -> Path:
+        """Where the vault's write lock lives (see the module's docstring)."""
+        top = str(self.work_tree.resolve())
+        digest = hashlib.blake2b(top.encode(), digest_size=8).hexdigest()
+        return runtime_dir() / f"{self.work_tree.name or 'repo'}-{digest}{LOCK_SUFFIX}"
+
     @contextlib.contextmanager
     def writes_lock(self, *, exclusive: bool, timeout: float) -> Iterator[None]:
         """Hold the vault's write lock: shared for a markvault write, exclusive for a
@@ -74,11 +116,9 @@ class GitRepo:
         Raises:
             RefusedError: the lock stayed taken for ``timeout`` seconds.
         """
-        try:
-            fd = os.open(self.git_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError:
-            yield  # a read-only repository: nobody can commit into it from here either
-            return
+        path = self.lock_path
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             deadline = time.monotonic() + timeout
             mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
@@ -105,6 +145,15 @@ def _busy(exclusive: bool, timeout: float) -> RefusedError:
         f"`vault sync` was running git on the vault for over {timeout:.0f} s; nothing was written.",
         "Retry in a moment.",
     )
+
+
+def runtime_dir() -> Path:
+    """This user's private folder for locks: ``$XDG_RUNTIME_DIR/markvault`` when the
+    session has one, else ``markvault-<uid>`` in the temporary folder."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isdir(runtime) and os.access(runtime, os.W_OK):
+        return Path(runtime) / "markvault"
+    return Path(tempfile.gettempdir()) / f"markvault-{os.getuid()}"
 
 
 def find_repo(path: Path) -> GitRepo | None:

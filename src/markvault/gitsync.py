@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .edit import check_writable
-from .errors import ConfigError, MarkvaultError, RefusedError
+from .errors import ConfigError, MarkvaultError, RefusedError, SyncConflict, SyncError
 from .files import TEMP_PREFIX, TRASH_DIR
 from .gitrepo import GitRepo, find_repo
 
@@ -43,6 +43,7 @@ LOCK_WAIT_SECONDS = 30.0
 PUSH_ATTEMPTS = 3
 MESSAGE_LINES = 50  # changes listed in a commit message's body
 Status = Literal["added", "edited", "moved", "deleted"]
+PullMode = Literal["merge", "rebase"]
 _STATUS: dict[str, Status] = {
     "A": "added",
     "M": "edited",
@@ -51,18 +52,6 @@ _STATUS: dict[str, Status] = {
     "C": "added",
     "D": "deleted",
 }
-
-
-class SyncError(MarkvaultError):
-    """git failed (network, credentials, a hook); the message carries git's own words."""
-
-    exit_code = 1
-
-
-class SyncConflict(MarkvaultError):
-    """A merge or rebase waits for files still holding conflict markers."""
-
-    exit_code = 5
 
 
 @dataclass(frozen=True)
@@ -88,6 +77,7 @@ class StagedCommit:
     def __init__(self, git: Git, changes: list[Change]) -> None:
         self._git = git
         self.changes = changes
+        self.vault_dir = git.top / git.prefix
 
     def read(self, change: Change) -> bytes:
         if change.blob is None:
@@ -109,7 +99,16 @@ def refuse_conflict_markers(staged: StagedCommit) -> None:
             check_writable(text, change.path)
 
 
-DEFAULT_CHECKS: tuple[CommitCheck, ...] = (refuse_conflict_markers,)
+def refuse_credentials(staged: StagedCommit) -> None:
+    """Never commit a credential: a pushed one is on every machine and in the remote's
+    history for good. The vault's allowlist lets a known false positive through."""
+    from .credential_scan import is_scanned, refuse_to_commit
+
+    changed = [c for c in staged.changes if c.status != "deleted" and is_scanned(c.path)]
+    refuse_to_commit(staged.vault_dir, ((c.path, staged.read(c)) for c in changed))
+
+
+DEFAULT_CHECKS: tuple[CommitCheck, ...] = (refuse_conflict_markers, refuse_credentials)
 
 
 @dataclass
@@ -117,7 +116,7 @@ class SyncOptions:
     message: str | None = None  # the commit's subject; the list of changes follows
     push: bool = True
     dry_run: bool = False
-    pull: Literal["merge", "rebase"] = "merge"
+    pull: PullMode = "merge"
     interactive: bool = True  # may git ask for a password or passphrase on a terminal
 
 

@@ -1,7 +1,9 @@
 """The link graph: related notes, the path between two notes, folders, link metrics.
 
 Pure functions over the resolved (source, target) links the index holds; a vault's
-graph is small enough (tens of thousands of edges) to walk in memory per call.
+graph is small enough (tens of thousands of edges) to walk in memory per call. Its
+nodes are notes and the other files of the vault (images, PDFs, canvases: attachments)
+that notes link to or embed; a file links to nothing.
 """
 
 from __future__ import annotations
@@ -13,13 +15,17 @@ from typing import Any
 
 
 class LinkGraph:
-    def __init__(self, edges: Iterable[tuple[str, str]], paths: Iterable[str]) -> None:
+    def __init__(
+        self, edges: Iterable[tuple[str, str]], paths: Iterable[str], files: Iterable[str] = ()
+    ) -> None:
+        """``paths``: the notes; ``files``: every other file of the vault."""
         self.paths = set(paths)
+        self.files = set(files) - self.paths
         self.out: dict[str, set[str]] = {}
         self.inc: dict[str, set[str]] = {}
         self.edge_count: Counter[tuple[str, str]] = Counter()
         for source, target in edges:
-            if source in self.paths and target in self.paths:
+            if source in self.paths and (target in self.paths or target in self.files):
                 self.out.setdefault(source, set()).add(target)
                 self.inc.setdefault(target, set()).add(source)
                 self.edge_count[(source, target)] += 1
@@ -82,14 +88,15 @@ class LinkGraph:
         return steps[::-1]
 
     def folders(self, depth: int | None = None) -> dict[str, Any]:
-        """Folders (cut to ``depth`` levels) with their note counts, and the number of
-        links between each pair of folders, most linked first."""
+        """Folders (cut to ``depth`` levels) with their note and other file counts, and
+        the number of links between each pair of folders, most linked first."""
 
         def folder(path: str) -> str:
             parts = posixpath.dirname(path).split("/") if "/" in path else []
             return "/".join(parts[:depth] if depth else parts) or "."
 
         notes = Counter(folder(p) for p in self.paths)
+        files = Counter(folder(p) for p in self.files)
         inside: Counter[str] = Counter()
         between: Counter[tuple[str, str]] = Counter()
         for (source, target), n in self.edge_count.items():
@@ -100,7 +107,8 @@ class LinkGraph:
                 between[(a, b)] += n
         return {
             "folders": [
-                {"folder": f, "notes": notes[f], "links_inside": inside[f]} for f in sorted(notes)
+                {"folder": f, "notes": notes[f], "files": files[f], "links_inside": inside[f]}
+                for f in sorted(notes | files)
             ],
             "links_between": [
                 {"from": a, "to": b, "links": n}
@@ -109,17 +117,26 @@ class LinkGraph:
         }
 
     def metrics(self, top: int) -> dict[str, Any]:
-        """The most linked-to and most linking notes, and orphans (no links either way)."""
-        in_degree = {p: len(s) for p, s in self.inc.items()}
+        """The most linked-to and most linking notes, orphans (notes with no links either
+        way), the files most linked to and orphan files (no note links to them)."""
+        in_degree = {p: len(s) for p, s in self.inc.items() if p in self.paths}
+        file_degree = {p: len(s) for p, s in self.inc.items() if p in self.files}
         out_degree = {p: len(s) for p, s in self.out.items()}
         orphans = sorted(p for p in self.paths if p not in in_degree and p not in out_degree)
+        orphan_files = sorted(self.files - file_degree.keys())
+        to_files = sum(n for (_, target), n in self.edge_count.items() if target in self.files)
         return {
             "notes": len(self.paths),
             "links": sum(self.edge_count.values()),
+            "links_to_files": to_files,
             "most_linked": _top(in_degree, top, "backlinks"),
             "most_linking": _top(out_degree, top, "links"),
             "orphans": orphans[: top * 5],
             "orphan_count": len(orphans),
+            "files": len(self.files),
+            "most_linked_files": _top(file_degree, top, "backlinks"),
+            "orphan_files": orphan_files[: top * 5],
+            "orphan_file_count": len(orphan_files),
         }
 
 

@@ -7,8 +7,10 @@ connection is not for two threads at once, so calls take turns on one lock; a re
 that finds a long sync holding it (a first build, a big checkout) is answered within
 seconds, saying so, rather than left waiting.
 
-A host that owns a shared index also keeps it fresh for everyone: it watches the files
-and embeds new chunks in the background, a small group at a time.
+A host that owns a shared index also keeps it fresh for everyone: before each call it
+syncs what changed on disk since it last looked (``core/freshness.py``), it watches the
+files, embeds new chunks in the background, a small group at a time, and with ``[sync]
+auto`` syncs the vault with git on its own (``autosync.py``).
 """
 
 from __future__ import annotations
@@ -16,14 +18,18 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import errors
+from .autosync import AutoSync
 from .calls import Call, SyncReport
 from .config import Settings
 from .core import Core
 from .embed import Embedder
+from .feed import ChangeFeed, Listener
 from .model import SearchResult
 from .vault import Vault
 
@@ -34,6 +40,7 @@ CLOSE_WAIT_SECONDS = 1.5  # a stopping host waits this long for a call under way
 BUSY_ANSWER_SECONDS = 3.0  # a read waits this long for a running sync, then says so
 BACKFILL_GROUP = 64  # chunks embedded per turn in the background
 BACKFILL_IDLE_SECONDS = 300.0  # a check for missing vectors when nothing woke it
+EMBED_NEWS_SECONDS = 5.0  # the background embedding tells its progress this often
 
 
 def open_local(
@@ -55,11 +62,15 @@ def local_vault(settings: Settings, embedder: Embedder | None = None) -> Vault:
 class LocalHost:
     """Runs a vault's calls on this process's core (see the module's docstring)."""
 
-    def __init__(self, core: Core, *, owner: bool = False) -> None:
+    def __init__(self, core: Core, *, owner: bool = False, fresh: bool | None = None) -> None:
         """``owner``: this host serves a shared index, so its background work also
-        embeds and watches for every process (an unshared vault only loads the model)."""
+        embeds and watches for every process (an unshared vault only loads the model).
+        ``fresh``: sync what changed on disk before each call (``core/freshness.py``);
+        by default an owner does (the faces' vaults), an unshared vault does not (tests,
+        benchmarks and scripts that sync when they choose)."""
         self._core = core
         self.owner = owner
+        self.fresh = owner if fresh is None else fresh
         self.calls = threading.RLock()  # one call at a time
         self.closed = False
         self.clients: int | None = None  # set by the owner's server: processes served
@@ -69,6 +80,7 @@ class LocalHost:
         self.backfill_idle = threading.Event()
         self._stopping = threading.Event()
         self._on_report: SyncReport | None = None
+        self.autosync: AutoSync | None = None  # [sync] auto: started with the background
 
     @property
     def settings(self) -> Settings:
@@ -88,6 +100,15 @@ class LocalHost:
 
     def core(self) -> Core:
         return self._core
+
+    @property
+    def feed(self) -> ChangeFeed:
+        """What changes in the index, and the owner's news (``feed.py``): owner-side
+        work tells its users through ``feed.event``."""
+        return self._core.keeper.feed
+
+    def watch_changes(self, listener: Listener) -> Callable[[], None]:
+        return self.feed.subscribe(listener)
 
     def owner_info(self) -> dict[str, Any]:
         return {"owner_pid": os.getpid(), "this_process_owns": True, "clients": self.clients}
@@ -109,6 +130,8 @@ class LocalHost:
             self.calls.release()
             raise ConnectionAbortedError("the index owner is closing")
         try:
+            if self.fresh:
+                self._core.fresh.before_call(call.name)
             # A facade of this host for the body to run on (held by nothing here: a
             # vault nobody closed still goes, and its index with it).
             return call.body(Vault(self), *args, **kwargs)
@@ -116,15 +139,20 @@ class LocalHost:
             self.calls.release()
             if call.writes:
                 self._wake.set()
+                if self.autosync is not None and call.name not in ("sync", "reindex", "refresh"):
+                    self.autosync.changed()
 
     def _busy_answer(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         activity = self._core.keeper.activity
-        doing = (
-            f"{activity[0].lower()}: {activity[1]:,} of {activity[2]:,}"
-            if activity
-            else "a sync is running"
-        )
-        message = f"the index is being built ({doing}); results will come when it is done"
+        if activity and not activity[2]:  # work that counts nothing: `vault sync`'s git
+            message = f"the vault is busy ({activity[0].lower()}); retry when it is done"
+        else:
+            doing = (
+                f"{activity[0].lower()}: {activity[1]:,} of {activity[2]:,}"
+                if activity
+                else "a sync is running"
+            )
+            message = f"the index is being built ({doing}); results will come when it is done"
         if call.name == "search":
             query = str(args[0] if args else kwargs.get("query", ""))
             mode = str(kwargs.get("mode", "hybrid"))
@@ -142,6 +170,7 @@ class LocalHost:
             self._start_backfill()
             if watch:
                 self._start_watching(poll)
+            self._start_autosync()
 
     def on_sync(self, report: SyncReport) -> None:
         self._on_report = report
@@ -167,6 +196,7 @@ class LocalHost:
         while not embedder.wait(1.0):
             if self._stopping.is_set() or embedder.load_error:
                 return
+        news = _EmbeddingNews(self.feed)
         while not self._stopping.is_set():
             try:
                 # The index is held only to read and to store; the model works without it.
@@ -176,13 +206,24 @@ class LocalHost:
                     vectors = embedder.encode([text for _, text in todo])
                     with self.calls:
                         self._core.keeper.add_vectors([h for h, _ in todo], vectors)
+                        news.embedded(len(todo), self._core.keeper.vector_counts)
             except Exception as exc:  # the next write or sync tries again
                 print(f"markvault: embedding in the background failed: {exc}", file=sys.stderr)
+                self.feed.event("error", "embedding", f"embedding in the background failed: {exc}")
                 todo = []
             if not todo:
+                news.idle()
                 self.backfill_idle.set()
                 self._wake.wait(BACKFILL_IDLE_SECONDS)
                 self._wake.clear()
+
+    def _start_autosync(self) -> None:
+        """``[sync] auto``: sync with git on its own (``autosync.py``), as a call of this
+        host, so it takes its turn with every other call."""
+        if self.autosync is not None or not self.settings.sync.auto:
+            return
+        self.autosync = AutoSync(lambda: Vault(self).sync(), self.settings.sync)
+        self.autosync.start()
 
     def _start_watching(self, poll: bool | None = None) -> None:
         """Keep the index in step with the files (servers and `vault watch` do this)."""
@@ -193,6 +234,10 @@ class LocalHost:
 
         def synced(batch: WatchBatch, report: Any) -> None:
             self._wake.set()
+            if self.autosync is not None and (
+                report.added or report.updated or report.renamed or report.removed
+            ):
+                self.autosync.changed()
             if self._on_report is not None:
                 self._on_report(batch, report)
 
@@ -213,6 +258,8 @@ class LocalHost:
         reopens its index at the next call)."""
         self._stopping.set()
         self._wake.set()
+        if self.autosync is not None:
+            self.autosync.stop()
         if self._core.keeper.watcher is not None:
             self._core.keeper.watcher.stop(1.0)  # a sync in progress finishes in its daemon thread
             self._core.keeper.watcher = None
@@ -230,3 +277,27 @@ class LocalHost:
                 self._core.close()
             finally:
                 self.calls.release()
+
+
+class _EmbeddingNews:
+    """The background embedding's progress as owner events: every few seconds while it
+    works, and once when it has caught up."""
+
+    def __init__(self, feed: ChangeFeed) -> None:
+        self._feed = feed
+        self._done = 0
+        self._told_at = 0.0
+
+    def embedded(self, n: int, counts: Callable[[], tuple[int, int]]) -> None:
+        self._done += n
+        if not self._feed.listening or time.monotonic() - self._told_at < EMBED_NEWS_SECONDS:
+            return
+        self._told_at = time.monotonic()
+        have, total = counts()
+        self._feed.event("info", "embedding", f"embedding: {have:,} of {total:,} chunks")
+
+    def idle(self) -> None:
+        if self._done and self._feed.listening:
+            self._feed.event("info", "embedding", f"embedding done: {self._done:,} chunks")
+        self._done = 0
+        self._told_at = 0.0

@@ -17,8 +17,10 @@ same name: the one in the linking note's folder, else the one with the shortest 
 (fewest folders, then alphabetically), as Obsidian picks; a name that exists is never
 unresolved. ``#heading`` and ``|size`` suffixes are split off by the parser.
 
-Markdown links ``[text](path)`` were made relative to the linking note's folder by the
-parser and resolve as exact paths.
+Markdown links ``[text](path)`` and images ``![alt](path)`` were made relative to the
+linking note's folder by the parser and resolve as that path; failing that, as
+Obsidian does, by what was written (``![](picture.png)`` finds ``Attachments/picture.png``,
+the form Obsidian writes when links use the shortest path).
 """
 
 from __future__ import annotations
@@ -33,6 +35,19 @@ NOTE_SUFFIX = ".md"
 def _fold(path: str) -> str:
     """The form paths are compared in: NFC, case-folded, no surrounding slashes."""
     return unicodedata.normalize("NFC", path.strip().strip("/")).casefold()
+
+
+def link_name(target: str) -> str:
+    """The folded file name a link's target ends with (``Sub/Note#x`` -> ``note``): a link
+    can only change where it points when a file or alias of that name comes or goes."""
+    return posixpath.basename(_fold(target))
+
+
+def names_of(path: str) -> set[str]:
+    """The ``link_name`` values of links that may name the file at ``path``: with its
+    extension, and without it for a note (``[[Note]]`` is ``Note.md``)."""
+    name = posixpath.basename(_fold(path))
+    return {name, name[: -len(NOTE_SUFFIX)]} if name.endswith(NOTE_SUFFIX) else {name}
 
 
 class LinkResolver:
@@ -69,9 +84,12 @@ class LinkResolver:
         if not raw:
             return source  # [[#Heading]] points into the same note
         key = _fold(raw)
-        if style == "markdown":
-            return self._exact(key)
         folder = _fold(posixpath.dirname(source))
+        if style == "markdown":
+            if folder and not key.startswith(folder + "/"):
+                return self._exact(key)  # written with "../" or from the root: a path only
+            written = key[len(folder) + 1 :] if folder else key
+            return self._exact(key) or self._by_suffix(written, folder)
         if raw.startswith("/"):
             return self._exact(key)  # from the vault root only
         if raw.startswith(("./", "../")):

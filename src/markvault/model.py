@@ -199,6 +199,7 @@ class NoteRecord:
     hash: str
     mtime_ns: int
     size: int
+    conflicted: bool = False  # holds git conflict markers (told to the change feed)
 
 
 # Search scopes (``Filters.scope``): session notes, or parts of them told apart by the

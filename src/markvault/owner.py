@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 from . import errors
 from .config import Settings
 from .errors import MarkvaultError
+from .feed import FeedQueue
+from .model import Progress
 from .vault import CALLS
 from .wire import MAX_LINE, PROGRESS, decode, dumps, encode, error_json
 
@@ -121,23 +123,42 @@ class OwnerLock:
 
 
 class _RelayProgress:
-    """A progress object that forwards to the caller's, over the connection."""
+    """A progress object that forwards to the caller's, over the connection, and stops
+    the work at its next step once the caller cancelled it."""
 
-    def __init__(self, send: Callable[[Any], None]) -> None:
+    def __init__(self, send: Callable[[Any], None], cancelled: threading.Event) -> None:
         self._send = send
+        self._cancelled = cancelled
 
     def start(self, label: str, total: int) -> None:
+        self._check()
         self._send(["start", label, total])
 
     def advance(self, n: int) -> None:
+        self._check()
         self._send(["advance", n])
 
-    def finish(self) -> None:
+    def finish(self) -> None:  # no check: called from finally blocks
         self._send(["finish"])
+
+    def _check(self) -> None:
+        if self._cancelled.is_set():
+            raise errors.CallCancelled("The call was cancelled by its caller.")
 
 
 class _Handler(socketserver.StreamRequestHandler):
+    """One connection: its requests, each answered on a thread of its own while this
+    one reads on (a caller's ``{"id", "cancel": true}`` arrives during its call), or,
+    after ``watch_changes``, the owner's change feed (``_FeedWriter``)."""
+
     server: _SocketServer
+
+    def setup(self) -> None:
+        super().setup()
+        self._write = threading.Lock()
+        self._cancels: dict[Any, threading.Event] = {}
+        self._call: threading.Thread | None = None
+        self._feed: _FeedWriter | None = None
 
     def handle(self) -> None:
         owner = self.server.owner
@@ -147,41 +168,120 @@ class _Handler(socketserver.StreamRequestHandler):
                 line = self.rfile.readline(MAX_LINE)
                 if not line:
                     return
-                self._answer(owner, line)
+                self._take(owner, line)
         except (BrokenPipeError, ConnectionResetError, OSError):
             return
         finally:
+            if self._feed is not None:
+                self._feed.stop()
+            if not owner.host.closed:  # the caller went away: its call stops at a step
+                for cancel in list(self._cancels.values()):
+                    cancel.set()
+            if self._call is not None:
+                self._call.join()  # closing: a call under way still sends its answer
             owner.client_disconnected(self.request)
 
-    def _answer(self, owner: IndexOwner, line: bytes) -> None:
+    def _take(self, owner: IndexOwner, line: bytes) -> None:
         try:
             request = json.loads(line)
             rid = request.get("id")
         except (json.JSONDecodeError, AttributeError):
             self._send({"id": None, "error": {"type": "UsageError", "message": "bad request"}})
             return
+        if request.get("cancel"):
+            cancel = self._cancels.get(rid)
+            if cancel is not None:
+                cancel.set()
+            return
+        if request.get("method") == "watch_changes":
+            self._feed = _FeedWriter(owner, self.request, lambda item: self._send(item))
+            self._feed.start(rid)
+            return
+        if self._call is not None:
+            self._call.join()  # callers send one call at a time; this one has answered
+        cancel = self._cancels[rid] = threading.Event()
+        self._call = threading.Thread(
+            target=self._answer, args=(owner, request, cancel), name="markvault-call", daemon=True
+        )
+        self._call.start()
+
+    def _answer(self, owner: IndexOwner, request: dict[str, Any], cancel: threading.Event) -> None:
+        rid = request.get("id")
 
         def progress(event: Any) -> None:
-            self._send({"id": rid, "progress": event})
+            try:
+                self._send({"id": rid, "progress": event})
+            except OSError:  # the caller went away: the work stops at its next step
+                cancel.set()
 
+        reply: dict[str, Any]
         try:
             result = owner.answer(
-                request["method"], request.get("args", []), request.get("kwargs", {}), progress
+                request["method"],
+                request.get("args", []),
+                request.get("kwargs", {}),
+                _RelayProgress(progress, cancel),
             )
-            self._send({"id": rid, "result": encode(result)})
+            reply = {"id": rid, "result": encode(result)}
         except MarkvaultError as exc:
-            self._send({"id": rid, "error": error_json(exc)})
+            reply = {"id": rid, "error": error_json(exc)}
         except ConnectionAbortedError:
             # Closing: the call did not run; the caller sends it to the next owner.
-            self._send({"id": rid, "declined": True})
+            reply = {"id": rid, "declined": True}
         except Exception as exc:  # a bug must not take the owner down for everyone
             print(f"markvault owner: {type(exc).__name__}: {exc}", file=sys.stderr)
             message = f"internal error in the index owner: {type(exc).__name__}: {exc}"
-            self._send({"id": rid, "error": {"type": "MarkvaultError", "message": message}})
+            reply = {"id": rid, "error": {"type": "MarkvaultError", "message": message}}
+        finally:
+            self._cancels.pop(rid, None)
+        with contextlib.suppress(OSError):  # the caller went away: nobody to answer
+            self._send(reply)
 
     def _send(self, data: dict[str, Any]) -> None:
-        self.wfile.write(dumps(data))
-        self.wfile.flush()
+        with self._write:
+            self.wfile.write(dumps(data))
+            self.wfile.flush()
+
+
+class _FeedWriter:
+    """Writes the owner's change feed to one follower (``watch_changes``), from a
+    bounded queue on a thread of its own: a follower that stops reading falls behind
+    and gets a ``lost`` marker, and never holds up a sync."""
+
+    def __init__(
+        self, owner: IndexOwner, conn: socket.socket, send: Callable[[dict[str, Any]], None]
+    ) -> None:
+        self._owner = owner
+        self._conn = conn
+        self._send = send
+        self._queue = FeedQueue()
+        self._unsubscribe: Callable[[], None] | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, rid: Any) -> None:
+        self._owner.follower(self._conn)
+        self._unsubscribe = self._owner.host.feed.subscribe(self._queue.put)
+        self._send({"id": rid, "result": "watching"})
+
+        def write() -> None:
+            try:
+                while (item := self._queue.get()) is not None:
+                    self._send({"id": rid, "event": encode(item)})
+            except OSError:
+                pass  # the follower went away; its connection's reader stops us
+            finally:
+                self._detach()
+
+        self._thread = threading.Thread(target=write, name="markvault-feed", daemon=True)
+        self._thread.start()
+
+    def _detach(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+
+    def stop(self) -> None:
+        self._detach()
+        self._queue.close()
 
 
 class _SocketServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -199,6 +299,7 @@ class IndexOwner:
         self._server: _SocketServer | None = None
         self._thread: threading.Thread | None = None
         self._conns: set[socket.socket] = set()
+        self._followers: set[socket.socket] = set()  # connections that follow the feed
         host.clients = 0
 
     def serve(self) -> None:
@@ -222,7 +323,7 @@ class IndexOwner:
         method: str,
         args: list[Any],
         kwargs: dict[str, Any],
-        progress: Callable[[Any], None] | None = None,
+        progress: Progress | None = None,
     ) -> Any:
         """Run one request: a declared call (``vault.CALLS``), or a ping."""
         if self.host.closed:
@@ -235,16 +336,25 @@ class IndexOwner:
         call_args = tuple(decode(a) for a in args)
         call_kwargs = {k: decode(v) for k, v in kwargs.items()}
         if call_kwargs.get("progress") == PROGRESS:
-            call_kwargs["progress"] = _RelayProgress(progress) if progress else None
+            call_kwargs["progress"] = progress
         return self.host.call(call, call_args, call_kwargs)
 
     def client_connected(self, conn: socket.socket) -> None:
         self._conns.add(conn)
-        self.host.clients = len(self._conns)
+        self._count()
+
+    def follower(self, conn: socket.socket) -> None:
+        """``conn`` follows the change feed: a process's second connection, not a client."""
+        self._followers.add(conn)
+        self._count()
 
     def client_disconnected(self, conn: socket.socket) -> None:
         self._conns.discard(conn)
-        self.host.clients = len(self._conns)
+        self._followers.discard(conn)
+        self._count()
+
+    def _count(self) -> None:
+        self.host.clients = len(self._conns - self._followers)
 
     def close(self) -> None:
         self.host.stop_background()  # no call starts from now on; each client fails over

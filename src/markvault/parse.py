@@ -30,8 +30,8 @@ _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n|]*?)(?:\\?\|([^\[\]\n]*))?\]\]")
 # "after a space or at a line start", and lets the engine look for "#" first.)
 _TAG = re.compile(r"(?<!\S)#([^\s!-,.:-@\[-^`{-~]+)")
 _TAG_CHARS = re.compile(r"[\w\-/]+")
-_MD_LINK = re.compile(
-    r"(?<!!)\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\(\s*(?:<([^>\n]*)>|([^\s()<>]+))"
+_MD_LINK = re.compile(  # a link, or with "!" an image: both may name any file in the vault
+    r"(!?)\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\(\s*(?:<([^>\n]*)>|([^\s()<>]+))"
     r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)"
 )
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^//")
@@ -198,7 +198,7 @@ def _tags_and_links(tokens: list[Token], body_line: int, path: str) -> tuple[lis
                 continue
             for m in _MD_LINK.finditer(content):
                 line = first + content.count("\n", 0, m.start())
-                link = _markdown_link(m.group(1) or m.group(2) or "", path, line)
+                link = _markdown_link(m.group(2) or m.group(3) or "", path, line, m.group(1))
                 if link:
                     links.append(link)
     return tags, links
@@ -235,20 +235,20 @@ def _wikilink(bang: str, inner: str, alias: str | None, line: int) -> Link:
     )
 
 
-def _markdown_link(href: str, source: str, line: int) -> Link | None:
+def _markdown_link(href: str, source: str, line: int, bang: str = "") -> Link | None:
     if not href or _SCHEME.match(href) or href.startswith("#"):
         return None
     target, _, fragment = unquote(href).partition("#")
-    if not target.lower().endswith(".md"):
-        return None
     base = "" if target.startswith("/") else posixpath.dirname(source)
     joined = posixpath.normpath(posixpath.join(base, target.lstrip("/")))
+    if not target.strip() or joined == ".." or joined.startswith("../"):
+        return None  # no file, or one outside the vault
     return Link(
         target=joined,
         heading=None if fragment.startswith("^") else (fragment or None),
         block=fragment[1:] if fragment.startswith("^") else None,
         alias=None,
-        embed=False,
+        embed=bool(bang),
         style="markdown",
         line=line,
     )

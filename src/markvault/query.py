@@ -11,6 +11,12 @@
 A query compiles to the tokens BM25 ranks by and, when it has required or excluded
 parts, a tree the index evaluates: term presence on its term-sorted postings
 (``presence_sql``), phrases checked on the few top candidates' tokens (``matches``).
+
+The tokens to rank by keep their repeats (a word asked for twice weighs twice, as in
+Lucene and in BM25's query-term-frequency factor) and leave out the function words of
+the query's language (``language.py``) among its plain words, unless nothing else is
+left: "what articles are there on the use of computers in banking" ranks by
+"articl", "use", "comput", "bank". Phrases, required words and prefixes keep theirs.
 """
 
 from __future__ import annotations
@@ -19,8 +25,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from . import language
 from .errors import UsageError
-from .text import prefix_token, tokenize
+from .text import prefix_token, word_tokens
 
 Occur = Literal["should", "must", "not"]
 
@@ -32,6 +39,7 @@ class Leaf:
     tokens: list[str]  # consecutive tokens (a phrase when more than one)
     prefix: str | None = None  # set for prefix* terms
     source: str = ""  # the words as written, for the embedding model
+    words: list[str] = field(default_factory=list)  # each token's word, unstemmed
 
 
 @dataclass
@@ -41,11 +49,12 @@ class Group:
 
 @dataclass
 class Plan:
-    terms: list[str]  # tokens to rank by (prefixes not yet expanded)
+    terms: list[str]  # tokens to rank by, repeats kept (prefixes not yet expanded)
     prefixes: list[str]
     root: Group
     constrained: bool  # phrases, required or excluded parts: ranking alone is not enough
     text: str  # the query with operators removed, for the embedding model
+    language: str | None = None  # detected from its function words (language.detect)
 
 
 def parse(query: str) -> Plan:
@@ -103,8 +112,12 @@ def parse(query: str) -> Plan:
             if occur == "should" and len(leaf.tokens) > 1 and not tok.startswith('"'):
                 # Only quotes make a phrase. A word that is several tokens - a Chinese
                 # sentence (no spaces), "e-mail" - is several optional terms.
-                g.clauses.append((occur, Leaf(leaf.tokens[:1], source=leaf.source)))
-                g.clauses += [("should", Leaf([t])) for t in leaf.tokens[1:]]
+                first = Leaf(leaf.tokens[:1], source=leaf.source, words=leaf.words[:1])
+                g.clauses.append((occur, first))
+                g.clauses += [
+                    ("should", Leaf([t], words=[w]))
+                    for t, w in zip(leaf.tokens[1:], leaf.words[1:], strict=True)
+                ]
             else:
                 g.clauses.append((occur, leaf))
         else:
@@ -114,17 +127,24 @@ def parse(query: str) -> Plan:
             raise UsageError("The query ends with an operator.", "Add a word after AND, OR or NOT.")
         return g
 
-    root = group(0)
-    terms: list[str] = []
+    return _plan(group(0))
+
+
+def _plan(root: Group) -> Plan:
+    """The parsed query's ranking terms (its language's function words left out),
+    prefixes and text."""
+    leaves: list[tuple[Occur, Leaf]] = []
     prefixes: list[str] = []
     words: list[str] = []
-    _collect(root, False, terms, prefixes, words)
+    _collect(root, False, leaves, prefixes, words)
+    lang = language.detect(w for _, leaf in leaves for w in leaf.words)
+    terms = _ranking_terms(leaves, language.query_stopwords(lang))
     if not terms and not prefixes:
         raise UsageError(
             "The query has no word to look for.",
             "Add a word that is not excluded: NOT and -word only remove results.",
         )
-    return Plan(terms, prefixes, root, not _plain(root), " ".join(words))
+    return Plan(terms, prefixes, root, not _plain(root), " ".join(words), lang)
 
 
 def _plain(root: Group) -> bool:
@@ -136,25 +156,42 @@ def _plain(root: Group) -> bool:
 
 
 def _leaf(tok: str) -> Leaf | None:
-    if tok.startswith('"'):
-        toks = tokenize(tok.strip('"'))
-        return Leaf(toks, source=tok.strip('"')) if toks else None
-    if tok.endswith("*") and len(tok) > 1:
+    if tok.endswith("*") and len(tok) > 1 and not tok.startswith('"'):
         p = prefix_token(tok.rstrip("*"))
         return Leaf([], prefix=p, source=tok.rstrip("*")) if p else None
-    toks = tokenize(tok)
-    return Leaf(toks, source=tok) if toks else None
+    source = tok.strip('"')
+    pairs = word_tokens(source)
+    if not pairs:
+        return None
+    return Leaf([t for _, t in pairs], source=source, words=[w for w, _ in pairs])
+
+
+def _ranking_terms(leaves: list[tuple[Occur, Leaf]], stopwords: frozenset[str]) -> list[str]:
+    """The tokens BM25 ranks by: every leaf's, repeats kept, without optional single
+    words that are function words (all of them when the query has nothing else)."""
+    every = [t for _, leaf in leaves for t in leaf.tokens]
+    content = [
+        t
+        for occur, leaf in leaves
+        if not (occur == "should" and len(leaf.words) == 1 and leaf.words[0] in stopwords)
+        for t in leaf.tokens
+    ]
+    return content or every
 
 
 def _collect(
-    g: Group, negated: bool, terms: list[str], prefixes: list[str], words: list[str]
+    g: Group,
+    negated: bool,
+    leaves: list[tuple[Occur, Leaf]],
+    prefixes: list[str],
+    words: list[str],
 ) -> None:
     for occur, node in g.clauses:
         neg = negated or occur == "not"
         if isinstance(node, Group):
-            _collect(node, neg, terms, prefixes, words)
+            _collect(node, neg, leaves, prefixes, words)
         elif not neg:
-            terms.extend(node.tokens)
+            leaves.append((occur, node))
             if node.prefix:
                 prefixes.append(node.prefix)
             if node.source:

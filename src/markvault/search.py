@@ -1,9 +1,9 @@
 """Keyword, vector, hybrid and deep search over an open index; hits collapsed to notes.
 
-Hybrid is reciprocal rank fusion (RRF): each list contributes 1 / (k + rank),
-so neither BM25's nor cosine's score scale decides; each hit reports its ranks.
-Deep search fuses the query's own lists (weighted highest) with those of the
-variants the calling model wrote, unless the keyword result is already decisive.
+Keyword search ranks notes by BM25 (index/bm25.py), vector search chunks by cosine. Hybrid
+fuses the two by their normalized scores, deep search the query's own lists (weighted
+highest) and those of the variants the calling model wrote by rank, unless the keyword
+result is already decisive (fusion.py). Each hit reports its ranks and scores per list.
 """
 
 from __future__ import annotations
@@ -11,22 +11,20 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 from urllib.parse import quote
 
 import numpy as np
 
+from . import fusion, language
 from . import query as query_lang
-from .config import DEFAULT_MODEL_NAMES
 from .embed import Embedder
 from .errors import UsageError
 from .index import Index
 from .model import Filters, Hit, SearchResult
-from .text import latin_share, tokenize, word_spans
+from .text import tokenize, word_spans
 
 MODES = ("keyword", "vector", "hybrid", "deep")
 ORDERS = ("relevance", "date")
-RRF_K = 60
 MAX_LIMIT = 1000
 MAX_QUERY_CHARS = 4000
 SNIPPET_CHARS = 180
@@ -37,7 +35,7 @@ ORIGINAL_WEIGHT = 2.0
 DECISIVE_RATIO = 1.5  # top keyword score over the runner-up's that skips the variants
 DECISIVE_WINDOW = 20  # keyword hits looked at for the runner-up from another note
 
-Fused = tuple[int, float, dict[str, int], dict[str, float]]  # chunk, score, ranks, scores
+Fused = fusion.Fused
 
 
 def note_uri(note_id: str) -> str:
@@ -80,25 +78,10 @@ class Searcher:
 
         ``variants`` (deep mode only) are rewrites of the query written by the caller;
         ``order`` "date" sorts the matching notes newest first; ``min_score`` drops hits
-        scoring below it (BM25 for keyword, cosine for vector, fused RRF otherwise).
+        scoring below it (BM25 for keyword, cosine for vector, the 0-1 fused score for
+        hybrid, RRF for deep).
         """
-        if mode not in MODES:
-            raise UsageError(f"Unknown mode {mode!r}.", f"Use one of: {', '.join(MODES)}.")
-        if not 1 <= limit <= MAX_LIMIT or offset < 0:
-            raise UsageError(
-                f"limit must be 1..{MAX_LIMIT} and offset 0 or more.",
-                "Page through results with offset.",
-            )
-        if order not in ORDERS:
-            raise UsageError(f"Unknown order {order!r}.", f"Use one of: {', '.join(ORDERS)}.")
-        if variants and mode != "deep":
-            raise UsageError("Variants are for deep search.", 'Pass mode="deep" with them.')
-        if len(query) > MAX_QUERY_CHARS:
-            raise UsageError(
-                f"The query is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,}).",
-                "Search with the few words or sentences that matter.",
-            )
-        parsed_variants = parse_variants(variants)
+        parsed_variants = check_request(query, mode, limit, offset, order, variants)
         filters = filters or Filters()
         filters.check()
         run = _Run(time.perf_counter())
@@ -114,28 +97,8 @@ class Searcher:
         wanted = max(50, (offset + limit) * 5)
         if order == "date" or min_score is not None:
             wanted = max(wanted, MAX_LIMIT)
-
-        lists: dict[str, list[tuple[int, float]]] = {}
-        weights: dict[str, float] = {}
-        if mode in ("keyword", "hybrid", "deep") and plan is not None:
-            lists["keyword"] = self._keyword(plan, filters, wanted, run.warnings)
-            run.lap("keyword")
-        vectors_usable = mode != "keyword" and self._vectors_usable(query, mode, run.warnings)
-        if vectors_usable:
-            lists["vector"] = self._vector(plan.text if plan else query, filters, wanted, plan, run)
-        if mode == "deep":
-            weights = dict.fromkeys(lists, ORIGINAL_WEIGHT)
-            if parsed_variants and decisive(lists.get("keyword", []), plan, self.index):
-                run.warnings.append(
-                    "strong keyword match: variants skipped (the top hit is far ahead)"
-                )
-                run.shortcut = True
-            else:
-                for n, (kind, text) in enumerate(parsed_variants, start=1):
-                    self._variant(n, kind, text, filters, wanted, vectors_usable, lists, run)
-                    weights.update({name: 1.0 for name in lists if name not in weights})
-
-        fused = _fuse(lists, weights) if len(lists) > 1 else _single(lists)
+        lists, weights = self._lists(query, plan, mode, filters, wanted, parsed_variants, run)
+        fused = self._fuse(lists, weights, mode, run)
         if min_score is not None:
             fused = [f for f in fused if f[1] >= min_score]
         run.lap("fuse")
@@ -147,11 +110,45 @@ class Searcher:
         result.shortcut = run.shortcut
         return result
 
-    def _vectors_usable(self, query: str, mode: str, warnings: list[str]) -> bool:
+    def _lists(
+        self,
+        query: str,
+        plan: query_lang.Plan | None,
+        mode: str,
+        filters: Filters,
+        wanted: int,
+        parsed_variants: list[tuple[str, str]],
+        run: _Run,
+    ) -> tuple[dict[str, list[tuple[int, float]]], dict[str, float]]:
+        """The ranked lists ``mode`` fuses (keyword, vector, and deep search's variants'),
+        and deep search's weight for each."""
+        lists: dict[str, list[tuple[int, float]]] = {}
+        weights: dict[str, float] = {}
+        if mode in ("keyword", "hybrid", "deep") and plan is not None:
+            lists["keyword"] = self._keyword(plan, filters, wanted, run.warnings, run.chunk_bm25)
+            run.lap("keyword")
+        vectors_usable = mode != "keyword" and self._vectors_usable(
+            query, plan.language if plan else None, mode, run.warnings
+        )
+        if vectors_usable:
+            lists["vector"] = self._vector(plan.text if plan else query, filters, wanted, plan, run)
+        if mode != "deep":
+            return lists, weights
+        weights = dict.fromkeys(lists, ORIGINAL_WEIGHT)
+        if parsed_variants and decisive(lists.get("keyword", []), plan, self.index):
+            run.warnings.append("strong keyword match: variants skipped (the top hit is far ahead)")
+            run.shortcut = True
+            return lists, weights
+        for n, (kind, text) in enumerate(parsed_variants, start=1):
+            self._variant(n, kind, text, filters, wanted, vectors_usable, lists, run)
+            weights.update({name: 1.0 for name in lists if name not in weights})
+        return lists, weights
+
+    def _vectors_usable(self, query: str, lang: str | None, mode: str, warnings: list[str]) -> bool:
         """Whether the vector side can run; raises for vector mode when it cannot."""
-        if mode != "vector" and self.model in DEFAULT_MODEL_NAMES and latin_share(query) < 0.5:
-            # An English model's vector for a Chinese or Russian query is noise, and
-            # fusing it in would push good keyword hits down.
+        if mode != "vector" and not language.model_reads(self.model, query, lang):
+            # An English model's vector for a Chinese, Russian or Spanish query is
+            # noise, and fusing it in would push good keyword hits down.
             warnings.append(
                 f"{self.model} reads English only: vector side skipped for this query "
                 "(configure a multilingual model with --model or .markvault.toml)"
@@ -212,8 +209,15 @@ class Searcher:
         return False
 
     def _keyword(
-        self, plan: query_lang.Plan, filters: Filters, wanted: int, warnings: list[str]
+        self,
+        plan: query_lang.Plan,
+        filters: Filters,
+        wanted: int,
+        warnings: list[str],
+        chunk_scores: dict[int, float] | None = None,
     ) -> list[tuple[int, float]]:
+        """Chunks ranked by their note's and their own BM25 (index/bm25.py); ``chunk_scores``
+        receives each one's own."""
         terms = list(plan.terms)
         prefix_terms: dict[str, list[str]] = {}
         for prefix in plan.prefixes:
@@ -222,13 +226,32 @@ class Searcher:
                 warnings.append(f"no word starts with {prefix!r}")
             terms.extend(prefix_terms[prefix])
         if not plan.constrained:
-            return self.index.keyword.bm25(terms, filters, wanted)
+            return self.index.keyword.bm25(
+                terms, filters, wanted, per_note=True, chunk_scores=chunk_scores
+            )
         known = self.index.keyword.term_ids(terms + query_lang.leaf_tokens(plan.root))
         ids = {t: v[0] for t, v in known.items()}
         prefix_ids = {p: [ids[t] for t in ts if t in ids] for p, ts in prefix_terms.items()}
         condition, exact = query_lang.presence_sql(plan.root, ids, prefix_ids)
         verify = None if exact else functools.partial(query_lang.matches, plan.root)
-        return self.index.keyword.bm25(terms, filters, wanted, condition, verify)
+        return self.index.keyword.bm25(
+            terms, filters, wanted, condition, verify, per_note=True, chunk_scores=chunk_scores
+        )
+
+    def _fuse(
+        self,
+        lists: dict[str, list[tuple[int, float]]],
+        weights: dict[str, float],
+        mode: str,
+        run: _Run,
+    ) -> list[Fused]:
+        if len(lists) <= 1:
+            return [f for name, rows in lists.items() for f in fusion.single(name, rows)]
+        if mode != "hybrid":
+            return fusion.rrf(lists, weights)
+        keyword, vector = lists["keyword"], lists["vector"]
+        note_of = self.index.reads.chunk_paths([c for c, _ in keyword] + [c for c, _ in vector])
+        return fusion.convex(keyword, vector, note_of, run.cosine, run.chunk_bm25)
 
     def _vector(
         self,
@@ -253,6 +276,8 @@ class Searcher:
         run.timings["embed_query"] = run.timings.get("embed_query", 0.0) + embed_ms
         ids, matrix = self.index.vectors.matrix(self.model)
         scores = matrix @ qv
+        if stage == "vector":
+            run.keep_cosines(ids, scores)
         if not filters.is_empty():
             mask = np.isin(ids, self.index.reads.chunk_ids_matching(filters))
             scores = np.where(mask, scores, -np.inf)
@@ -329,27 +354,28 @@ class Searcher:
         return hits, len(order)
 
 
-def _single(lists: dict[str, list[tuple[int, float]]]) -> list[Fused]:
-    if not lists:
-        return []
-    ((name, rows),) = lists.items()
-    return [(cid, score, {name: i + 1}, {name: score}) for i, (cid, score) in enumerate(rows)]
-
-
-def _fuse(
-    lists: dict[str, list[tuple[int, float]]], weights: dict[str, float] | None = None
-) -> list[Fused]:
-    """Weighted reciprocal rank fusion: each list adds weight / (RRF_K + rank)."""
-    fused: dict[int, list[Any]] = {}
-    for name, rows in lists.items():
-        weight = (weights or {}).get(name, 1.0)
-        for rank, (cid, score) in enumerate(rows, start=1):
-            entry = fused.setdefault(cid, [0.0, {}, {}])
-            entry[0] += weight / (RRF_K + rank)
-            entry[1][name] = rank
-            entry[2][name] = score
-    ordered = sorted(fused.items(), key=lambda kv: (-kv[1][0], kv[0]))
-    return [(cid, v[0], v[1], v[2]) for cid, v in ordered]
+def check_request(
+    query: str, mode: str, limit: int, offset: int, order: str, variants: Sequence[str]
+) -> list[tuple[str, str]]:
+    """Raise UsageError for a bad mode, page, order, query length or variant; the parsed
+    variants otherwise."""
+    if mode not in MODES:
+        raise UsageError(f"Unknown mode {mode!r}.", f"Use one of: {', '.join(MODES)}.")
+    if not 1 <= limit <= MAX_LIMIT or offset < 0:
+        raise UsageError(
+            f"limit must be 1..{MAX_LIMIT} and offset 0 or more.",
+            "Page through results with offset.",
+        )
+    if order not in ORDERS:
+        raise UsageError(f"Unknown order {order!r}.", f"Use one of: {', '.join(ORDERS)}.")
+    if variants and mode != "deep":
+        raise UsageError("Variants are for deep search.", 'Pass mode="deep" with them.')
+    if len(query) > MAX_QUERY_CHARS:
+        raise UsageError(
+            f"The query is {len(query):,} characters long (at most {MAX_QUERY_CHARS:,}).",
+            "Search with the few words or sentences that matter.",
+        )
+    return parse_variants(variants)
 
 
 def parse_variants(variants: Sequence[str]) -> list[tuple[str, str]]:
@@ -403,6 +429,26 @@ class _Run:
         self.timings: dict[str, float] = {}
         self.warnings: list[str] = []
         self.shortcut = False
+        self._cosines: tuple[np.ndarray, np.ndarray] | None = None
+        self.chunk_bm25: dict[int, float] = {}  # the query's keyword chunks' own BM25
+
+    def keep_cosines(self, ids: np.ndarray, scores: np.ndarray) -> None:
+        """Keep the query's cosine with every chunk, for fusion to look up."""
+        self._cosines = (ids, scores)
+
+    def cosine(self, chunk_ids: Sequence[int]) -> dict[int, float]:
+        """The query's cosine with each of ``chunk_ids`` that has a vector."""
+        if self._cosines is None or not chunk_ids:
+            return {}
+        ids, scores = self._cosines
+        wanted = np.asarray(chunk_ids, dtype=ids.dtype)
+        at = np.clip(np.searchsorted(ids, wanted), 0, max(len(ids) - 1, 0))
+        found = ids[at] == wanted if len(ids) else np.zeros(len(wanted), bool)
+        return {
+            int(c): float(scores[i])
+            for c, i, ok in zip(wanted, at, found, strict=True)
+            if ok and np.isfinite(scores[i])
+        }
 
     def lap(self, stage: str) -> None:
         now = time.perf_counter()

@@ -169,8 +169,9 @@ class _Counter:
     redactions: int = 0
 
 
-def sanitize(text: str, counter: _Counter | None = None) -> str:
-    """Text as it may appear in a note: private spans gone, secrets redacted, clean.
+def sanitize(text: str, counter: _Counter | None = None, gated: bool = False) -> str:
+    """Text as it may appear in a note: private spans gone, secrets redacted (unless
+    ``gated``: the caller passes the text through the credential gate itself), clean.
 
     Order matters: ``<private>`` spans go first so that nothing inside them is ever
     processed further; secrets are redacted before base64 blobs are collapsed so a
@@ -181,7 +182,8 @@ def sanitize(text: str, counter: _Counter | None = None) -> str:
     text = text.replace("\u2028", "\n").replace("\u2029", "\n")
     text = _SURROGATE.sub("\ufffd", _CONTROL.sub("", _ANSI.sub("", text)))
     text = _PRIVATE.sub("", text)
-    text = redact(text, counter)
+    if not gated:
+        text = redact(text, counter)
     return _BASE64.sub(_base64_placeholder, text)
 
 
@@ -976,21 +978,23 @@ _SUBSECTIONS = (("decisions", "Decisions"), ("outcomes", "Outcomes"), ("open_ite
 _BLOCK_START = re.compile(r"^([#`~<])")
 
 
-def render_summary(summary: SessionSummary) -> str:
+def render_summary(summary: SessionSummary, gated: bool = False) -> str:
     """The body of ``## Summary``: overview paragraphs, then one list per subsection.
 
     Paragraphs and items are each put on one line (whitespace collapsed) and a leading
     ``#``, backtick, ``~`` or ``<`` is escaped, so no summary text can open a heading,
     a code fence or an HTML block that would swallow the transcript. Secrets and
-    ``<private>`` spans are removed as in transcripts.
+    ``<private>`` spans are removed as in transcripts (secrets too unless ``gated``:
+    the core's writes leave them to the credential gate, which reports them).
 
     Raises:
         UsageError: the summary has no content.
     """
-    paragraphs = [_summary_line(p) for p in re.split(r"\n\s*\n", sanitize(summary.overview))]
+    overview = sanitize(summary.overview, gated=gated)
+    paragraphs = [_summary_line(p) for p in re.split(r"\n\s*\n", overview)]
     blocks = [p for p in paragraphs if p]
     for attr, title in _SUBSECTIONS:
-        items = [_summary_line(sanitize(item)) for item in getattr(summary, attr)]
+        items = [_summary_line(sanitize(i, gated=gated)) for i in getattr(summary, attr)]
         items = [item for item in items if item]
         if items:
             blocks += [f"### {title}", "\n".join(f"- {item}" for item in items)]
@@ -1007,7 +1011,7 @@ def _summary_line(text: str) -> str:
     return _BLOCK_START.sub(r"\\\1", line)
 
 
-def set_summary(text: str, summary: SessionSummary) -> str:
+def set_summary(text: str, summary: SessionSummary, gated: bool = False) -> str:
     """``text`` with its ``## Summary`` section replaced by ``summary``; tags merged.
 
     The rest of the note — the transcript above all — is kept byte for byte. Without a
@@ -1023,7 +1027,7 @@ def set_summary(text: str, summary: SessionSummary) -> str:
     crlf = "\r\n" in body
     if crlf:
         body = body.replace("\r\n", "\n")
-    section = "## Summary\n\n" + render_summary(summary)
+    section = "## Summary\n\n" + render_summary(summary, gated)
     if _section_span(body, "Summary") is not None:
         body = replace_section(body, "Summary", section)
     else:

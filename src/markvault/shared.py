@@ -10,19 +10,26 @@ is; after an owner died mid-call only a read is (a write may have been done).
 
 Nothing here imports the index layer: that happens only if this process becomes the
 owner.
+What changes in the index reaches ``watch_changes`` listeners wherever it is owned: here
+straight from the owner's feed, elsewhere over a second connection that follows it
+(``feed.py``), moved to the next owner when the owner changes hands.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import errors
 from .calls import Call, SyncReport
 from .client import Declined, OwnerClient
 from .config import Settings
+from .feed import ChangeBatch, FeedItem, Listener
 from .owner import IndexOwner, OwnerLock, lock_path, socket_path
 from .vault import Vault
 
@@ -32,6 +39,9 @@ if TYPE_CHECKING:
 
 LIVE_RETRIES = 5  # reconnections to find a live owner before a write
 CONNECT_WAIT_SECONDS = 60.0  # an owner may be building a large index before it answers
+FOLLOW_RETRY_SECONDS = 1.0  # longest wait between two looks for an owner's change feed
+
+logger = logging.getLogger(__name__)
 
 
 def connect(settings: Settings, *, must_own: bool = False) -> Vault:
@@ -70,6 +80,7 @@ class SharedHost:
         self._owner: IndexOwner | None = None
         self._client: OwnerClient | None = None
         self._model_wait: float | None = None
+        self._follow = _Follower(self)  # watch_changes listeners, and where they listen
         self._attach()
 
     @property
@@ -150,6 +161,7 @@ class SharedHost:
 
         host = LocalHost(Core(self._settings), owner=True)
         host.model_wait = self._model_wait
+        self._follow.owned_here(host.feed.subscribe)  # before its first sync reports
         self._owner = IndexOwner(host, self._lock)
         self._owner.serve()
         self._start_owner_work()
@@ -188,6 +200,9 @@ class SharedHost:
     def on_sync(self, report: SyncReport) -> None:
         self._on_report = report
 
+    def watch_changes(self, listener: Listener) -> Callable[[], None]:
+        return self._follow.add(listener)
+
     def _start_owner_work(self) -> None:
         if self._owner is None or not self._background:
             return
@@ -210,6 +225,7 @@ class SharedHost:
     def close(self) -> None:
         with self._state:
             self._closing = True
+            self._follow.stop()
             self._disconnect()
             if self._owner is not None:
                 self._owner.close()
@@ -262,3 +278,114 @@ class SharedHost:
             self._attach()
             if self._owner is not None:
                 return
+
+
+class _Follower:
+    """A ``SharedHost``'s ``watch_changes`` listeners, fed from wherever the index is
+    owned: the owner's feed when this process owns it, else a thread that follows the
+    owner's feed over a connection of its own and moves to the next owner when that one
+    goes. After such a move its listeners get a ``lost`` marker (what changed meanwhile
+    went unseen); a process that takes over hears its own first sync instead."""
+
+    def __init__(self, host: SharedHost) -> None:
+        self._host = host
+        self._listeners: dict[object, Listener] = {}
+        self._guard = threading.Lock()
+        self._unsubscribe: Callable[[], None] | None = None  # from the local feed
+        self._thread: threading.Thread | None = None
+        self._client: OwnerClient | None = None
+        self._wake = threading.Event()
+        self._stopped = False
+
+    def add(self, listener: Listener) -> Callable[[], None]:
+        key = object()
+        with self._guard:
+            self._listeners[key] = listener
+        owner = self._host._owner
+        if owner is not None:
+            self.owned_here(owner.host.feed.subscribe)
+        else:
+            self._start_thread()
+
+        def remove() -> None:
+            with self._guard:
+                self._listeners.pop(key, None)
+
+        return remove
+
+    def owned_here(self, subscribe: Callable[[Listener], Callable[[], None]]) -> None:
+        """This process owns the index now: listen to its feed (once), if anyone here
+        listens (a sync that nobody hears does not describe its changes)."""
+        with self._guard:
+            if self._unsubscribe is not None or self._stopped or not self._listeners:
+                return
+            self._unsubscribe = subscribe(self._relay)
+            client = self._client
+        if client is not None:
+            client.close()  # the dead owner's feed; its thread sees we own and ends
+
+    def stop(self) -> None:
+        with self._guard:
+            self._stopped = True
+            unsubscribe, self._unsubscribe = self._unsubscribe, None
+            client = self._client
+        if unsubscribe is not None:
+            unsubscribe()
+        if client is not None:
+            client.close()
+        self._wake.set()
+
+    def _relay(self, item: FeedItem) -> None:
+        for listener in list(self._listeners.values()):
+            try:
+                listener(item)
+            except Exception:  # one listener's bug must not starve the others
+                logger.exception("a change listener failed")
+
+    def _start_thread(self) -> None:
+        with self._guard:
+            if self._thread is not None or self._stopped or self._unsubscribe is not None:
+                return
+            self._thread = threading.Thread(
+                target=self._follow_owner, name="markvault-follow", daemon=True
+            )
+            self._thread.start()
+
+    def _done(self) -> bool:
+        return self._stopped or self._unsubscribe is not None or self._host._owner is not None
+
+    def _resumed(self, missed: bool) -> None:
+        if missed:
+            self._relay(ChangeBatch(lost="the index changed owners"))
+
+    def _follow_owner(self) -> None:
+        """Follow whichever process owns the index, until this one does or stops."""
+        missed = False  # the feed broke off: say so once following again
+        delay = 0.02
+        try:
+            while not self._done():
+                lock = self._host._lock
+                client = OwnerClient.connect(lock.socket() or socket_path(self._host.settings))
+                if client is None:
+                    self._wake.wait(delay)  # no owner yet: a server's standby takes over
+                    delay = min(delay * 2, FOLLOW_RETRY_SECONDS)
+                    continue
+                with self._guard:
+                    self._client = client
+                if self._done():
+                    client.close()
+                    break
+                try:
+                    client.watch(self._relay, functools.partial(self._resumed, missed))
+                except (OSError, EOFError, ValueError, errors.MarkvaultError):
+                    pass  # the owner went (or declined, closing): find the next one
+                finally:
+                    client.close()
+                    with self._guard:
+                        self._client = None
+                missed, delay = True, 0.02
+                if not self._done():
+                    self._wake.wait(delay)
+        finally:
+            with self._guard:
+                self._thread = None

@@ -11,16 +11,18 @@ from __future__ import annotations
 import functools
 import time
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
 
 from .chunk import chunk_note
 from .config import Settings
+from .edit import has_conflict_markers
 from .embed import Embedder
 from .errors import MarkvaultError, RefusedError
+from .feed import ChangeFeed, NoteChange
 from .files import FileStat, VaultFiles, content_hash
 from .index import Index
-from .links import LinkResolver
+from .links import LinkResolver, link_name, names_of
 from .model import NoProgress, NoteRecord, Progress, ReindexReport
 from .parse import parse_note
 from .pool import in_workers
@@ -42,6 +44,8 @@ class Changes:
     unchanged: int
     known: dict[str, tuple[str, int, int, str]]  # the index's view before the change
     warnings: list[str]
+    files_added: set[str] = field(default_factory=set)  # attachments (files not notes)
+    files_removed: set[str] = field(default_factory=set)
 
 
 def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> NoteRecord:
@@ -52,9 +56,6 @@ def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> 
     tokens = [" ".join(tokenize(f"{note.title} {c.context}\n{c.text}")) for c in chunks]
     return NoteRecord(note, chunks, tokens, stat.file, content_hash(data), stat.mtime_ns, stat.size)
 
-
-# A first build writes the notes this many at a time as they are read (see scan_changes).
-APPLY_BATCH = 500
 
 # Below this many files to read, worker processes cost more than they save.
 PARALLEL_MIN_FILES = 200
@@ -77,7 +78,7 @@ def read_file(
     record = build_record(st, data, text, settings)
     # The body and block structure were only needed for chunking: keep pickles small.
     slim = replace(record.note, body="", blocks=(), sections=(), code_lines=frozenset())
-    return "record", replace(record, note=slim)
+    return "record", replace(record, note=slim, conflicted=has_conflict_markers(text))
 
 
 def _read_batch(
@@ -114,22 +115,12 @@ class Syncer:
         self.index = index
         self.files = files
 
-    def scan_changes(
-        self,
-        progress: Progress,
-        hints: Iterable[str] | None = None,
-        store: Callable[[list[NoteRecord], dict[str, tuple[str, int, int, str]]], None]
-        | None = None,
-    ) -> Changes:
+    def scan_changes(self, progress: Progress, hints: Iterable[str] | None = None) -> Changes:
         """What changed on disk: everything, or only under the ``hints`` (files or
-        folders a watcher saw change; renames are matched by content hash as usual).
-
-        ``store``: when no note was removed (so no rename can need a removed note's
-        chunk ids), records are handed to it ``APPLY_BATCH`` at a time as they are read
-        instead of being kept in ``records``: a first build holds one batch of the
-        vault, never all of it."""
+        folders a watcher saw change; renames are matched by content hash as usual)."""
         hint_list = None if hints is None else sorted({h.strip("/") for h in hints})
-        on_disk, warnings = self.files.scan(under=hint_list)
+        scan = self.files.scan_all(under=hint_list)
+        on_disk, warnings = scan.notes, scan.warnings
         known = self.index.writes.file_states()
         skipped_before = self.index.writes.skipped_states()
         to_read: list[FileStat] = []
@@ -145,35 +136,28 @@ class Syncer:
             to_read.append(st)
 
         changes = Changes([], [], [], [], unchanged, known, warnings)
-        gone = (set(known) | set(skipped_before)) - set(on_disk)
-        if hint_list is not None:
-            nfc = [unicodedata.normalize("NFC", h) for h in hint_list]
-            gone = {p for p in gone if _within(p, nfc)}
-        changes.removed = sorted(gone)
-        if changes.removed:
-            store = None
-        batch: list[NoteRecord] = []
         progress.start("Reading notes", len(to_read))
         todo = [(st, known[st.path][3] if st.path in known else None) for st in to_read]
         for st, (outcome, value) in read_files(self.files, self.settings, todo, progress):
             if outcome == "record":
                 assert isinstance(value, NoteRecord)
-                if store is None:
-                    changes.records.append(value)
-                    continue
-                batch.append(value)
-                if len(batch) >= APPLY_BATCH:
-                    store(batch, known)
-                    batch = []
+                changes.records.append(value)
             elif outcome == "touched":
                 changes.touched.append((st.path, st.file, st.mtime_ns, st.size))
             elif outcome == "skipped":
                 changes.skipped.append((st.path, str(value), st.mtime_ns, st.size))
             else:
                 warnings.append(str(value))
-        if batch and store is not None:
-            store(batch, known)
         progress.finish()
+        gone = (set(known) | set(skipped_before)) - set(on_disk)
+        files_before = self.index.reads.attachments()
+        if hint_list is not None:
+            nfc = [unicodedata.normalize("NFC", h) for h in hint_list]
+            gone = {p for p in gone if _within(p, nfc)}
+            files_before = {p for p in files_before if _within(p, nfc)}
+        changes.removed = sorted(gone)
+        changes.files_added = scan.attachments - files_before
+        changes.files_removed = files_before - scan.attachments
         return changes
 
     def run(
@@ -184,18 +168,53 @@ class Syncer:
         progress: Progress | None = None,
         hints: Iterable[str] | None = None,
         embed_limit: int | None = None,
+        feed: ChangeFeed | None = None,
     ) -> ReindexReport:
         """``embed_limit``: embed only when at most this many chunks lack a vector (a
         server's sync must not hold the index for a long embedding; its background
-        backfill does that work group by group)."""
+        backfill does that work group by group). ``feed``: told what changed."""
         started = time.perf_counter()
         progress = progress or NoProgress()
         report = ReindexReport(vectors=vectors)
         report.notices.extend(self.index.notices)
         self.index.notices.clear()
 
-        with self.index.store.deferred_checkpoints():
-            self._sync_notes(report, hints, progress)
+        changes = self.scan_changes(progress, hints)
+        known = changes.known
+        removed_hashes = {known[p][3]: p for p in changes.removed if p in known}
+        for rec in changes.records:
+            if rec.note.path in known:
+                report.updated += 1
+            elif rec.hash in removed_hashes:
+                report.renamed += 1
+            else:
+                report.added += 1
+        report.removed = len(changes.removed) - report.renamed
+        report.unchanged = changes.unchanged + len(changes.touched)
+        report.warnings = [{"path": w.split(":", 1)[0], "message": w} for w in changes.warnings]
+        for rec in changes.records:
+            for problem in rec.note.problems:
+                report.warnings.append({"path": rec.note.path, "message": problem})
+        report.errors = [{"path": s[0], "message": s[1]} for s in changes.skipped]
+
+        self.index.writes.touch(changes.touched)
+        files_changed = bool(changes.files_added or changes.files_removed)
+        if changes.records or changes.removed or changes.skipped or files_changed:
+            aliases_before = dict(self.index.writes.note_link_keys())
+            told = feed if feed is not None and feed.listening else None
+            before = self.index.reads.note_keys(_known_paths(changes)) if told else {}
+            if changes.records or changes.removed or changes.skipped:
+                self.index.writes.apply(changes.records, changes.removed, changes.skipped)
+            self.index.writes.set_attachments(changes.files_added, changes.files_removed)
+            self._resolve_links(changes, aliases_before)
+            if told is not None:
+                told.publish(note_changes(changes, before))
+                _tell_skipped(told, changes.skipped)
+                _tell_conflicts(told, changes.records)
+        if self.index.keyword.dirty():
+            self.index.keyword.rebuild()
+        elif self.index.keyword.needs_compaction():
+            self.index.keyword.compact()
 
         if vectors and embedder is not None:
             self._embed(embedder(), report, progress, embed_limit)
@@ -208,33 +227,27 @@ class Syncer:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _sync_notes(
-        self, report: ReindexReport, hints: Iterable[str] | None, progress: Progress
-    ) -> None:
-        """Bring the notes and the keyword index in step with the files."""
-        stored = StoredNotes(self.index, report)
-        changes = self.scan_changes(progress, hints, stored.store)
-        self.index.writes.touch(changes.touched)
-        if changes.records or changes.removed or changes.skipped:
-            stored.store(changes.records, changes.known, changes.removed, changes.skipped)
-        if stored.wrote:
-            self._resolve_links(changes.removed, stored)
-        report.removed = len(changes.removed) - report.renamed
-        report.unchanged = changes.unchanged + len(changes.touched)
-        report.warnings[:0] = [{"path": w.split(":", 1)[0], "message": w} for w in changes.warnings]
-        report.errors = [{"path": s[0], "message": s[1]} for s in changes.skipped]
-        if self.index.keyword.dirty():
-            self.index.keyword.rebuild()
-        elif self.index.keyword.needs_compaction():
-            self.index.keyword.compact()
-
-    def _resolve_links(self, removed: list[str], stored: StoredNotes) -> None:
+    def _resolve_links(self, changes: Changes, aliases_before: dict[str, list[str]]) -> None:
+        """Resolve the changed notes' own links, and the links whose target may now
+        point elsewhere: those naming a file or alias that came or went, and those that
+        pointed at a file that went or a note whose aliases changed."""
         notes = self.index.writes.note_link_keys()
-        # A new, removed or re-aliased note can change where any link points;
-        # otherwise only the changed notes' own links need resolving.
-        sources = None if removed or stored.aliases_changed else stored.paths
-        resolver = LinkResolver(notes)
-        rows = self.index.writes.links_to_resolve(sources)
+        resolver = LinkResolver(notes, self.index.reads.attachments())
+        sources: list[str] | None = [r.note.path for r in changes.records]
+        names: set[str] = set()
+        targets = set(changes.removed) | changes.files_removed
+        for path in (*changes.files_added, *changes.files_removed, *changes.removed):
+            names |= names_of(path)
+        for rec in changes.records:
+            before = aliases_before.get(rec.note.path)
+            if before is None:  # a new note (or the new name of a moved one)
+                names |= names_of(rec.note.path)
+            if before != list(rec.note.aliases):
+                targets.add(rec.note.path)
+                names |= {link_name(a) for a in (*(before or ()), *rec.note.aliases)}
+        if not aliases_before:  # the first build: every link
+            sources = None
+        rows = self.index.writes.links_to_resolve(sources, names, targets)
         self.index.writes.set_link_targets(
             [(rid, resolver.resolve(src, target, style)) for rid, src, target, style in rows]
         )
@@ -268,49 +281,68 @@ class Syncer:
         self.index.vectors.prune()
 
 
-class StoredNotes:
-    """Writes a sync's records, all at once or batch by batch as they are read,
-    counting them into the report and keeping what link resolution needs of them."""
-
-    def __init__(self, index: Index, report: ReindexReport) -> None:
-        self.index = index
-        self.report = report
-        self.wrote = False
-        self.paths: list[str] = []  # the notes written
-        self.aliases_changed = False  # a written note is new or has other aliases
-        self._aliases_before: dict[str, list[str]] | None = None
-
-    def store(
-        self,
-        records: Sequence[NoteRecord],
-        known: dict[str, tuple[str, int, int, str]],
-        removed: Sequence[str] = (),
-        skipped: Sequence[tuple[str, str, int, int]] = (),
-    ) -> None:
-        """Write ``records`` (and drop ``removed``, note ``skipped``) in one transaction;
-        ``known`` is the index's view before the sync."""
-        if self._aliases_before is None:  # read before the first write
-            self._aliases_before = dict(self.index.writes.note_link_keys())
-        before = self._aliases_before
-        removed_hashes = {known[p][3] for p in removed if p in known}
-        report = self.report
-        for rec in records:
-            path = rec.note.path
-            if path in known:
-                report.updated += 1
-            elif rec.hash in removed_hashes:
-                report.renamed += 1
-            else:
-                report.added += 1
-            report.warnings.extend({"path": path, "message": p} for p in rec.note.problems)
-            if before.get(path) != list(rec.note.aliases):
-                self.aliases_changed = True
-            self.paths.append(path)
-        self.index.writes.apply(records, removed, skipped)
-        self.wrote = True
-
-
 def _within(path: str, hints: list[str]) -> bool:
     """Whether ``path`` is one of the hinted files or lies in a hinted folder (hints
     in NFC, as index paths are)."""
     return any(not h or path == h or path.startswith(h + "/") for h in hints)
+
+
+# ---- what a sync tells the change feed -------------------------------------------------
+
+SKIPPED_TOLD = 20  # skipped files named one by one; more are counted
+
+
+def _known_paths(changes: Changes) -> list[str]:
+    """The paths whose index entries a sync replaces or drops."""
+    touched = [r.note.path for r in changes.records] + changes.removed
+    touched += [s[0] for s in changes.skipped]
+    return [p for p in touched if p in changes.known]
+
+
+def note_changes(changes: Changes, before: dict[str, tuple[str, str | None]]) -> list[NoteChange]:
+    """The notes a sync added, changed, moved (matched by content hash, as the report
+    counts them) or removed; ``before``: the (id, topic) the index had for each path."""
+    removed_by_hash = {changes.known[p][3]: p for p in changes.removed if p in changes.known}
+    told: list[NoteChange] = []
+    moved_from: set[str] = set()
+    for rec in changes.records:
+        path, note_id = rec.note.path, rec.note.id
+        topic = rec.note.fields.get("topic")
+        if path in changes.known:
+            old_id, old_topic = before.get(path, (None, None))
+            told.append(NoteChange("changed", path, note_id, topic, None, old_id, old_topic))
+        elif rec.hash in removed_by_hash and removed_by_hash[rec.hash] not in moved_from:
+            old = removed_by_hash[rec.hash]
+            moved_from.add(old)
+            old_id, old_topic = before.get(old, (None, None))
+            told.append(NoteChange("moved", path, note_id, topic, old, old_id, old_topic))
+        else:
+            told.append(NoteChange("added", path, note_id, topic))
+    gone = [p for p in changes.removed if p not in moved_from]
+    gone += [s[0] for s in changes.skipped if s[0] in changes.known]  # no longer indexed
+    for path in gone:
+        old_id, old_topic = before.get(path, (None, None))
+        told.append(NoteChange("removed", path, old_id, old_topic))
+    return told
+
+
+def _tell_skipped(feed: ChangeFeed, skipped: list[tuple[str, str, int, int]]) -> None:
+    """Files a sync could not index, and why (newly so: unchanged bad files are not read
+    again)."""
+    for path, reason, _, _ in skipped[:SKIPPED_TOLD]:
+        feed.event("warning", "skipped", reason, [path])  # names the file, says why
+    if len(skipped) > SKIPPED_TOLD:
+        more = [s[0] for s in skipped[SKIPPED_TOLD:]]
+        feed.event("warning", "skipped", f"{len(more):,} more files not indexed", more)
+
+
+def _tell_conflicts(feed: ChangeFeed, records: list[NoteRecord]) -> None:
+    """Notes that now hold git's conflict markers: a sync (``vault sync``, a ``git pull``)
+    stopped on a conflict, and markvault refuses to edit them until it is resolved."""
+    for rec in records:
+        if rec.conflicted:
+            message = (
+                f"{rec.note.path} holds git conflict markers: a sync stopped on a conflict. "
+                "Keep the text you want between <<<<<<< and >>>>>>>, then run `vault sync`."
+            )
+            feed.event("warning", "sync_conflict", message, [rec.note.path])

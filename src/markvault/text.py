@@ -74,6 +74,21 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+def word_tokens(text: str) -> list[tuple[str, str]]:
+    """(word, token) for each search token of ``text``: the normalized word before
+    stemming beside the token ``tokenize`` makes of it (a CJK bigram is both). For
+    queries, whose words are looked up in stop word lists."""
+    out: list[tuple[str, str]] = []
+    for match in _SEGMENT.finditer(normalize(text)):
+        cjk = match.group(1)
+        if cjk is None:
+            out.append((match.group(), _stem(match.group())))
+        else:
+            grams = [cjk] if len(cjk) == 1 else [cjk[i : i + 2] for i in range(len(cjk) - 1)]
+            out.extend((g, g) for g in grams)
+    return out
+
+
 def prefix_token(word: str) -> str:
     """The form a ``prefix*`` query term is matched in: normalized, never stemmed."""
     tokens = [m.group() for m in _WORD.finditer(normalize(word))]

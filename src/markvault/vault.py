@@ -90,6 +90,25 @@ class Vault:
         """Bring the index up to date after a change to the files (``paths``: hints)."""
         return self._core.keeper.refresh(progress, paths)
 
+    @writes
+    def sync(
+        self,
+        *,
+        message: str | None = None,
+        push: bool = True,
+        dry_run: bool = False,
+        pull: str | None = None,
+        interactive: bool = False,
+    ) -> dict[str, Any]:
+        """Commit the vault's changes, pull the upstream's, push, and index what arrived
+        (``gitsync.SyncReport.to_json`` and ``index``: the index's report, or None). A
+        conflict is reported in ``conflicts``, not raised. ``pull``: "merge" or "rebase"
+        (None: the vault's ``[sync] pull``); ``interactive``: git may prompt on this
+        terminal for a password (only where the call runs in the caller's process)."""
+        return self._core.git.sync(
+            message=message, push=push, dry_run=dry_run, pull=pull, interactive=interactive
+        )
+
     @reads
     def index_status(self) -> dict[str, Any]:
         """Notes, chunks, vectors, pending files, problems and the watcher's state."""
@@ -175,11 +194,6 @@ class Vault:
         return self._core.notes.get_many(refs, pattern, max_chars)
 
     @reads
-    def written(self, path: Path) -> dict[str, Any]:
-        """Path, id, URI, hash and title of a note just written."""
-        return self._core.notes.written(path)
-
-    @reads
     def trash(self) -> list[dict[str, object]]:
         """What the trash holds, newest first."""
         return self._core.notes.trash()
@@ -213,8 +227,9 @@ class Vault:
         project: str | None = None,
         content: str = "",
         edits: Sequence[Edit] = (),
-    ) -> Path:
-        """Create a note from its kind's template; never overwrites."""
+    ) -> dict[str, Any]:
+        """Create a note from its kind's template; never overwrites. Its path, id, URI,
+        hash and title, and what the credential gate redacted."""
         return self._core.writer.new_note(
             kind, title, topic=topic, tags=tags, project=project, content=content, edits=edits
         )

@@ -66,6 +66,11 @@ CONFIG_TEXT = """\
 # "merge" (a merge commit when both changed) or "rebase" (this machine's commits
 # replayed on top).
 pull = "merge"
+# Sync on its own while `vault mcp` or `vault watch` runs: `quiet` seconds after the
+# last change, and every `interval` seconds to bring in the other machines' notes.
+auto = false
+# interval = 300
+# quiet = 30
 
 [credentials]
 # What a write holding a credential (a cloud key, a token, a private key, a password)

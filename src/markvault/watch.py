@@ -3,10 +3,10 @@
 Events are hints, never the truth: watchfiles batches them,
 loses their order, reports a rename as a delete plus an add, drops them when the
 kernel queue overflows, and gets none from some network filesystems. So a batch only
-names the vault-relative ``.md`` paths worth a look, and asks for a full reconcile
-scan (``full=True``) whenever hints cannot be trusted: at start, after a git
-operation, when a folder appears or goes, when ``.markvaultignore`` changes, after a
-failed callback, and every few minutes. The consumer re-stats and syncs (the Syncer
+names the vault-relative paths worth a look (notes, and the other files links may name),
+and asks for a full reconcile scan (``full=True``) whenever hints cannot be trusted: at
+start, after a git operation, when a folder appears or goes, when ``.markvaultignore``
+changes, after a failed callback, and every few minutes. The consumer re-stats and syncs (the Syncer
 compares mtime and size, then content hashes, and recognises renames by hash).
 
 Two sources feed one loop:
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import watchfiles
 
-from .files import IGNORE_FILE, TEMP_PREFIX, VaultFiles
+from .files import IGNORE_FILE, TEMP_PREFIX, VaultFiles, is_attachment_name
 
 if TYPE_CHECKING:
     from .model import ReindexReport
@@ -91,8 +91,9 @@ Signature = tuple[int, int, int] | None  # (mtime_ns, size, inode) of a file, No
 class WatchBatch:
     """What may have changed since the previous batch.
 
-    ``paths`` are vault-relative POSIX paths (as named on disk) of ``.md`` files that
-    were added, modified, deleted or renamed (a rename lists both names). They are
+    ``paths`` are vault-relative POSIX paths (as named on disk) of notes (``.md``) and
+    other files links may name (attachments) that were added, modified, deleted or
+    renamed (a rename lists both names). They are
     hints: a path may be gone or unchanged by the time the consumer looks. ``full``
     means the hints are incomplete and every file must be re-statted; ``reasons`` says
     why (``start``, ``git``, ``periodic``, ``folder``, ``ignore-file``,
@@ -257,9 +258,11 @@ class _Rules:
             self._folders[rel] = known
         return known
 
-    def is_note(self, rel: str) -> bool:
-        """Whether a file at ``rel`` would be a note."""
-        if not rel.lower().endswith(".md") or self.hidden(rel):
+    def is_vault_file(self, rel: str) -> bool:
+        """Whether a file at ``rel`` would be a note, or another file links may name
+        (an attachment: an image, a PDF), which the index also keeps track of."""
+        name = rel.rpartition("/")[2]
+        if self.hidden(rel) or not (name.lower().endswith(".md") or is_attachment_name(name)):
             return False
         parent = rel.rpartition("/")[0]
         return not (parent and self.folder_ignored(parent)) and not self._ignored(rel, False)
@@ -273,11 +276,12 @@ def _relative(path: Path | str, root: Path) -> str | None:
     return text[len(base) + 1 :].replace(os.sep, "/")
 
 
-def _scan_notes(root: Path, rules: _Rules) -> dict[str, Signature]:
-    """Signature of every note file: what polling compares from one scan to the next."""
+def _scan_files(root: Path, rules: _Rules) -> dict[str, Signature]:
+    """Signature of every note and attachment: what polling compares from one scan to
+    the next."""
     found: dict[str, Signature] = {}
     for rel, entry in _walk(root, rules):
-        if entry.is_dir(follow_symlinks=False) or not rules.is_note(rel):
+        if entry.is_dir(follow_symlinks=False) or not rules.is_vault_file(rel):
             continue
         with contextlib.suppress(OSError):
             st = entry.stat()  # follows a symlink, as the Syncer's scan does
@@ -755,7 +759,7 @@ class Watcher:
                 continue
             if self._is_folder_change(change, rel, path):
                 observed.reasons.add(FOLDER)
-            elif self._rules.is_note(rel):
+            elif self._rules.is_vault_file(rel):
                 observed.paths.add(rel)
         return observed
 
@@ -776,7 +780,7 @@ class Watcher:
 
     def _poll_source(self, stop: threading.Event) -> Generator[_Observed, None, None]:
         """Paths whose signature changed between two scans; an empty batch each tick."""
-        snapshot = _scan_notes(self.root, self._rules)
+        snapshot = _scan_files(self.root, self._rules)
         yield _Observed()
         next_scan = time.monotonic() + self._effective_poll
         while not stop.wait(min(TICK_S, self._poll_interval)):
@@ -784,7 +788,7 @@ class Watcher:
                 yield _Observed()
                 continue
             began = time.perf_counter()
-            current = _scan_notes(self.root, self._rules)
+            current = _scan_files(self.root, self._rules)
             spent = time.perf_counter() - began
             self._effective_poll = max(self._poll_interval, spent / POLL_CPU_SHARE)
             next_scan = time.monotonic() + self._effective_poll

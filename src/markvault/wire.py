@@ -2,7 +2,11 @@
 
 A request is ``{"id", "method", "args", "kwargs"}``; the answer ``{"id", "result"}``,
 ``{"id", "error"}`` or ``{"id", "declined": true}`` (the owner was closing and did not
-run it), with ``{"id", "progress"}`` lines before the answer of a long call. Values that
+run it), with ``{"id", "progress"}`` lines before the answer of a long call. While a call
+runs its caller may send ``{"id", "cancel": true}``: the work stops at its next progress
+step and the answer is a ``CallCancelled`` error. ``watch_changes`` turns a connection
+into a follower of the owner's change feed: after its answer, ``{"id", "event"}`` lines
+until the connection closes. Values that
 are not JSON (filters, edits, paths, search results, reports) travel as
 ``{"__type__": ...}`` objects; errors keep their class, message and hint.
 """
@@ -17,6 +21,7 @@ from typing import Any
 
 from . import errors
 from .errors import MarkvaultError
+from .feed import ChangeBatch, NoteChange, OwnerEvent
 from .model import Edit, Filters, Hit, ReindexReport, SearchResult, SessionImportReport
 
 MAX_LINE = 256 * 1024 * 1024
@@ -24,7 +29,11 @@ PROGRESS = "__progress__"  # a ``progress`` argument: the owner relays its event
 
 # Plain dataclasses that cross the wire as their fields, rebuilt on the other side.
 _PLAIN: dict[str, type] = {
-    cls.__name__: cls for cls in (Filters, Edit, ReindexReport, SessionImportReport)
+    cls.__name__: cls
+    for cls in (
+        *(Filters, Edit, ReindexReport, SessionImportReport),
+        *(ChangeBatch, NoteChange, OwnerEvent),  # the owner's change feed (feed.py)
+    )
 }
 
 
@@ -101,5 +110,13 @@ def raise_error(data: dict[str, Any]) -> None:
     """Raise the error an answer carries, as the class it had in the owner."""
     cls = getattr(errors, str(data.get("type")), None)
     if not (isinstance(cls, type) and issubclass(cls, MarkvaultError)):
-        cls = MarkvaultError
+        # A class of another module (credentials.CredentialRefused, gitsync.SyncError):
+        # its base here with the same exit code, so a command still exits as it would.
+        cls = _BY_EXIT_CODE.get(int(data.get("exit_code") or 1), MarkvaultError)
     raise cls(data.get("message", "the index owner failed"), data.get("hint"))
+
+
+_BY_EXIT_CODE: dict[int, type[MarkvaultError]] = {}
+for _cls in (getattr(errors, name) for name in dir(errors)):
+    if isinstance(_cls, type) and issubclass(_cls, MarkvaultError) and _cls is not MarkvaultError:
+        _BY_EXIT_CODE.setdefault(_cls.exit_code, _cls)

@@ -20,6 +20,9 @@ from .lifecycle import IndexKeeper
 
 if TYPE_CHECKING:
     from .context import ContextViews
+    from .freshness import Freshness
+    from .gate import CredentialGate
+    from .git_sync import GitSync
     from .reading import NoteReader
     from .session_import import SessionImporter
     from .session_notes import SessionNotes
@@ -45,7 +48,7 @@ class Core:
         """Note writes and templates."""
         from .writing import NoteWriter
 
-        return NoteWriter(self.keeper, self.notes)
+        return NoteWriter(self.keeper, self.notes, self.gate)
 
     @cached_property
     def context(self) -> ContextViews:
@@ -66,7 +69,28 @@ class Core:
         """Session notes once imported."""
         from .session_notes import SessionNotes
 
-        return SessionNotes(self.keeper, self.notes)
+        return SessionNotes(self.keeper, self.notes, self.gate)
+
+    @cached_property
+    def gate(self) -> CredentialGate:
+        """The credential policy every write passes."""
+        from .gate import CredentialGate
+
+        return CredentialGate(self.keeper.settings)
+
+    @cached_property
+    def fresh(self) -> Freshness:
+        """Small changes on disk synced before a call."""
+        from .freshness import Freshness
+
+        return Freshness(self.keeper)
+
+    @cached_property
+    def git(self) -> GitSync:
+        """`vault sync`: commit, pull, push, then index what arrived."""
+        from .git_sync import GitSync
+
+        return GitSync(self.keeper)
 
     @property
     def settings(self) -> Settings:

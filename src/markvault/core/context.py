@@ -5,6 +5,7 @@ shape."""
 from __future__ import annotations
 
 import datetime as dt
+import posixpath
 from collections.abc import Iterable
 from typing import Any
 
@@ -149,31 +150,46 @@ class ContextViews:
         return None
 
     def _graph(self) -> tuple[LinkGraph, dict[str, dict[str, Any]]]:
+        """The link graph, and what a listing shows of each node (note or file)."""
         index = self.keeper.reader()
-        briefs = {b["path"]: b for b in index.reads.note_briefs()}
-        return LinkGraph(index.reads.link_edges(), briefs), briefs
+        briefs = {b["path"]: _brief_view(b) for b in index.reads.note_briefs()}
+        files = index.reads.attachments()
+        briefs.update({path: _file_view(path) for path in files})
+        return LinkGraph(
+            index.reads.link_edges(), (p for p in briefs if p not in files), files
+        ), briefs
+
+    def _node(self, ref: str) -> str:
+        """The path of the note ``ref`` names, else of the file other than a note (an
+        image, a PDF) it names: who embeds a picture is asked by the picture's name."""
+        index = self.keeper.reader()
+        try:
+            return str(self.notes.note_row(index, ref)["path"])
+        except NotFoundError:
+            found = index.reads.find_attachment(ref)
+            if found is None:
+                raise
+            return found
 
     def related(self, ref: str, depth: int = 1, limit: int = 50) -> dict[str, Any]:
-        """Notes linked to or from ``ref``, up to ``depth`` links away, nearest first."""
+        """Notes and files linked to or from ``ref`` (a note, or a file such as an image:
+        the notes that embed it), up to ``depth`` links away, nearest first."""
         if not 1 <= depth <= 3:
             raise UsageError("depth must be 1..3.", "Use 1 for direct links and backlinks.")
         check_page(limit, 0)
-        row = self.notes.note_row(self.keeper.reader(), ref)
+        start = self._node(ref)
         graph, briefs = self._graph()
-        found = graph.related(row["path"], depth)
+        found = graph.related(start, depth)
         return {
-            "note": _brief_view(briefs[row["path"]]),
+            "note": briefs[start],
             "total": len(found),
-            "related": [{**_brief_view(briefs[f["path"]]), **f} for f in found[:limit]],
+            "related": [{**briefs[f["path"]], **f} for f in found[:limit]],
         }
 
     def link_path(self, source: str, target: str) -> dict[str, Any]:
-        """The shortest chain of links (followed either way) from one note to another."""
-        index = self.keeper.reader()
-        a, b = (
-            self.notes.note_row(index, source)["path"],
-            self.notes.note_row(index, target)["path"],
-        )
+        """The shortest chain of links (followed either way) from one note or file to
+        another."""
+        a, b = self._node(source), self._node(target)
         graph, briefs = self._graph()
         steps = graph.shortest_path(a, b)
         return {
@@ -181,12 +197,12 @@ class ContextViews:
             "to": b,
             "connected": steps is not None,
             "hops": len(steps) - 1 if steps else None,
-            "path": [{**_brief_view(briefs[s["path"]]), **s} for s in steps or []],
+            "path": [{**briefs[s["path"]], **s} for s in steps or []],
         }
 
     def vault_map(self, depth: int | None = None, top: int = 10) -> dict[str, Any]:
-        """Folders with note counts and the links between them, the most linked notes,
-        orphans and broken links."""
+        """Folders with note and file counts and the links between them, the most linked
+        notes and files, orphan notes and files, and broken links."""
         if not 1 <= top <= 100:
             raise UsageError("top must be 1..100.")
         graph, _ = self._graph()
@@ -219,6 +235,22 @@ class ContextViews:
                 items = getattr(summary, key)
                 if items:
                     view[key] = list(items)
+
+
+def _file_view(path: str) -> dict[str, Any]:
+    """What a listing shows of a file that is not a note (no id, no hash: it is not
+    indexed, only linked to)."""
+    return {
+        "id": None,
+        "path": path,
+        "title": posixpath.basename(path),
+        "kind": "file",
+        "type": None,
+        "project": None,
+        "date": None,
+        "uri": None,
+        "hash": None,
+    }
 
 
 def _brief_view(brief: dict[str, Any]) -> dict[str, Any]:

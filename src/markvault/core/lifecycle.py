@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..chunk import fingerprint
 from ..config import ChunkParams, Settings
 from ..embed import Embedder, SentenceEmbedder
+from ..feed import ChangeFeed
 from ..files import VaultFiles
 from ..index import Index, IndexUnusable
 from ..model import Progress, ReindexReport
@@ -45,6 +46,7 @@ class IndexKeeper:
         # index is busy (a tuple is replaced whole, so reading needs no lock).
         self.activity: tuple[str, int, int] | None = None
         self.watcher: Watcher | None = None  # set by a host that watches the files
+        self.feed = ChangeFeed()  # what each sync changed, for whoever listens (feed.py)
 
     @property
     def max_note_bytes(self) -> int:
@@ -128,9 +130,12 @@ class IndexKeeper:
                 progress=tracked,
                 hints=paths,
                 embed_limit=embed_limit,
+                feed=None if full else self.feed,  # a rebuild would list every note as new
             )
         finally:
             self.activity = None
+        if full:
+            self.feed.lost("the index was rebuilt")
         report.notices[:0] = self.notices
         self.notices = []
         return report
@@ -191,6 +196,10 @@ class IndexKeeper:
             "changed": changed,
             "deleted": sum(1 for p in known if p not in on_disk),
         }
+
+    def vector_counts(self) -> tuple[int, int]:
+        """(chunks with a vector, chunks) for the configured model."""
+        return self.open_index(write=True).vectors.counts(self.settings.model)
 
     def chunks_without_vectors(self, limit: int) -> list[tuple[str, str]]:
         """Up to ``limit`` (content hash, text the model reads) of chunks that have no

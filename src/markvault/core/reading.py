@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from ..errors import MarkvaultError, NotFoundError, UsageError
@@ -291,16 +290,6 @@ class NoteReader:
             )
         briefs.sort(key=lambda b: b["date"] or "", reverse=True)
         return self.get_many([b["path"] for b in briefs[:MAX_GET_NOTES]], max_chars=max_chars)
-
-    def written(self, path: Path) -> dict[str, Any]:
-        note = self.get(path.relative_to(self.keeper.settings.vault_dir).as_posix())
-        return {
-            "path": note["path"],
-            "id": note["id"],
-            "uri": note["uri"],
-            "hash": note["hash"],
-            "title": note["title"],
-        }
 
 
 def _page(lines: list[str], start: int, end: int, max_chars: int) -> tuple[str, int, bool]:

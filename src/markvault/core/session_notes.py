@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..edit import check_writable
@@ -18,6 +19,7 @@ from ..search import note_uri
 from ..sessions import SessionSummary, read_summary, set_summary
 from ..text import tokenize
 from .common import check_page, moment
+from .gate import CredentialGate
 from .lifecycle import IndexKeeper
 from .reading import NoteReader
 
@@ -25,9 +27,10 @@ from .reading import NoteReader
 class SessionNotes:
     """Reads session notes and saves their summaries."""
 
-    def __init__(self, keeper: IndexKeeper, notes: NoteReader) -> None:
+    def __init__(self, keeper: IndexKeeper, notes: NoteReader, gate: CredentialGate) -> None:
         self.keeper = keeper
         self.notes = notes
+        self.gate = gate
 
     def list_sessions(
         self,
@@ -152,14 +155,17 @@ class SessionNotes:
         data, text = self.keeper.files.read(row["file"], self.keeper.max_note_bytes)
         check_hash(rel, content_hash(data), expected_hash)
         check_writable(text, rel)
-        new_text = set_summary(text, summary)
+        gate = self.gate.write(rel)
+        summary = replace(summary, tags=tuple(gate.names(summary.tags, "tags")))
+        new_text = gate.text(set_summary(text, summary, gated=True), text)
         saved = read_summary(new_text)
         result: dict[str, Any] = {"path": rel, "id": row["id"], "uri": uri}
         if new_text == text:
             return {**result, "hash": expected_hash, "changed": False, "summary": _dict(saved)}
         new_hash = self.keeper.files.replace(row["file"], new_text, expected_hash)
         self.keeper.refresh(paths=[row["file"]])
-        return {**result, "hash": new_hash, "changed": True, "summary": _dict(saved)}
+        changed = {"hash": new_hash, "changed": True, "summary": _dict(saved)}
+        return {**result, **changed, **gate.report()}
 
     def _session_row(self, index: Index, ref: str) -> dict[str, Any]:
         """The session note ``ref`` names: a session id (or its first 8+ characters, as

@@ -18,10 +18,11 @@ from ..files import check_hash, content_hash, safe_file_name
 from ..frontmatter import fill_template, load_frontmatter, split_frontmatter
 from ..index import Index
 from ..model import KINDS, Edit
-from ..parse import FOLDER_KINDS
+from ..parse import FOLDER_KINDS, parse_note
 from ..resources import read_template
 from ..search import note_uri
 from .common import chunk_ref
+from .gate import CredentialGate, GatedWrite, unsecret
 from .lifecycle import IndexKeeper
 from .reading import NoteReader
 
@@ -31,9 +32,10 @@ KIND_FOLDERS = {kind: folder for folder, kind in FOLDER_KINDS.items()}
 class NoteWriter:
     """Creates and changes notes: the files first, then the index."""
 
-    def __init__(self, keeper: IndexKeeper, notes: NoteReader) -> None:
+    def __init__(self, keeper: IndexKeeper, notes: NoteReader, gate: CredentialGate) -> None:
         self.keeper = keeper
         self.notes = notes
+        self.gate = gate
 
     def new_note(
         self,
@@ -45,14 +47,19 @@ class NoteWriter:
         project: str | None = None,
         content: str = "",
         edits: Sequence[Edit] = (),
-    ) -> Path:
+        gate: GatedWrite | None = None,
+    ) -> dict[str, Any]:
         """Create a note from ``templates/<kind>.md``, with ``content`` appended and then
-        ``edits`` applied, in one write; never overwrites.
+        ``edits`` applied, in one write; never overwrites. Its title, topic, project and
+        tags pass the credential gate before the file is named, its text before it is
+        written (``gate``: one this write already began). Returns path, id, uri, hash,
+        title, and what the gate redacted.
 
         Raises:
             UsageError: unknown kind, empty title, or a knowledge note without a topic.
             ConfigError: no template for the kind.
             ConflictError: a note with that file name exists.
+            CredentialRefused: a credential, and the vault's setting is to refuse.
         """
         kind = kind.lower()
         if kind not in KINDS:
@@ -62,33 +69,43 @@ class NoteWriter:
         if kind == "knowledge" and not (topic and topic.strip()):
             raise UsageError("Knowledge notes need a topic.", "Add --topic TOPIC.")
         template = self._template(kind)
+        gate = gate or self.gate.write("")
+        found_before = len(gate.redacted)  # a retry under another name reports once
+        # The note's name in findings, refusals and the allowlist: with every credential
+        # replaced, so that no message ever shows one (allowed ones included).
+        gate.note = _note_path(kind, *map(unsecret, (title, topic or "", project or "")))
+        title = gate.name(title, "title")
+        topic = gate.name(" ".join((topic or "").split()), "topic")
+        project = gate.name(" ".join((project or "").split()), "project")
+        tag_list = [t.strip().lstrip("#") for t in tags if t.strip().lstrip("#")]
         now = dt.datetime.now().astimezone().replace(microsecond=0)
         note_id = f"{kind[0]}-{now:%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
-        tag_list = [t.strip().lstrip("#") for t in tags if t.strip().lstrip("#")]
         values: dict[str, Any] = {
             "id": note_id,
             "title": " ".join(title.split()),  # one line: it is also the H1
             "kind": kind,
             "created": now.isoformat(),
             "date": now.date().isoformat(),
-            "topic": " ".join((topic or "").split()),
-            "project": " ".join((project or "").split()),
-            "tags": tag_list,
+            "topic": topic,
+            "project": project,
+            "tags": gate.names(tag_list, "tags"),
         }
         text = fill_template(template, values)
         if content.strip():
             text = apply_edit(text, Edit("append", content))
-        for edit in edits:
+        for edit in gate.edits(edits):
             text = apply_edit(text, edit)
-        folder = KIND_FOLDERS[kind]
-        if kind in ("knowledge", "document") and values["topic"]:
-            folder += "/" + safe_file_name(values["topic"])[:-3]
-        elif kind == "session" and values["project"]:
-            folder += "/" + safe_file_name(values["project"])[:-3]
-        path = self.keeper.files.create(f"{folder}/{safe_file_name(title)}", text)
+        rel = _note_path(kind, title, topic, project)
+        if len(text) <= self.keeper.max_note_bytes:  # a larger one is refused unread
+            text = gate.text(text)
+        try:
+            path = self.keeper.files.create(rel, text)
+        except ConflictError:
+            del gate.redacted[found_before:]
+            raise
         if self.keeper.settings.db_path.exists():
             self.keeper.refresh(paths=[path.relative_to(self.keeper.settings.vault_dir).as_posix()])
-        return path
+        return {**_written(rel, text), **gate.report()}
 
     def edit_note(self, ref: str, edits: Sequence[Edit], expected_hash: str) -> dict[str, Any]:
         """Apply ``edits`` to a note whose current content hash is ``expected_hash``.
@@ -106,14 +123,16 @@ class NoteWriter:
         data, text = self.keeper.files.read(row["file"], self.keeper.max_note_bytes)
         check_hash(rel, content_hash(data), expected_hash)
         check_writable(text, rel)
+        gate = self.gate.write(rel)
         new_text = text
-        for edit in edits:
+        for edit in gate.edits(edits):
             new_text = apply_edit(new_text, edit, rel)
+        new_text = gate.text(new_text, text)
         if new_text == text:
             return {"path": rel, "hash": expected_hash, "changed": False, "uri": uri}
         new_hash = self.keeper.files.replace(row["file"], new_text, expected_hash)
         self.keeper.refresh(paths=[row["file"]])
-        return {"path": rel, "hash": new_hash, "changed": True, "uri": uri}
+        return {"path": rel, "hash": new_hash, "changed": True, "uri": uri, **gate.report()}
 
     def move_note(self, ref: str, to: str, expected_hash: str) -> dict[str, Any]:
         """Move or rename a note (``to``: a vault-relative path, or a folder ending in
@@ -125,7 +144,8 @@ class NoteWriter:
             NotFoundError: no such note.
         """
         index, row = self._row_to_change(ref, expected_hash)
-        target = to.strip()
+        gate = self.gate.write(row["path"])
+        target = gate.name(to.strip(), "file name")
         if target.endswith("/"):
             target += row["path"].rsplit("/", 1)[-1]
         elif not target.lower().endswith(".md"):
@@ -151,6 +171,7 @@ class NoteWriter:
             "uri": note_uri(note_id),
             "hash": expected_hash,
             "broken_links": broken,
+            **gate.report(),
         }
 
     def delete_note(self, ref: str, expected_hash: str) -> dict[str, Any]:
@@ -169,7 +190,11 @@ class NoteWriter:
         }
 
     def restore_note(self, trash_path: str, to: str | None = None) -> dict[str, Any]:
-        """Bring a note back from the trash to where it was, or to ``to``."""
+        """Bring a note back from the trash to where it was, or to ``to`` (a name that
+        passes the credential gate)."""
+        gate = self.gate.write(unsecret(to or trash_path))
+        if to:
+            to = gate.name(to, "file name")
         restored = self.keeper.files.restore(trash_path, to)
         self.keeper.refresh(paths=[restored])
         row = self.keeper.reader().reads.find_notes("path", restored)
@@ -179,6 +204,7 @@ class NoteWriter:
             "id": note_id,
             "uri": note_uri(note_id),
             "hash": row[0]["hash"] if row else None,
+            **gate.report(),
         }
 
     def _row_to_change(self, ref: str, expected_hash: str) -> tuple[Index, dict[str, Any]]:
@@ -199,18 +225,22 @@ class NoteWriter:
         the content's first line unless given, made unique with a number."""
         if not content.strip():
             raise UsageError("The knowledge point is empty.", "Pass the content to remember.")
-        base = (title or _first_line(content)).strip()
+        gate = self.gate.write("")
+        if title is None:  # the first line, redacted before it is shortened
+            first = _first_line(content)
+            gate.note = _note_path("knowledge", unsecret(_shortened(first)), topic, None)
+            title = _shortened(gate.name(first, "title"))
+        base = title.strip()
         tag_list = list(tags)
         for attempt in range(1, 50):
             name = base if attempt == 1 else f"{base} ({attempt})"
             try:
-                path = self.new_note("knowledge", name, topic=topic, tags=tag_list, content=content)
-                break
+                return self.new_note(
+                    "knowledge", name, topic=topic, tags=tag_list, content=content, gate=gate
+                )
             except ConflictError:
                 continue
-        else:
-            raise ConflictError(f"Too many knowledge points titled {base!r}.", "Pass a title.")
-        return self.notes.written(path)
+        raise ConflictError(f"Too many knowledge points titled {base!r}.", "Pass a title.")
 
     def store_document(
         self,
@@ -243,21 +273,48 @@ class NoteWriter:
         ]
         if topic:
             edits.append(Edit("set_key", key="topic", value=topic))
-        return self.notes.written(self.new_note("document", name, topic=topic, edits=edits))
+        return self.new_note("document", name, topic=topic, edits=edits)
 
     def _template(self, kind: str) -> str:
         return read_template(self.keeper.settings.vault_dir, kind)
 
 
+def _note_path(kind: str, title: str, topic: str | None, project: str | None) -> str:
+    """Where a new note of ``kind`` goes: its kind's folder (and topic's or project's
+    folder), named after its title."""
+    folder = KIND_FOLDERS[kind]
+    if kind in ("knowledge", "document") and topic and topic.strip():
+        folder += "/" + safe_file_name(" ".join(topic.split()))[:-3]
+    elif kind == "session" and project and project.strip():
+        folder += "/" + safe_file_name(" ".join(project.split()))[:-3]
+    return f"{folder}/{safe_file_name(title)}"
+
+
+def _written(rel: str, text: str) -> dict[str, Any]:
+    """Path, id, URI, hash and title of a note just written, as the index will read it."""
+    note = parse_note(rel, text)
+    return {
+        "path": rel,
+        "id": note.id,
+        "uri": note_uri(note.id),
+        "hash": content_hash(text.encode("utf-8")),
+        "title": note.title,
+    }
+
+
 def _first_line(content: str) -> str:
-    """A title from a knowledge point's first line: no Markdown marks, at most ~80 chars."""
+    """A knowledge point's first line, without Markdown marks. Underscores inside a word
+    stay (``ghp_...``, ``API_KEY``): the credential gate must see a token whole."""
     for line in content.splitlines():
-        line = re.sub(r"^[#>*\-\s]+|[*_`]+", "", line).strip()
+        line = re.sub(r"^[#>*\-\s]+|[*`]+|(?<!\w)_+|_+(?!\w)", "", line).strip()
         if line:
-            if len(line) > 80:
-                line = line[:80].rsplit(" ", 1)[0] + "…"
             return line
     return "Knowledge point"
+
+
+def _shortened(title: str, limit: int = 80) -> str:
+    """At most ~``limit`` characters of whole words."""
+    return title if len(title) <= limit else title[:limit].rsplit(" ", 1)[0] + "…"
 
 
 def _document_body(path: Path, text: str) -> tuple[str, str | None]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -61,6 +62,15 @@ class NoteReads:
             paths, "SELECT n.path, n.date FROM notes n JOIN wanted USING (path)"
         )
         return {r[0]: r[1] for r in rows}
+
+    def note_keys(self, paths: Sequence[str]) -> dict[str, tuple[str, str | None]]:
+        """Each indexed note's (id, topic): what a change to it is announced by."""
+        if not paths:
+            return {}
+        rows = self._query_paths(
+            paths, "SELECT n.path, n.id, n.topic FROM notes n JOIN wanted USING (path)"
+        )
+        return {r[0]: (r[1], r[2]) for r in rows}
 
     def _query_paths(self, paths: Sequence[str], sql: str) -> list[tuple[Any, ...]]:
         """Run ``sql`` with the table ``wanted(path)`` holding ``paths`` (a bound list of
@@ -153,8 +163,37 @@ class NoteReads:
             )
         )
 
+    def attachments(self) -> set[str]:
+        """Every file of the vault that is not a note (images, PDFs, ...), as the last
+        sync saw it."""
+        return {r[0] for r in self.con.execute("SELECT path FROM attachments").fetchall()}
+
+    def file_states_of(self, paths: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """(mtime_ns, size) as last synced of the notes and skipped files among
+        ``paths`` (NFC vault-relative): what a freshness check compares with the disk."""
+        self.con.register("wanted", pa.table({"path": pa.array(sorted(set(paths)), pa.string())}))
+        try:
+            rows = self.con.execute(
+                "SELECT path, mtime_ns, size FROM notes WHERE path IN (SELECT path FROM wanted) "
+                "UNION ALL SELECT path, mtime_ns, size FROM skipped "
+                "WHERE path IN (SELECT path FROM wanted)"
+            ).fetchall()
+        finally:
+            self.con.unregister("wanted")
+        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+
+    def find_attachment(self, ref: str) -> str | None:
+        """The file other than a note that ``ref`` names: its vault path, or the end of
+        the path of only one file (case-insensitively)."""
+        key = unicodedata.normalize("NFC", ref.strip().strip("/")).casefold()
+        files = self.attachments()
+        exact = [p for p in files if p.casefold() == key]
+        ending = [p for p in files if p.casefold().endswith("/" + key)]
+        found = exact or ending
+        return found[0] if len(found) == 1 else None
+
     def link_edges(self) -> list[tuple[str, str]]:
-        """(source path, target path) of every resolved link between two notes."""
+        """(source path, target path) of every resolved link to another note or file."""
         rows = self.con.execute(
             "SELECT source, target_path FROM links WHERE target_path IS NOT NULL "
             "AND target_path <> source"
@@ -249,8 +288,9 @@ class NoteReads:
             "SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM chunks), "
             "(SELECT count(*) FROM links), "
             "(SELECT count(*) FROM links WHERE target_path IS NULL), "
-            "(SELECT count(*) FROM skipped)"
-        ).fetchone() or (0, 0, 0, 0, 0)
+            "(SELECT count(*) FROM skipped), (SELECT count(*) FROM attachments), "
+            "(SELECT count(*) FROM links WHERE target_path IN (SELECT path FROM attachments))"
+        ).fetchone() or (0, 0, 0, 0, 0, 0, 0)
 
         def counts(column: str) -> dict[str, int]:
             rows = self.con.execute(
@@ -263,7 +303,10 @@ class NoteReads:
             "notes": int(one[0]),
             "chunks": int(one[1]),
             "links": int(one[2]),
+            "links_to_notes": int(one[2]) - int(one[3]) - int(one[6]),
+            "links_to_files": int(one[6]),
             "unresolved_links": int(one[3]),
+            "files": int(one[5]),  # files that are not notes (attachments)
             "skipped_files": int(one[4]),
             "by_kind": counts("kind"),
             "by_type": counts("type"),

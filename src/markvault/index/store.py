@@ -22,7 +22,7 @@ from ..errors import IndexBusyError, MarkvaultError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "11"
 
 _SCHEMA = """
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -36,12 +36,16 @@ CREATE TABLE notes (
 );
 CREATE TABLE chunks (
     id BIGINT, path VARCHAR, seq INTEGER, heading_path VARCHAR[], start_line INTEGER,
-    end_line INTEGER, text VARCHAR, context VARCHAR, hash VARCHAR, fts_text VARCHAR
+    end_line INTEGER, text VARCHAR, context VARCHAR, hash VARCHAR, fts_text VARCHAR,
+    note_len INTEGER
 );
 CREATE TABLE links (
     source VARCHAR, target VARCHAR, heading VARCHAR, block VARCHAR, alias VARCHAR,
-    embed BOOLEAN, style VARCHAR, line INTEGER, target_path VARCHAR
+    embed BOOLEAN, style VARCHAR, line INTEGER, target_name VARCHAR, target_path VARCHAR
 );
+-- Every file of the vault that is not a note (images, PDFs, canvases): what links and
+-- embeds may name besides notes. Never indexed as notes.
+CREATE TABLE attachments (path VARCHAR);
 CREATE TABLE skipped (path VARCHAR, reason VARCHAR, mtime_ns BIGINT, size BIGINT);
 CREATE SEQUENCE chunk_ids START 1;
 -- Point lookups of hits and of a note's chunks; a scan would read every chunk's text.
@@ -241,18 +245,6 @@ class Store:
             self._tables.clear()
             self.changes += 1
         self.con.execute("COMMIT")
-
-    @contextlib.contextmanager
-    def deferred_checkpoints(self) -> Iterator[None]:
-        """Many write transactions in a row (a first build written batch by batch):
-        DuckDB checkpoints once, at the end, instead of each time its log passes 16 MB,
-        which rewrote the growing tables again and again and left the file nearly twice
-        its size (hub: 80 MB against 41)."""
-        self.con.execute("SET checkpoint_threshold = '1TB'")
-        try:
-            yield
-        finally:
-            self.con.execute("RESET checkpoint_threshold")
 
 
 def dict_rows(cur: duckdb.DuckDBPyConnection) -> Iterator[dict[str, Any]]:

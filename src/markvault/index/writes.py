@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..links import link_name
 from ..model import NoteRecord
 from .keyword import KeywordIndex
 from .reads import NoteReads
@@ -176,17 +177,30 @@ class NoteWrites:
                 "context",
                 "hash",
                 "fts_text",
+                "note_len",
             ]
         }
         links: dict[str, list[Any]] = {
             c: []
-            for c in ["source", "target", "heading", "block", "alias", "embed", "style", "line"]
+            for c in [
+                "source",
+                "target",
+                "heading",
+                "block",
+                "alias",
+                "embed",
+                "style",
+                "line",
+                "target_name",
+            ]
         }
         for rec in records:
             note = rec.note
             row = _note_row(rec)
             for column in _NOTE_COLUMNS:
                 notes[column].append(row[column])
+            # Search tokens in all its chunks: the note's length for BM25 (bm25.py).
+            note_len = sum(t.count(" ") + 1 for t in rec.chunk_tokens if t)
             for chunk, tokens in zip(rec.chunks, rec.chunk_tokens, strict=True):
                 reuse = old.get(chunk.hash)
                 chunks["id"].append(reuse.pop(0) if reuse else next(fresh))
@@ -199,6 +213,7 @@ class NoteWrites:
                 chunks["context"].append(chunk.context)
                 chunks["hash"].append(chunk.hash)
                 chunks["fts_text"].append(tokens)
+                chunks["note_len"].append(note_len)
             for link in note.links:
                 links["source"].append(note.path)
                 links["target"].append(link.target)
@@ -208,6 +223,7 @@ class NoteWrites:
                 links["embed"].append(link.embed)
                 links["style"].append(link.style)
                 links["line"].append(link.line)
+                links["target_name"].append(link_name(link.target))
         self.store.insert_table("notes", pa.table(notes), extra="now()")
         self.store.insert_table("chunks", pa.table(chunks))
         self.store.insert_table("links", pa.table(links), extra="NULL")
@@ -220,14 +236,43 @@ class NoteWrites:
             for r in self.con.execute("SELECT path, aliases FROM notes").fetchall()
         ]
 
-    def links_to_resolve(self, sources: Sequence[str] | None) -> list[tuple[int, str, str, str]]:
-        """(rowid, source, target, style) of links, all or those of ``sources``."""
+    def set_attachments(self, added: Iterable[str], removed: Iterable[str]) -> None:
+        """Record files other than notes that appeared or went."""
+        added, removed = sorted(set(added)), sorted(set(removed))
+        if not added and not removed:
+            return
+        with self.store.transaction():
+            if removed:
+                self.con.register("gone", pa.table({"path": pa.array(removed, pa.string())}))
+                self.con.execute("DELETE FROM attachments WHERE path IN (SELECT path FROM gone)")
+                self.con.unregister("gone")
+            if added:
+                self.store.insert_table(
+                    "attachments", pa.table({"path": pa.array(added, pa.string())})
+                )
+
+    def links_to_resolve(
+        self,
+        sources: Sequence[str] | None,
+        names: Iterable[str] = (),
+        targets: Iterable[str] = (),
+    ) -> list[tuple[int, str, str, str]]:
+        """(rowid, source, target, style) of links: all of them (``sources`` None), or
+        those written in ``sources``, naming a file called one of ``names``
+        (``links.link_name``) or pointing at one of ``targets``."""
         sql = "SELECT rowid, source, target, style FROM links"
         if sources is None:
             return self.con.execute(sql).fetchall()
-        return self.con.execute(
-            sql + " WHERE source IN (SELECT unnest(?))", [list(sources)]
-        ).fetchall()
+        for table, values in (("src", sources), ("nm", names), ("tg", targets)):
+            self.con.register(table, pa.table({"v": pa.array(sorted(set(values)), pa.string())}))
+        try:
+            return self.con.execute(
+                sql + " WHERE source IN (SELECT v FROM src) OR target_name IN (SELECT v FROM nm) "
+                "OR target_path IN (SELECT v FROM tg)"
+            ).fetchall()
+        finally:
+            for table in ("src", "nm", "tg"):
+                self.con.unregister(table)
 
     def set_link_targets(self, resolved: Sequence[tuple[int, str | None]]) -> None:
         import pyarrow as pa

@@ -1,7 +1,8 @@
 """What the server tells its clients unasked: which notes changed, and log messages.
 
-One ``LiveServer`` per server process. ``NoteChange`` batches come in from any thread
-(``publish``) and go out to every client that asked, in both protocol eras:
+One ``LiveServer`` per server process. What the index owner's change feed says
+(``feed.py``: note changes and the owner's news) comes in from any thread (``accept``,
+``publish``, ``log``) and goes out to every client that asked, in both protocol eras:
 
 - current era (2026-07-28): each change becomes ``ResourceUpdated`` events, and adds,
   moves and removals one ``ResourcesListChanged``, on the SDK's ``SubscriptionBus``;
@@ -13,7 +14,10 @@ One ``LiveServer`` per server process. ``NoteChange`` batches come in from any t
 
 A URI may name a note that does not exist yet: the subscription waits for it. Note
 URIs match by what they name (``vault://note/a%20b`` and ``vault://note/a b`` alike),
-and a client is told the URI exactly as it subscribed to it.
+and a client is told the URI exactly as it subscribed to it. When the feed says changes
+were lost (too many to list, a reader that fell behind, a new owner), every client hears
+``list_changed`` and an update for each URI it listens or subscribed to: read it again.
+Listen streams stay open (the SDK's client does not listen again by itself).
 
 Log messages (``log``) carry paths and reasons, never the text of a note. At the
 current era log delivery rides a request the client made (``tool_call``); only
@@ -25,10 +29,11 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import AsyncIterator, Iterable
+from collections import Counter
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 from urllib.parse import quote, unquote
 
 import anyio
@@ -49,7 +54,10 @@ from mcp.types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ..feed import ChangeBatch, FeedItem, NoteChange, OwnerEvent
 from .sdk import connection_of, declare_resources_list_changed, lowlevel
+
+__all__ = ["LiveServer", "NoteChange", "Peer"]
 
 logger = logging.getLogger(__name__)
 
@@ -62,24 +70,6 @@ LOGGER_NAME = "markvault"
 
 NOTE_PREFIX = "vault://note/"
 TOPIC_PREFIX = "knowledge://"
-
-
-@dataclass(frozen=True)
-class NoteChange:
-    """One note that changed on disk or in the index, as the owner's sync saw it.
-
-    ``kind``: ``added``, ``changed``, ``moved`` (``old_*`` say where it was) or
-    ``removed``. Paths are vault-relative; ``id`` is the note's id (its path when the
-    note has none); ``topic`` its knowledge topic, if any.
-    """
-
-    kind: Literal["added", "changed", "moved", "removed"]
-    path: str
-    id: str | None = None
-    topic: str | None = None
-    old_path: str | None = None
-    old_id: str | None = None
-    old_topic: str | None = None
 
 
 def note_uri(ref: str) -> str:
@@ -98,11 +88,13 @@ def uri_key(uri: str) -> str:
 
 def affected(changes: Iterable[NoteChange]) -> tuple[set[str], bool]:
     """The resource URIs a batch touches (each note by id and by path, old and new, and
-    the topics involved), and whether the list of notes changed (adds, moves, removals)."""
+    the topics involved), and whether the list of notes changed (adds, moves, removals,
+    a note whose id changed)."""
     uris: set[str] = set()
     listed = False
     for change in changes:
-        listed = listed or change.kind != "changed"
+        renamed = change.old_id is not None and change.old_id != change.id
+        listed = listed or change.kind != "changed" or renamed
         for ref in (change.id, change.path, change.old_id, change.old_path):
             if ref:
                 uris.add(note_uri(ref))
@@ -135,6 +127,7 @@ class LiveServer:
     def __init__(self, listen_bus: SubscriptionBus) -> None:
         self.listen_bus = listen_bus
         self._peers: dict[Connection, Peer] = {}
+        self._listened: Counter[str] = Counter()  # URIs open listen streams asked for
         self._send, self._receive = anyio.create_memory_object_stream[tuple[str, Any]](math.inf)
         self._token: anyio.lowlevel.EventLoopToken | None = None
         self._loop_thread: int | None = None
@@ -169,6 +162,16 @@ class LiveServer:
 
     # -- in: from any thread
 
+    def accept(self, item: FeedItem) -> None:
+        """One item of the owner's change feed (``feed.Listener``: returns at once)."""
+        if isinstance(item, OwnerEvent):
+            self.log(item.level, item.message)
+        elif isinstance(item, ChangeBatch):
+            if item.lost is not None:
+                self._queue(("lost", item.lost))
+            else:
+                self.publish(item.notes)
+
     def publish(self, changes: Iterable[NoteChange]) -> None:
         """Tell the clients about ``changes`` (thread-safe; returns at once)."""
         batch = list(changes)
@@ -197,6 +200,8 @@ class LiveServer:
             try:
                 if kind == "changes":
                     await self.deliver(payload)
+                elif kind == "lost":
+                    await self.deliver_lost()
                 else:
                     await self.broadcast_log(*payload)
             except Exception:  # one bad batch must not stop the feed
@@ -207,17 +212,29 @@ class LiveServer:
     async def deliver(self, changes: Iterable[NoteChange]) -> None:
         """Send the notifications ``changes`` call for, to both eras' clients."""
         uris, listed = affected(changes)
-        for uri in sorted(uris):
+        keys = {uri_key(u) for u in uris}
+        # Listen streams match URIs as written: each spelling a stream asked for.
+        spelled = {uri for uri in self._listened if uri_key(uri) in keys}
+        for uri in sorted(uris | spelled):
             await self.listen_bus.publish(ResourceUpdated(uri=uri))
         if listed:
             await self.listen_bus.publish(ResourcesListChanged())
-        keys = {uri_key(u) for u in uris}
         for peer in list(self._peers.values()):
             for key, uri in list(peer.subscriptions.items()):
                 if key in keys:
                     await peer.notify("notifications/resources/updated", {"uri": uri})
             if listed:
                 await peer.notify("notifications/resources/list_changed", None)
+
+    async def deliver_lost(self) -> None:
+        """Changes went unlisted: everything anyone listens to may have changed."""
+        for uri in sorted(self._listened):
+            await self.listen_bus.publish(ResourceUpdated(uri=uri))
+        await self.listen_bus.publish(ResourcesListChanged())
+        for peer in list(self._peers.values()):
+            for uri in list(peer.subscriptions.values()):
+                await peer.notify("notifications/resources/updated", {"uri": uri})
+            await peer.notify("notifications/resources/list_changed", None)
 
     async def broadcast_log(self, level: LoggingLevel, message: str) -> None:
         params = {"level": level, "logger": LOGGER_NAME, "data": message}
@@ -248,7 +265,16 @@ class LiveServer:
     ) -> HandlerResult:
         if ctx.request_id is not None:
             self.peer(ctx.session)
-        return await call_next(ctx)
+        if ctx.method != "subscriptions/listen":
+            return await call_next(ctx)
+        # A listen request lasts as long as its stream: what it asked for, meanwhile.
+        uris = _listen_uris(ctx.params)
+        self._listened.update(uris)
+        try:
+            return await call_next(ctx)
+        finally:
+            self._listened.subtract(uris)
+            self._listened = +self._listened  # drop the URIs nobody listens to any more
 
     async def _subscribe(
         self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams
@@ -273,3 +299,10 @@ class LiveServer:
         if peer is not None:
             peer.level = params.level
         return EmptyResult()
+
+
+def _listen_uris(params: Mapping[str, Any] | None) -> list[str]:
+    """The resource URIs a ``subscriptions/listen`` request asks for."""
+    notifications = (params or {}).get("notifications")
+    uris = notifications.get("resourceSubscriptions") if isinstance(notifications, dict) else None
+    return [u for u in uris if isinstance(u, str)] if isinstance(uris, list) else []

@@ -11,8 +11,9 @@ Tools do their vault work in a worker thread (DuckDB and the model block the loo
 - **Cancellation.** When the client cancels (``notifications/cancelled``, or closing
   the request's stream), the client is answered at once and the work stops at its next
   progress step (``CallCancelled``); what it wrote by then is whole, as after any
-  interrupted sync. Work that runs in another process (the index owner) cannot be
-  stopped from here yet; it finishes there and its answer is dropped.
+  interrupted sync. Work that runs in the index owner's process is stopped there the
+  same way: the call is the progress of the facade call, whose ``on_cancel`` hook tells
+  the owner (``client.CancelHook``).
 - **Log lines.** ``log`` sends ``notifications/message`` for this call: to a
   handshake-era client at or above its ``logging/setLevel`` level (on the connection's
   own channel, so that over HTTP they reach its GET stream), to a current-era client
@@ -24,6 +25,7 @@ POST is one JSON body, which has no room for notifications.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -39,15 +41,15 @@ from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp.types import LoggingLevel, LoggingMessageNotification, LoggingMessageNotificationParams
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ..errors import CallCancelled
 from .live import LOGGER_NAME, LiveServer, level_allows
 
+__all__ = ["CallCancelled", "ToolCall"]
+
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 PROGRESS_INTERVAL = 0.25  # seconds between two progress notifications of one stage
 HEARTBEAT_SECONDS = 1.0
-
-
-class CallCancelled(Exception):
-    """The client cancelled the call; raised into the work at its next progress step."""
 
 
 class _Outcome(Generic[T]):
@@ -58,13 +60,11 @@ class _Outcome(Generic[T]):
 class ToolCall:
     """The client's view of one running tool call (see the module docstring)."""
 
-    def __init__(
-        self, ctx: Context[Any, Any], live: LiveServer | None, what: str, *, cancellable: bool
-    ) -> None:
+    def __init__(self, ctx: Context[Any, Any], live: LiveServer | None, what: str) -> None:
         self.what = what
         self._live = live
-        self._cancellable = cancellable
         self._cancelled = threading.Event()
+        self._on_cancel: list[Callable[[], None]] = []
         self._request: ServerRequestContext[Any, Any] | None
         try:
             self._request = ctx.request_context
@@ -109,7 +109,7 @@ class ToolCall:
 
                 tasks.start_soon(do)
         except BaseException:  # cancelled: the abandoned worker stops at its next step
-            self._cancelled.set()
+            self._cancel()
             raise
         if outcome.error is not None:
             raise outcome.error
@@ -153,8 +153,27 @@ class ToolCall:
         except RuntimeError:  # not in a worker thread of this loop
             pass
 
+    def on_cancel(self, callback: Callable[[], None]) -> None:
+        """``client.CancelHook``: call ``callback`` when the client cancels (now if it
+        has): the work runs in the owner's process and is stopped there."""
+        with self._lock:
+            if not self._cancelled.is_set():
+                self._on_cancel.append(callback)
+                return
+        callback()
+
+    def _cancel(self) -> None:
+        with self._lock:
+            self._cancelled.set()
+            callbacks, self._on_cancel = self._on_cancel, []
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:  # the owner will not hear of it; its work just finishes
+                logger.exception("telling the index owner of a cancelled call failed")
+
     def _check(self) -> None:
-        if self._cancellable and self._cancelled.is_set():
+        if self._cancelled.is_set():
             raise CallCancelled(f"{self.what} was cancelled by the client")
 
     def _post(self, *, force: bool) -> None:

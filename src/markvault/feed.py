@@ -1,0 +1,185 @@
+"""The owner's change feed: what changed in the index, for whoever listens.
+
+The process that owns the index sees every change to it: the watcher's syncs, writes
+from any process (they all run there), session imports, reindexes, a git sync. Each sync
+publishes the notes it added, changed, moved or removed (``NoteChange``) on the index's
+``ChangeFeed``, and the owner's other news goes out the same way as ``OwnerEvent`` log
+lines: files skipped and why, embedding progress, a sync conflict. Paths and reasons
+only, never the text of a note.
+
+Listeners in the owner's process subscribe to the feed directly; other processes follow
+it over the owner's socket (``watch_changes`` in owner.py, ``shared.SharedHost`` on the
+other side), each through a bounded ``FeedQueue`` drained by its own writer thread, so a
+reader that stops reading never holds up a sync. When changes cannot be listed - too many
+at once (a first build, a large checkout), a reader that fell behind, an owner that
+changed hands - listeners get a ``ChangeBatch`` with ``lost`` set instead: anything may
+have changed, read again what matters.
+
+Light on purpose (no index layer): processes that only talk to an owner decode these.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+logger = logging.getLogger(__name__)
+
+Level = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+"""The log levels of the MCP specification (syslog's), least severe first."""
+
+MAX_LISTED = 1000
+"""A batch of more changes than this goes out as ``lost`` (listeners re-read instead)."""
+QUEUE_ITEMS = 256
+"""Items a remote reader may fall behind by before they are dropped for one ``lost``."""
+
+
+@dataclass(frozen=True)
+class NoteChange:
+    """One note that changed in the index, as the owner's sync saw it.
+
+    ``kind``: ``added``, ``changed``, ``moved`` (``old_*`` say where it was) or
+    ``removed``. Paths are vault-relative; ``id`` is the note's id; ``topic`` its
+    knowledge topic, if any.
+    """
+
+    kind: Literal["added", "changed", "moved", "removed"]
+    path: str
+    id: str | None = None
+    topic: str | None = None
+    old_path: str | None = None
+    old_id: str | None = None
+    old_topic: str | None = None
+
+
+@dataclass(frozen=True)
+class ChangeBatch:
+    """The notes one sync changed, or (``lost`` set: why) word that they cannot be listed."""
+
+    notes: tuple[NoteChange, ...] = ()
+    lost: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "notes", tuple(self.notes))  # a list when decoded
+
+
+@dataclass(frozen=True)
+class OwnerEvent:
+    """News from the owner for the people behind the clients: a log line.
+
+    ``kind`` says what it is about (``skipped``, ``embedding``, ``sync_conflict``, ...),
+    ``paths`` the notes concerned. Paths and reasons only, never a note's text.
+    """
+
+    level: Level
+    kind: str
+    message: str
+    paths: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "paths", tuple(self.paths))
+
+
+FeedItem = ChangeBatch | OwnerEvent
+Listener = Callable[[FeedItem], None]
+"""Called on the publishing thread: must return at once (queue the item, never block)."""
+
+
+class ChangeFeed:
+    """One index's changes and the owner's events, fanned out to its listeners."""
+
+    def __init__(self) -> None:
+        self._listeners: dict[object, Listener] = {}
+        self._changed = threading.Condition()
+
+    @property
+    def listeners(self) -> int:
+        return len(self._listeners)
+
+    @property
+    def listening(self) -> bool:
+        """Whether anyone listens (a sync skips describing its changes otherwise)."""
+        return bool(self._listeners)
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` with each item from now on; returns the unsubscribe."""
+        key = object()
+        with self._changed:
+            self._listeners[key] = listener
+            self._changed.notify_all()
+
+        def unsubscribe() -> None:
+            with self._changed:
+                self._listeners.pop(key, None)
+                self._changed.notify_all()
+
+        return unsubscribe
+
+    def wait_for_listeners(self, count: int, timeout: float) -> bool:
+        """Wait until exactly ``count`` listeners are subscribed (a reader that went away
+        has let go); False after ``timeout`` seconds."""
+        with self._changed:
+            return self._changed.wait_for(lambda: len(self._listeners) == count, timeout)
+
+    # ---- publishing: from any thread ---------------------------------------------------
+
+    def publish(self, notes: Sequence[NoteChange]) -> None:
+        """What one sync changed (nothing when empty; ``lost`` when too many to list)."""
+        if len(notes) > MAX_LISTED:
+            self.lost(f"{len(notes):,} notes changed at once")
+        elif notes:
+            self._send(ChangeBatch(tuple(notes)))
+
+    def lost(self, reason: str) -> None:
+        """Changes happened that are not listed: listeners should read again what matters."""
+        self._send(ChangeBatch(lost=reason))
+
+    def event(self, level: Level, kind: str, message: str, paths: Sequence[str] = ()) -> None:
+        """The hook for the owner's own news (files skipped, embedding progress, a sync
+        conflict): a log line for the clients' users, at ``level``. Paths and reasons
+        only: never the text of a note."""
+        self._send(OwnerEvent(level, kind, message, tuple(paths)))
+
+    def _send(self, item: FeedItem) -> None:
+        for listener in list(self._listeners.values()):
+            try:
+                listener(item)
+            except Exception:  # one listener's bug must not stop a sync or the others
+                logger.exception("a change feed listener failed")
+
+
+class FeedQueue:
+    """The items waiting for one remote reader, bounded: when it falls ``limit`` items
+    behind they are dropped for one ``lost`` marker, so publishing never waits."""
+
+    def __init__(self, limit: int = QUEUE_ITEMS) -> None:
+        self._items: deque[FeedItem] = deque()
+        self._limit = limit
+        self._ready = threading.Condition()
+        self._closed = False
+
+    def put(self, item: FeedItem) -> None:
+        with self._ready:
+            if self._closed:
+                return
+            if len(self._items) >= self._limit:
+                self._items.clear()
+                item = ChangeBatch(lost="a reader fell behind the change feed")
+            self._items.append(item)
+            self._ready.notify()
+
+    def get(self) -> FeedItem | None:
+        """The next item, waiting for one; None once closed."""
+        with self._ready:
+            self._ready.wait_for(lambda: self._items or self._closed)
+            return None if self._closed else self._items.popleft()
+
+    def close(self) -> None:
+        with self._ready:
+            self._closed = True
+            self._items.clear()
+            self._ready.notify_all()

@@ -1,0 +1,166 @@
+"""BM25 over markvault's postings: the scoring SQL for one query.
+
+Textbook BM25 as Lucene computes it:
+
+    score(d) = sum over query terms t of
+        qtf(t) * ln(1 + (N - df + 0.5) / (df + 0.5))
+        * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+
+``qtf`` is how often the query repeats the term: a long request that names "parallel"
+three times is mostly about parallelism (Lucene sums repeated clauses the same way;
+Robertson's k3 factor with a large k3). Leaving it out cost 0.06 nDCG@10 on CACM's
+long queries (bench/eval/RESULTS.md).
+
+**A note is ranked by its own evidence and its best passage's.** Search ranks notes,
+so each note is scored as one BM25 document: ``tf`` sums over its chunks, ``dl`` is its
+length (``chunks.note_len``), ``N``, ``df`` and ``avgdl`` count notes. That finds evidence a
+note spreads over its sections, such as a conversation whose every turn is a chunk,
+where the best chunk alone has a name and little else. But length normalization then
+buries the one section of a long note that answers the query under short notes that
+share a few of its words. So each chunk is also scored on its own, and the two are
+combined as in passage retrieval (Callan, SIGIR 1994: document and best-passage
+evidence together beat either): a chunk's score is
+
+    NOTE_WEIGHT * note / best note  +  (1 - NOTE_WEIGHT) * chunk / best chunk
+
+(times the best note score, to keep BM25's scale), so a note ranks by its best chunk's
+score and shows that chunk. Measured per set in bench/eval/RESULTS.md: notes alone
+lost 0.10 nDCG@10 on long notes, chunks alone 0.06 on conversations.
+
+In two steps, so that a query costs little more than scoring chunks: the best
+``NOTE_POOL`` chunks by their own BM25 (``scored_sql``, through filters and checks), then
+their notes as wholes from those chunks' postings (``pool_sql``, ``note_scores``), then
+both combined (``rerank``), keeping at most ``CHUNKS_PER_NOTE`` chunks of a note so that
+one with hundreds of matching chunks does not crowd the others out of a limited fetch.
+
+The postings table (``keyword.py``) holds one row per (term, chunk) with the chunk's
+length, sorted by term; ``kw_stats`` the chunks' count and total length.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+CHUNKS_PER_NOTE = 3
+NOTE_WEIGHT = 0.5
+NOTE_POOL = 200  # chunks ranked on their own, whose notes are then scored as wholes
+
+
+def _term(df: str, n: str, tf: str, dl: str, avgdl: str, k1: float, b: float) -> str:
+    """One term's BM25 contribution, weighted by its query frequency ``q.qtf``."""
+    return (
+        f"q.qtf * ln(({n} - {df} + 0.5) / ({df} + 0.5) + 1) * {tf} * ({k1} + 1) "
+        f"/ ({tf} + {k1} * (1 - {b} + {b} * {dl} / {avgdl}))"
+    )
+
+
+def _query(found: Mapping[str, tuple[int, int, int]], terms: Sequence[str], df: int) -> str:
+    """``VALUES`` rows (term id, document frequency, query term frequency)."""
+    qtf = Counter(terms)
+    return ", ".join(f"({v[0]}, {v[df]}, {qtf[term] or 1})" for term, v in found.items())
+
+
+def scored_sql(
+    found: Mapping[str, tuple[int, int, int]],
+    terms: Sequence[str],
+    k1: float,
+    b: float,
+    *,
+    condition: str = "",
+) -> str:
+    """SQL yielding ``(chunk_id, score)``, the chunk's own BM25, for chunks holding any
+    of ``found``'s terms and meeting ``condition``.
+
+    ``found``: term -> (term id, chunks with it, notes with it) for the query terms the
+    index knows; ``terms``: the query's ranking terms with their repeats; ``condition``:
+    SQL over ``chunk_id`` (``query.presence_sql``).
+    """
+    # Term ids go into the SQL as literals (they are integers from our own table) so
+    # that DuckDB prunes the term-sorted postings by their row groups' min/max.
+    ids = ", ".join(str(v[0]) for v in found.values())
+    where = f"WHERE {condition}" if condition else ""
+    chunk = _term("q.df", "st.n", "p.tf", "p.dl", "st.avgdl", k1, b)
+    return f"""
+        SELECT * FROM (
+            SELECT p.chunk_id, sum({chunk}) AS score
+            FROM postings p JOIN (VALUES {_query(found, terms, 1)}) q(termid, df, qtf)
+                 USING (termid),
+                 (SELECT n, total / greatest(n, 1) AS avgdl FROM kw_stats) st
+            WHERE p.termid IN ({ids})
+            GROUP BY p.chunk_id
+        ) {where}
+    """
+
+
+def pool_sql(found: Mapping[str, tuple[int, int, int]], chunk_ids: Sequence[int]) -> str:
+    """SQL yielding ``(chunk_id, termid, tf, path, note_len, notes, total)`` for the query
+    terms in ``chunk_ids``: what ``note_scores`` needs to score their notes as wholes (the
+    last two are the note count and the total length, for IDF and average length)."""
+    ids = ", ".join(str(v[0]) for v in found.values())
+    pool = ", ".join(str(int(c)) for c in chunk_ids)
+    # Both filtered on their own first: a join over all chunks would read every path.
+    return f"""
+        WITH c AS MATERIALIZED (SELECT id, path, note_len FROM chunks WHERE id IN ({pool})),
+        p AS MATERIALIZED (
+            SELECT chunk_id, termid, tf FROM postings
+            WHERE termid IN ({ids}) AND chunk_id IN ({pool})
+        )
+        SELECT p.chunk_id, p.termid, p.tf, c.path, c.note_len,
+               (SELECT count(*) FROM notes), (SELECT total FROM kw_stats)
+        FROM p JOIN c ON c.id = p.chunk_id
+    """
+
+
+def note_scores(
+    found: Mapping[str, tuple[int, int, int]],
+    terms: Sequence[str],
+    pool: Sequence[tuple[int, int, int, str, int, int, int]],
+    k1: float,
+    b: float,
+) -> dict[int, tuple[str, float]]:
+    """chunk id -> (note, the note's BM25 as a whole) for the chunks in ``pool`` (rows of
+    ``pool_sql``). A note's term frequencies sum over its chunks in the pool: the best
+    chunks of the query, so all of a note's matching chunks unless it has very many."""
+    if not pool:
+        return {}
+    qtf = Counter(terms)
+    by_id = {v[0]: (qtf[term] or 1, v[2]) for term, v in found.items()}
+    notes, total = pool[0][5], pool[0][6]
+    avgdl = total / max(notes, 1)
+    tf: Counter[tuple[str, int]] = Counter()
+    length: dict[str, int] = {}
+    for _, termid, count, path, note_len, _, _ in pool:
+        tf[(path, termid)] += count
+        length[path] = note_len
+    score: dict[str, float] = {}
+    for (path, termid), n in tf.items():
+        weight, ndf = by_id[termid]
+        idf = math.log((notes - ndf + 0.5) / (ndf + 0.5) + 1)
+        norm = n + k1 * (1 - b + b * length[path] / avgdl)
+        score[path] = score.get(path, 0.0) + weight * idf * n * (k1 + 1) / norm
+    return {cid: (path, score[path]) for cid, _, _, path, _, _, _ in pool}
+
+
+def rerank(
+    rows: Sequence[tuple[int, float]], notes: Mapping[int, tuple[str, float]]
+) -> list[tuple[int, float]]:
+    """Chunks with their own BM25 (``rows``) scored with their note's too (``notes``, from
+    ``note_scores``; see the module docstring), best first, at most ``CHUNKS_PER_NOTE``
+    of a note."""
+    best_note = max((s for _, s in notes.values()), default=0.0)
+    best_chunk = max((own for _, own in rows), default=0.0)
+    scale = best_note / best_chunk if best_chunk > 0 else 0.0
+    combined = []
+    for cid, own in rows:
+        path, note = notes.get(cid, (f"#{cid}", 0.0))
+        combined.append((NOTE_WEIGHT * note + (1 - NOTE_WEIGHT) * own * scale, own, cid, path))
+    combined.sort(key=lambda r: (-r[0], -r[1], r[2]))
+    shown: Counter[str] = Counter()
+    out: list[tuple[int, float]] = []
+    for score, _, cid, path in combined:
+        shown[path] += 1
+        if shown[path] <= CHUNKS_PER_NOTE:
+            out.append((cid, score))
+    return out

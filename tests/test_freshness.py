@@ -1,0 +1,159 @@
+"""Fresh on every read: with no watcher, a command syncs what changed on disk before it
+answers (a pull, an edit in another editor); with a watcher, a pull is seen at once.
+Real git (a bare remote and two clones), the CLI as its own process, `vault mcp` over
+stdio."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+import markvault.core.freshness as freshness
+from markvault.config import Settings
+from markvault.shared import connect
+
+from .conftest import run_cli, stdio_server
+from .test_gitsync import Clone, clone, git, git_config, write
+
+__all__ = ["clone", "git_config"]  # fixtures used here
+
+
+def found(vault: Path, word: str) -> list[str]:
+    done = run_cli(vault, "search", "--mode", "keyword", word, "--json")
+    assert done.returncode in (0, 1), done.stderr  # 1: no match
+    return [h["path"] for h in json.loads(done.stdout)["hits"]]
+
+
+def push_from(vault: Path, message: str) -> None:
+    git(vault, "add", "-A")
+    git(vault, "commit", "-q", "-m", message)
+    git(vault, "push", "-q")
+
+
+def test_a_search_right_after_git_pull_finds_the_new_text(clone: Clone) -> None:
+    a, b = clone("a"), clone("b")
+    assert run_cli(b, "reindex", "--no-vectors").returncode == 0
+    write(a, "notes/Alpha.md", "# Alpha\n\nA zeppelin landed.\n")
+    write(a, "notes/Beta.md", "# Beta\n\nAbout quokkas.\n")
+    push_from(a, "two notes")
+    git(b, "pull", "-q")
+    assert found(b, "zeppelin") == ["notes/Alpha.md"]
+    assert found(b, "quokkas") == ["notes/Beta.md"]
+    (a / "notes" / "Beta.md").unlink()
+    push_from(a, "one gone")
+    git(b, "pull", "-q")
+    assert found(b, "quokkas") == []
+
+
+def test_edits_not_committed_and_put_back_are_seen(clone: Clone) -> None:
+    b = clone("b")
+    assert run_cli(b, "reindex", "--no-vectors").returncode == 0
+    assert found(b, "narwhal") == []
+    # An edit in place (as Obsidian writes) and a new note, neither committed.
+    with (b / "notes" / "Alpha.md").open("a", encoding="utf-8") as f:
+        f.write("\nA narwhal surfaced.\n")
+    write(b, "notes/New.md", "# New\n\nNarwhal again.\n")
+    assert sorted(found(b, "narwhal")) == ["notes/Alpha.md", "notes/New.md"]
+    git(b, "checkout", "--", "notes/Alpha.md")  # the edit put back: clean again
+    assert found(b, "narwhal") == ["notes/New.md"]
+
+
+def test_notes_git_ignores_are_seen_too(clone: Clone) -> None:
+    b = clone("b")
+    write(b, ".git/info/exclude", "private/\n")  # kept out of git, indexed by markvault
+    write(b, "private/Diary.md", "# Diary\n\nNothing yet.\n")
+    assert run_cli(b, "reindex", "--no-vectors").returncode == 0
+    assert found(b, "okapi") == []
+    write(b, "private/Diary.md", "# Diary\n\nAn okapi.\n")
+    assert found(b, "okapi") == ["private/Diary.md"]
+
+
+def test_a_vault_without_git_is_checked_by_a_stat_walk(tmp_path: Path) -> None:
+    vault = tmp_path / "plain" / "vault"
+    write(vault, "notes/a.md", "# A\n\nFirst text.\n")
+    assert run_cli(vault, "reindex", "--no-vectors").returncode == 0
+    assert found(vault, "walrus") == []  # the walk's sum is recorded
+    write(vault, "notes/a.md", "# A\n\nA walrus now.\n")  # in place: no folder changes
+    assert found(vault, "walrus") == ["notes/a.md"]
+    write(vault, "notes/b.md", "# B\n\nA walrus too.\n")
+    assert sorted(found(vault, "walrus")) == ["notes/a.md", "notes/b.md"]
+    (vault / "notes" / "a.md").unlink()
+    assert found(vault, "walrus") == ["notes/b.md"]
+
+
+def test_many_changes_answer_from_the_old_index_with_a_note(
+    clone: Clone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    b = clone("b")
+    assert run_cli(b, "reindex", "--no-vectors").returncode == 0
+    assert found(b, "first") == ["notes/Alpha.md"]  # the check's state is recorded
+    monkeypatch.setattr(freshness, "FRESH_MAX_FILES", 2)
+    for n in range(3):
+        write(b, f"notes/N{n}.md", f"# N{n}\n\nAn ocelot.\n")
+    with connect(Settings.load(vault=b, index=tmp_path / "b" / "index")) as v:
+        result = v.search("ocelot", mode="keyword")
+        assert result.total == 0
+        assert any("3 files changed" in w and "vault reindex" in w for w in result.warnings)
+        v.reindex(vectors=False)
+        assert v.search("ocelot", mode="keyword").total == 3
+
+
+@pytest.mark.anyio
+async def test_a_search_through_mcp_right_after_a_pull(clone: Clone) -> None:
+    a, b = clone("a"), clone("b")
+    assert run_cli(b, "reindex", "--no-vectors").returncode == 0
+    with anyio.fail_after(90):
+        async with Client(stdio_server(b)) as client:
+            before = await client.call_tool("search", {"query": "zeppelin", "mode": "keyword"})
+            assert "notes/Alpha.md" not in before.content[0].text
+            write(a, "notes/Alpha.md", "# Alpha\n\nA zeppelin landed.\n")
+            push_from(a, "zeppelin")
+            git(b, "pull", "-q")
+            after = await client.call_tool("search", {"query": "zeppelin", "mode": "keyword"})
+            assert "notes/Alpha.md" in after.content[0].text
+
+
+@pytest.mark.anyio
+async def test_a_pull_while_an_mcp_server_runs_and_writes(clone: Clone) -> None:
+    """The agent writes through `vault mcp` while `vault sync` pulls a change on the same
+    machine: the sync runs in the server between two writes, nothing is lost, nothing
+    half-written is committed, and both machines end with every note."""
+    a, b = clone("a"), clone("b")
+    write(a, "notes/Alpha.md", "# Alpha\n\nA zeppelin landed.\n")
+    push_from(a, "zeppelin")
+    titles = [f"Agent note {n}" for n in range(8)]
+    with anyio.fail_after(120):
+        async with Client(stdio_server(b)) as client:
+
+            async def agent() -> None:
+                for title in titles:
+                    made = await client.call_tool(
+                        "create_note", {"kind": "note", "title": title, "content": f"ibis {title}"}
+                    )
+                    assert not made.is_error, made.content
+
+            sync_done: list[dict[str, Any]] = []
+
+            async def pull() -> None:
+                done = await anyio.to_thread.run_sync(run_cli, b, "sync", "--json")
+                assert done.returncode == 0, done.stderr
+                sync_done.append(json.loads(done.stdout))
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(agent)
+                tasks.start_soon(pull)
+            assert sync_done[0]["pulled"] == 1
+            hits = await client.call_tool("search", {"query": "zeppelin", "mode": "keyword"})
+            assert "notes/Alpha.md" in hits.content[0].text
+            again = run_cli(b, "sync", "--json")  # what the agent wrote after the first
+            assert again.returncode == 0, again.stderr
+    git(a, "pull", "-q")
+    for title in titles:
+        assert f"ibis {title}" in (a / "notes" / f"{title}.md").read_text(encoding="utf-8")
+    assert git(b, "status", "--porcelain") == ""
+    assert ".mv-tmp-" not in git(b, "log", "--all", "--name-only", "--format=")

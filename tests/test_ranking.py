@@ -1,0 +1,147 @@
+"""Keyword ranking: the query's language, its function words, repeated terms."""
+
+from __future__ import annotations
+
+import pytest
+
+from markvault import language, query
+from markvault.config import DEFAULT_MODEL
+from markvault.text import normalize, word_tokens
+
+from .conftest import OpenVault, WriteNotes
+
+
+def words(text: str) -> list[str]:
+    return [w for w, _ in word_tokens(text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("what articles are there on the use of computers in banking", "en"),
+        ("Lo más apreciado es el socarrat, la capa de arroz que queda pegada al fondo", "es"),
+        ("Poi l'impasto deve riposare almeno mezz'ora avvolto nella pellicola", "it"),
+        ("Die Straße ist für Fußgänger gesperrt, aber nicht für Fahrräder", "de"),
+        ("Les vendangeurs commencent tôt le matin, avant que la chaleur ne monte", "fr"),
+        # Too little evidence to name a language: one function word, or none.
+        ("die hard", None),
+        ("duckdb fts rebuild", None),
+        ("the index", None),
+    ],
+)
+def test_language_from_function_words(text: str, expected: str | None) -> None:
+    assert language.detect(words(text)) == expected
+
+
+def test_stop_words_are_folded_like_text() -> None:
+    assert normalize("más") in language.stopwords("es")
+    assert "what" in language.stopwords("en") and "would" in language.stopwords("en")
+
+
+def test_a_long_question_ranks_by_its_content_words() -> None:
+    plan = query.parse("What articles are there on the use of computers in banking?")
+    assert plan.terms == ["articl", "use", "comput", "bank"]
+    assert plan.language == "en"
+    # The embedding model still reads the whole question.
+    assert plan.text.startswith("What articles are there")
+
+
+def test_repeated_words_are_kept_and_function_words_only_when_nothing_else() -> None:
+    assert query.parse("parallel sorting and parallel merging").terms == [
+        "parallel",
+        "sort",
+        "parallel",
+        "merg",
+    ]
+    assert query.parse("the who").terms == ["the", "who"]
+    # A phrase keeps its words; so does a required one.
+    assert query.parse('"to be or not to be" hamlet').terms[:2] == ["to", "be"]
+    assert "the" in query.parse("the AND index").terms
+
+
+def test_spanish_function_words_are_dropped_by_spanish_rules() -> None:
+    plan = query.parse("la capa de arroz que queda pegada al fondo")
+    assert plan.language == "es"
+    assert "la" not in plan.terms and "que" not in plan.terms and "arroz" in plan.terms
+
+
+@pytest.mark.parametrize(
+    ("model", "text", "lang", "reads"),
+    [
+        (DEFAULT_MODEL, "how to rebuild the index", "en", True),
+        (DEFAULT_MODEL, "duckdb", None, True),
+        (DEFAULT_MODEL, "la capa de arroz que queda pegada al fondo", "es", False),
+        (DEFAULT_MODEL, "机器学习是人工智能的一个分支", None, False),
+        ("/models/multilingual-e5-small", "la capa de arroz que queda pegada", "es", True),
+        ("/models/multilingual-e5-small", "机器学习是人工智能的一个分支", None, True),
+    ],
+)
+def test_which_queries_the_model_reads(
+    model: str, text: str, lang: str | None, reads: bool
+) -> None:
+    assert language.model_reads(model, text, lang) is reads
+
+
+def test_a_repeated_query_word_weighs_as_often_as_it_is_asked(
+    write: WriteNotes, open_vault: OpenVault
+) -> None:
+    write({"a.md": "# one\n\nalpha notes here\n", "b.md": "# two\n\nbeta notes here\n"})
+    v = open_vault()
+    v.reindex(vectors=False)
+    once = {h.path: h.score for h in v.search("alpha beta", mode="keyword").hits}
+    assert once["a.md"] == pytest.approx(once["b.md"])
+    twice = v.search("alpha beta beta", mode="keyword").hits
+    assert [h.path for h in twice] == ["b.md", "a.md"]
+    assert twice[0].score == pytest.approx(2 * twice[1].score)
+
+
+def test_note_frequencies_kept_in_place_equal_a_rebuild(
+    write: WriteNotes, open_vault: OpenVault
+) -> None:
+    """vocab.ndf (notes holding a term) is kept up to date edit by edit, like df."""
+    write({"a.md": "# a\n\nalpha beta\n\n## two\n\nalpha\n", "b.md": "# b\n\nbeta gamma\n"})
+    v = open_vault()
+    v.reindex(vectors=False)
+    write({"b.md": "# b\n\nalpha alpha\n\n## more\n\nalpha delta\n", "c.md": "# c\n\ngamma\n"})
+    v.reindex(vectors=False)
+    index = v.host.core().keeper.open_index(write=True)
+    assert not index.keyword.dirty()
+    query = "SELECT term, df, ndf FROM vocab ORDER BY term"
+    in_place = index.store.con.execute(query).fetchall()
+    index.keyword.rebuild()
+    assert index.store.con.execute(query).fetchall() == in_place
+    assert dict((t, n) for t, _, n in in_place)["alpha"] == 2  # in a.md and b.md
+
+
+def test_a_note_is_ranked_by_all_its_chunks_and_shows_its_best(
+    write: WriteNotes, open_vault: OpenVault
+) -> None:
+    """Evidence spread over a note's sections counts: a session whose turns mention the
+    words one each outranks a note that names one of them once, and the hit shows the
+    chunk that matches best."""
+    write(
+        {
+            "session.md": "# Maya and Tom\n\n## 19:02 Maya\n\nWe adopted a beagle.\n\n"
+            "## 19:03 Tom\n\nA puppy! What is her name?\n\n## 19:04 Maya\n\n"
+            "Biscuit, from the shelter on Elm Street.\n",
+            "other.md": "# Beagles\n\nThe beagle is a small hound.\n",
+        }
+    )
+    v = open_vault()
+    v.reindex(vectors=False)
+    hits = v.search("beagle puppy shelter Biscuit", mode="keyword").hits
+    assert [h.path for h in hits] == ["session.md", "other.md"]
+    assert hits[0].heading_path[-1] == "19:04 Maya"
+
+
+def test_query_terms_are_sql_literals_that_cannot_break_out(
+    write: WriteNotes, open_vault: OpenVault
+) -> None:
+    """term_ids puts terms into its SQL as literals (parameters cost a pandas import
+    attempt each): a quote in a term is a character, never the end of the string."""
+    write({"a.md": "# a\n\nalpha\n"})
+    v = open_vault()
+    v.reindex(vectors=False)
+    index = v.host.core().keeper.open_index(write=False)
+    found = index.keyword.term_ids(["alpha", "it's", "x') OR 1=1 --", "''"])
+    assert set(found) == {"alpha"}
