@@ -7,8 +7,9 @@ import difflib
 
 import pytest
 
-from markvault.edit import apply_edit, check_writable
+from markvault.edit import apply_edit
 from markvault.errors import ConflictError, RefusedError, UsageError
+from markvault.gitrepo import check_writable
 from markvault.model import Edit
 
 NOTE = (

@@ -9,36 +9,13 @@ heading).
 
 from __future__ import annotations
 
-import re
-
-from .errors import ConflictError, RefusedError, UsageError
+from .errors import ConflictError, UsageError
 from .frontmatter import is_plain_key, set_keys, split_frontmatter
 from .model import OPS, Edit
 from .parse import parse_note
 
+
 # A merge conflict leaves both ends; a lone ======= is a setext heading underline.
-_CONFLICT_START = re.compile(r"^<{7}(?: |$)", re.MULTILINE)
-_CONFLICT_END = re.compile(r"^>{7}(?: |$)", re.MULTILINE)
-
-
-def has_conflict_markers(text: str) -> bool:
-    """Whether ``text`` holds both ends of a git merge conflict."""
-    return bool(_CONFLICT_START.search(text) and _CONFLICT_END.search(text))
-
-
-def check_writable(text: str, path: str) -> None:
-    """Refuse to edit a note that is mid-merge.
-
-    Raises:
-        RefusedError: the note holds git conflict markers.
-    """
-    if has_conflict_markers(text):
-        raise RefusedError(
-            f"{path} contains git conflict markers (<<<<<<<, =======, >>>>>>>).",
-            "Resolve the merge conflict in the file first, then retry.",
-        )
-
-
 def apply_edit(text: str, edit: Edit, path: str = "note") -> str:
     """The new text of a note after ``edit``.
 

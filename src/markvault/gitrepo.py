@@ -4,7 +4,9 @@ Three things, read from the files git keeps (no git process, so every write can 
 where the repository's state is (``.git``, or the folder a ``.git`` file names in a
 worktree or submodule); whether a merge, rebase, cherry-pick or revert is under way
 (then markvault writes nothing: a person is resolving it, or `vault sync` stopped on a
-conflict); and the lock that keeps markvault's writes and `vault sync` apart.
+conflict); and the lock that keeps markvault's writes and `vault sync` apart. Also the
+rule for a single note left mid-merge: one holding git's conflict markers is never
+written by markvault (``check_writable``).
 
 The lock is a file in this user's runtime folder (``$XDG_RUNTIME_DIR/markvault``, else
 ``markvault-<uid>`` in the temporary folder, beside the owners' sockets), named after the
@@ -25,6 +27,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import tempfile
 import time
 from collections.abc import Iterator
@@ -173,3 +176,27 @@ def find_repo(path: Path) -> GitRepo | None:
             git_dir = Path(first.partition(":")[2].strip())
             return GitRepo(folder, git_dir if git_dir.is_absolute() else folder / git_dir)
     return None
+
+
+# git's conflict markers: a note holding both ends is mid-merge, and no markvault write
+# may touch it (sync, edits, the change feed all ask here).
+CONFLICT_START = re.compile(r"^<{7}(?: |$)", re.MULTILINE)
+CONFLICT_END = re.compile(r"^>{7}(?: |$)", re.MULTILINE)
+
+
+def has_conflict_markers(text: str) -> bool:
+    """Whether ``text`` holds both ends of a git merge conflict."""
+    return bool(CONFLICT_START.search(text) and CONFLICT_END.search(text))
+
+
+def check_writable(text: str, path: str) -> None:
+    """Refuse to edit a note that is mid-merge.
+
+    Raises:
+        RefusedError: the note holds git conflict markers.
+    """
+    if has_conflict_markers(text):
+        raise RefusedError(
+            f"{path} contains git conflict markers (<<<<<<<, =======, >>>>>>>).",
+            "Resolve the merge conflict in the file first, then retry.",
+        )

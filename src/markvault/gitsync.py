@@ -33,10 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .edit import check_writable
 from .errors import ConfigError, MarkvaultError, RefusedError, SyncConflict, SyncError
 from .files import TEMP_PREFIX, TRASH_DIR
-from .gitrepo import GitRepo, find_repo
+from .gitrepo import GitRepo, check_writable, find_repo
 
 # How long a sync waits for in-flight markvault writes before each git step.
 LOCK_WAIT_SECONDS = 30.0

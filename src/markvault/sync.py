@@ -16,11 +16,11 @@ from dataclasses import dataclass, field, replace
 
 from .chunk import chunk_note
 from .config import Settings
-from .edit import has_conflict_markers
 from .embed import Embedder
 from .errors import MarkvaultError, RefusedError
 from .feed import ChangeFeed, NoteChange
 from .files import FileStat, VaultFiles, content_hash
+from .gitrepo import has_conflict_markers
 from .index import Index
 from .links import LinkResolver, link_name, names_of
 from .model import NoProgress, NoteRecord, Progress, ReindexReport

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import sessions as sessions_module
-from ..edit import check_writable
 from ..errors import ConflictError, IndexBusyError, MarkvaultError, NotFoundError
 from ..files import FileStat, content_hash
 from ..frontmatter import read_frontmatter
+from ..gitrepo import check_writable
 from ..model import NoProgress, Progress, SessionImportReport
 from ..pool import in_workers
 from ..sessions import (

@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..edit import check_writable
 from ..errors import NotFoundError, UsageError
 from ..files import check_hash, content_hash
 from ..frontmatter import split_frontmatter
+from ..gitrepo import check_writable
 from ..index import Index
 from ..model import PAGE_CHARS
 from ..search import note_uri

@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from ..document_sources import DocumentSources
-from ..edit import apply_edit, check_writable
+from ..edit import apply_edit
 from ..errors import ConflictError, UsageError
 from ..files import check_hash, content_hash, safe_file_name
 from ..frontmatter import fill_template, load_frontmatter, split_frontmatter
+from ..gitrepo import check_writable
 from ..index import Index
 from ..model import KINDS, Edit
 from ..parse import FOLDER_KINDS, parse_note

@@ -171,6 +171,8 @@ class NoteReads:
     def file_states_of(self, paths: Sequence[str]) -> dict[str, tuple[int, int]]:
         """(mtime_ns, size) as last synced of the notes and skipped files among
         ``paths`` (NFC vault-relative): what a freshness check compares with the disk."""
+        import pyarrow as pa
+
         self.con.register("wanted", pa.table({"path": pa.array(sorted(set(paths)), pa.string())}))
         try:
             rows = self.con.execute(

@@ -238,6 +238,8 @@ class NoteWrites:
 
     def set_attachments(self, added: Iterable[str], removed: Iterable[str]) -> None:
         """Record files other than notes that appeared or went."""
+        import pyarrow as pa
+
         added, removed = sorted(set(added)), sorted(set(removed))
         if not added and not removed:
             return
@@ -260,6 +262,8 @@ class NoteWrites:
         """(rowid, source, target, style) of links: all of them (``sources`` None), or
         those written in ``sources``, naming a file called one of ``names``
         (``links.link_name``) or pointing at one of ``targets``."""
+        import pyarrow as pa
+
         sql = "SELECT rowid, source, target, style FROM links"
         if sources is None:
             return self.con.execute(sql).fetchall()
