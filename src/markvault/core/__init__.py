@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..embed import Embedder
+from .gate import CredentialGate
 from .lifecycle import IndexKeeper
 
 if TYPE_CHECKING:
     from .context import ContextViews
     from .freshness import Freshness
-    from .gate import CredentialGate
     from .git_sync import GitSync
     from .reading import NoteReader
     from .session_import import SessionImporter
@@ -35,6 +35,9 @@ class Core:
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
         """``embedder`` lets several vaults share one loaded model (its name must match)."""
         self.keeper = IndexKeeper(settings, embedder)  # lifecycle and sync
+        # The credential policy every write passes. Made now, not on first use: it
+        # stamps the settings file as ``settings`` read it, so a later change is seen.
+        self.gate = CredentialGate(settings)
 
     @cached_property
     def notes(self) -> NoteReader:
@@ -70,13 +73,6 @@ class Core:
         from .session_notes import SessionNotes
 
         return SessionNotes(self.keeper, self.notes, self.gate)
-
-    @cached_property
-    def gate(self) -> CredentialGate:
-        """The credential policy every write passes."""
-        from .gate import CredentialGate
-
-        return CredentialGate(self.keeper.settings)
 
     @cached_property
     def fresh(self) -> Freshness:
