@@ -84,6 +84,35 @@ def check_hash(rel: str, current: str, expected: str) -> None:
         )
 
 
+def read_bytes_checked(full: Path, max_bytes: int, name: str) -> tuple[bytes, str]:
+    """(raw bytes, UTF-8 text) of a file, refused when too large, binary or not UTF-8."""
+    try:
+        size = full.stat().st_size
+    except FileNotFoundError:
+        raise NotFoundError(
+            f"{name} no longer exists.", "Run `vault reindex` to drop it from the index."
+        ) from None
+    if size > max_bytes:
+        raise RefusedError(
+            f"{name} is {size / 1048576:.1f} MiB, over the {max_bytes // 1048576} MiB "
+            "note size limit; skipped.",
+            "Split it, or move it out of the vault or into .markvaultignore.",
+        )
+    data = full.read_bytes()
+    if b"\x00" in data[:8192]:
+        raise RefusedError(
+            f"{name} looks binary (NUL bytes); skipped.", "Rename it if it is not a note."
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RefusedError(
+            f"{name} is not valid UTF-8 (byte {exc.start}); skipped.",
+            "Re-save it as UTF-8.",
+        ) from exc
+    return data, text
+
+
 def _guarded(
     method: Callable[Concatenate[VaultFiles, P], R],
 ) -> Callable[Concatenate[VaultFiles, P], R]:
@@ -277,35 +306,7 @@ class VaultFiles:
             RefusedError: the file is too large, binary or not UTF-8.
             NotFoundError: the file is gone.
         """
-        return self.read_bytes_checked(self.root / file, max_bytes, file)
-
-    @staticmethod
-    def read_bytes_checked(full: Path, max_bytes: int, name: str) -> tuple[bytes, str]:
-        try:
-            size = full.stat().st_size
-        except FileNotFoundError:
-            raise NotFoundError(
-                f"{name} no longer exists.", "Run `vault reindex` to drop it from the index."
-            ) from None
-        if size > max_bytes:
-            raise RefusedError(
-                f"{name} is {size / 1048576:.1f} MiB, over the {max_bytes // 1048576} MiB "
-                "note size limit; skipped.",
-                "Split it, or move it out of the vault or into .markvaultignore.",
-            )
-        data = full.read_bytes()
-        if b"\x00" in data[:8192]:
-            raise RefusedError(
-                f"{name} looks binary (NUL bytes); skipped.", "Rename it if it is not a note."
-            )
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise RefusedError(
-                f"{name} is not valid UTF-8 (byte {exc.start}); skipped.",
-                "Re-save it as UTF-8.",
-            ) from exc
-        return data, text
+        return read_bytes_checked(self.root / file, max_bytes, file)
 
     def safe_path(self, rel: str) -> Path:
         """The absolute path of a vault-relative note path, or a refusal.
@@ -542,7 +543,7 @@ class VaultFiles:
                 f"{full.name} is not a Markdown, text or JSON file.",
                 f"Store files ending in {', '.join(DOCUMENT_SUFFIXES)}.",
             )
-        return self.read_bytes_checked(full, max_bytes, str(full))[1]
+        return read_bytes_checked(full, max_bytes, str(full))[1]
 
     def _checked_size(self, rel: str, text: str) -> bytes:
         """The bytes to write, or a refusal when the note would be over the size limit
