@@ -112,6 +112,163 @@ def _minmax(keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: 
     )
 
 
+def _note_scores(
+    keyword: Rows, vector: Rows, note_of: Mapping[int, str], cosine: Any
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Each list's score per note as convex() sees it: a note's BM25, its best cosine
+    (exact for the keyword side's notes the vector list did not reach)."""
+    kw: dict[str, float] = {}
+    for cid, s in keyword:
+        note = note_of.get(cid)
+        if note is not None:
+            kw.setdefault(note, s)
+    vec: dict[str, float] = {}
+    for cid, s in vector:
+        note = note_of.get(cid)
+        if note is not None:
+            vec[note] = max(vec.get(note, s), s)
+    missing = [c for c, _ in keyword if note_of.get(c) is not None and note_of[c] not in vec]
+    for cid, s in (cosine(missing) if missing else {}).items():
+        note = note_of[cid]
+        vec[note] = max(vec.get(note, s), s)
+    return kw, vec
+
+
+def _reordered(
+    fused: Mapping[str, float],
+    keyword: Rows,
+    vector: Rows,
+    note_of: Mapping[int, str],
+    cosine: Any,
+    chunk_bm25: Any,
+) -> Any:
+    """convex()'s rows (its chunk shown per note) with the notes in the order of ``fused``."""
+    shown = _ORIGINAL["convex"](keyword, vector, note_of, cosine, chunk_bm25)
+    order = {n: i for i, n in enumerate(sorted(fused, key=lambda n: (-fused[n], n)))}
+    rows = [(c, fused[note_of[c]], r, s) for c, _, r, s in shown if note_of.get(c) in order]
+    return sorted(rows, key=lambda f: order[note_of[f[0]]])
+
+
+def _zscores(keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any) -> Any:
+    """Convex combination (equal weights) of z-scores, each over its own list's notes; a
+    note one list did not return gets that list's lowest."""
+    kw, vec = _note_scores(keyword, vector, note_of, cosine)
+    if not kw or not vec:
+        return _ORIGINAL["convex"](keyword, vector, note_of, cosine, chunk_bm25)
+
+    def z(scores: Mapping[str, float]) -> dict[str, float]:
+        values = list(scores.values())
+        mean = sum(values) / len(values)
+        sd = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5 or 1.0
+        return {n: (v - mean) / sd for n, v in scores.items()}
+
+    kz, vz = z(kw), z(vec)
+    k_low, v_low = min(kz.values()), min(vz.values())
+    fused = {n: 0.5 * kz.get(n, k_low) + 0.5 * vz.get(n, v_low) for n in kz.keys() | vz.keys()}
+    return _reordered(fused, keyword, vector, note_of, cosine, chunk_bm25)
+
+
+def _tmm_floor(keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any) -> Any:
+    """convex(), but a note the keyword list did not return gets that list's lowest
+    BM25 (it scored at most that much) instead of 0."""
+    kw, vec = _note_scores(keyword, vector, note_of, cosine)
+    if not kw or not vec:
+        return _ORIGINAL["convex"](keyword, vector, note_of, cosine, chunk_bm25)
+    k_best, k_low = max(kw.values()), min(kw.values())
+    v_best = max(vec.values())
+    if k_best <= 0 or v_best <= 0:
+        return _ORIGINAL["convex"](keyword, vector, note_of, cosine, chunk_bm25)
+    fused = {
+        n: 0.5 * kw.get(n, k_low) / k_best + 0.5 * max(vec.get(n, 0.0), 0.0) / v_best
+        for n in kw.keys() | vec.keys()
+    }
+    return _reordered(fused, keyword, vector, note_of, cosine, chunk_bm25)
+
+
+def _cosine_minmax(keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any) -> Any:
+    """convex(), but cosine min-max normalized over its list (BM25's minimum of 0 is
+    reached by any note without the query's words; cosine's 0 is not): (cos - lowest) /
+    (best - lowest); BM25 still over its best."""
+    kw, vec = _note_scores(keyword, vector, note_of, cosine)
+    if not kw or not vec:
+        return _ORIGINAL["convex"](keyword, vector, note_of, cosine, chunk_bm25)
+    k_best = max(kw.values())
+    v_best = max(vec.values())
+    v_low = min(s for _, s in vector) if vector else 0.0
+    if k_best <= 0 or v_best <= v_low:
+        return _ORIGINAL["convex"](keyword, vector, note_of, cosine, chunk_bm25)
+    fused = {
+        n: 0.5 * kw.get(n, 0.0) / k_best
+        + 0.5 * max(vec.get(n, v_low) - v_low, 0.0) / (v_best - v_low)
+        for n in kw.keys() | vec.keys()
+    }
+    return _reordered(fused, keyword, vector, note_of, cosine, chunk_bm25)
+
+
+def _topk_mean(k: int) -> Callable[..., Any]:
+    def fuse(keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any) -> Any:
+        """convex(), each list divided by the mean of its best k notes instead of its best
+        (one outlier at the top no longer flattens the rest of its list)."""
+        kw, vec = _note_scores(keyword, vector, note_of, cosine)
+        if not kw or not vec:
+            return _ORIGINAL["convex"](keyword, vector, note_of, cosine, chunk_bm25)
+        k_top = sorted(kw.values(), reverse=True)[:k]
+        v_top = sorted(vec.values(), reverse=True)[:k]
+        k_norm, v_norm = sum(k_top) / len(k_top), sum(v_top) / len(v_top)
+        if k_norm <= 0 or v_norm <= 0:
+            return _ORIGINAL["convex"](keyword, vector, note_of, cosine, chunk_bm25)
+        fused = {
+            n: 0.5 * kw.get(n, 0.0) / k_norm + 0.5 * max(vec.get(n, 0.0), 0.0) / v_norm
+            for n in kw.keys() | vec.keys()
+        }
+        return _reordered(fused, keyword, vector, note_of, cosine, chunk_bm25)
+
+    return fuse
+
+
+def _raw_cosine(keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any) -> Any:
+    """convex(), but cosine kept on its own theoretical scale (over 1, not over the best
+    hit); BM25, unbounded, still over its best."""
+    kw, vec = _note_scores(keyword, vector, note_of, cosine)
+    if not kw or not vec or max(kw.values()) <= 0:
+        return _ORIGINAL["convex"](keyword, vector, note_of, cosine, chunk_bm25)
+    k_best = max(kw.values())
+    fused = {
+        n: 0.5 * kw.get(n, 0.0) / k_best + 0.5 * max(vec.get(n, 0.0), 0.0)
+        for n in kw.keys() | vec.keys()
+    }
+    return _reordered(fused, keyword, vector, note_of, cosine, chunk_bm25)
+
+
+def _note_and_passage_cosine(
+    keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any
+) -> Any:
+    """convex(), but a note's cosine, like its BM25, half the note's (the mean over the
+    chunks either list reached) and half its best chunk's."""
+    kw, vec = _note_scores(keyword, vector, note_of, cosine)
+    if not kw or not vec:
+        return _ORIGINAL["convex"](keyword, vector, note_of, cosine, chunk_bm25)
+    chunks: dict[str, set[int]] = {}
+    for cid, _ in [*keyword, *vector]:
+        if note_of.get(cid) is not None:
+            chunks.setdefault(note_of[cid], set()).add(cid)
+    cos = dict(vector)
+    missing = [c for cs in chunks.values() for c in cs if c not in cos]
+    cos.update(cosine(missing) if missing else {})
+    vec = {
+        n: 0.5 * max(cos.get(c, 0.0) for c in cs) + 0.5 * sum(cos.get(c, 0.0) for c in cs) / len(cs)
+        for n, cs in chunks.items()
+    }
+    k_best, v_best = max(kw.values()), max(vec.values())
+    if k_best <= 0 or v_best <= 0:
+        return _ORIGINAL["convex"](keyword, vector, note_of, cosine, chunk_bm25)
+    fused = {
+        n: 0.5 * kw.get(n, 0.0) / k_best + 0.5 * max(vec.get(n, 0.0), 0.0) / v_best
+        for n in kw.keys() | vec.keys()
+    }
+    return _reordered(fused, keyword, vector, note_of, cosine, chunk_bm25)
+
+
 def _keyword_chunk_shown(
     keyword: Rows, vector: Rows, note_of: Mapping[int, str], cosine: Any, chunk_bm25: Any
 ) -> Any:
@@ -192,5 +349,44 @@ def default_experiments() -> list[Experiment]:
             ("hybrid",),
             lambda: _patches((markvault.fusion, {"convex": _keyword_chunk_shown})),
             "alternative",
+        ),
+        Experiment(
+            "fusion: z-scores, missing at the list's lowest",
+            ("hybrid",),
+            lambda: _patches((markvault.fusion, {"convex": _zscores})),
+            "alternative",
+        ),
+        Experiment(
+            "fusion: notes keyword missed at its lowest BM25",
+            ("hybrid",),
+            lambda: _patches((markvault.fusion, {"convex": _tmm_floor})),
+            "alternative",
+        ),
+        Experiment(
+            "fusion: cosine min-max, BM25 over its best",
+            ("hybrid",),
+            lambda: _patches((markvault.fusion, {"convex": _cosine_minmax})),
+            "alternative",
+        ),
+        Experiment(
+            "fusion: cosine over 1 (its theoretical best), BM25 over its best",
+            ("hybrid",),
+            lambda: _patches((markvault.fusion, {"convex": _raw_cosine})),
+            "alternative",
+        ),
+        Experiment(
+            "fusion: a note's cosine half its mean chunk's, half its best's",
+            ("hybrid",),
+            lambda: _patches((markvault.fusion, {"convex": _note_and_passage_cosine})),
+            "alternative",
+        ),
+        *(
+            Experiment(
+                f"fusion: each list over its top-{k} mean",
+                ("hybrid",),
+                lambda k=k: _patches((markvault.fusion, {"convex": _topk_mean(k)})),
+                "alternative",
+            )
+            for k in (3, 10)
         ),
     ]
