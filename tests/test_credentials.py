@@ -520,3 +520,32 @@ def test_the_gate_reads_a_vault_worth_of_notes(tmp_path: Path) -> None:
     found = find(text + "\n" + token)
     assert [f.kind for f in found] == ["GitLab token"]
     assert found[0].line == text.count("\n") + 2
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "/IUF8QkOCktSmSOCyiQ2liQ3aDRI3nz4I6qIAp0p",  # base64 opening with '/'
+        "/T9PRekKHKBaW2ulKta0PxLiqpPkQG/ijZ/DxGnY",  # ... and holding more of them
+        "Of1pwJCaCStBwWZzHmUsCbUJTlL0ZmAEpu6XqrQT",  # spells 'pw' by chance
+        "gXxWAaEEcvTUwFLNdquQYgSKtodBhpHMroJTHrGQ",  # letters alone
+    ],
+)
+@pytest.mark.parametrize("key", ["secret: ", "aws_secret_access_key = "])
+def test_a_random_key_is_caught_whatever_it_opens_with_or_spells(key: str, value: str) -> None:
+    """Found by a test whose AWS secret is drawn at random: 2% of such keys passed."""
+    assert [f.kind for f in find(key + value)] != []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "key_file: /etc/ssl/private/key.pem",
+        "secret_path = /var/lib/docker/overlay2/3f2a9b1c7e5d/key",
+        "home: /Users/jdoe/Library/Keys2",
+        "password = userPasswordHash2",
+        "secret: DoNotCommitThisToGitHubEverAgain",
+    ],
+)
+def test_paths_names_and_phrases_under_a_key_pass(line: str) -> None:
+    assert find(line) == []

@@ -509,10 +509,29 @@ def _is_placeholder(value: str) -> bool:
 def _is_elsewhere(value: str) -> bool:
     """A value that points at the secret instead of holding it: a path, a URL (its
     password, if any, is the url-password rule's), an attribute (``settings.KEY``)."""
+    return _is_path(value) or "://" in value or bool(_REFERENCE.fullmatch(value))
+
+
+def _is_path(value: str) -> bool:
+    """A path starts at a folder whose name is a word (``/etc``, ``/Users``); a key that
+    merely opens with '/' (base64 does, one time in 64) has no such folder."""
+    if value.startswith(("./", "../", "~/")):
+        return True
+    if not value.startswith("/"):
+        return False
+    root = value[1:].split("/", 1)[0]
+    is_word = len(root) >= 3 and root.isalpha() and (root.islower() or root.istitle())
+    return is_word or not _looks_random(value)
+
+
+def _long_mixed_case(value: str) -> bool:
+    """Letters alone, but a key's spread of them (a base64 key may hold no digit); a
+    CamelCase phrase repeats its letters and stays below the bar."""
     return (
-        value.startswith(("/", "./", "../", "~/"))
-        or "://" in value
-        or bool(_REFERENCE.fullmatch(value))
+        len(value) >= 20
+        and value != value.lower()
+        and value != value.upper()
+        and entropy(value) >= 4.3
     )
 
 
@@ -520,7 +539,7 @@ def _looks_random(value: str) -> bool:
     """A long value with the spread of a key, not a word, hash, path or identifier."""
     return (
         16 <= len(value) <= 1000
-        and _has_digit_and_letter(value)
+        and (_has_digit_and_letter(value) or _long_mixed_case(value))
         and entropy(value) >= 3.5
         and not is_hash_like(value)
         and not _is_sequence(value)
@@ -681,9 +700,15 @@ def _is_variable(value: str) -> bool:
     words = _key_words(value)
     return (
         value.isidentifier()
-        and ("_" in value or value[1:] != value[1:].lower())
+        and ("_" in value or (value[1:] != value[1:].lower() and not _mixed_random(value)))
         and not (_STRONG.keys().isdisjoint(words) and _WEAK.isdisjoint(words))
     )
+
+
+def _mixed_random(value: str) -> bool:
+    """A random key of letters and digits, not a camelCase name: its pieces may spell a
+    key word by chance (``...pwJCa...``), but a name has few digits and a key has many."""
+    return _looks_random(value) and sum(c.isdigit() for c in value) >= 2
 
 
 # ---- scanning ------------------------------------------------------------------------
