@@ -107,8 +107,9 @@ class GatedWrite:
         return [self.name(v, part) for v in values]
 
     def value(self, key: str, value: Any) -> Any:
-        """A frontmatter value (``set_key``), read with its key: ``api_token: abc123``
-        is a secret where ``abc123`` alone is not. Lists and mappings item by item."""
+        """A frontmatter value (``set_key``), read with its key: a short value under an
+        ``api_token`` key is a secret where it alone is not. Lists and mappings item by
+        item."""
         from ..credentials import scan
 
         if isinstance(value, str):
