@@ -13,8 +13,11 @@ import numpy as np
 from ..errors import UsageError
 from ..model import Filters
 from ..prefix_lookup import NameIndex, count_lookup
-from .filters import CURRENT_SQL, filters_sql
+from .filters import CURRENT_SQL, filters_sql, sql_string
 from .store import Store, dict_rows
+
+# What a hit shows of its note (``chunk_details``), in the order they are read.
+_NOTE_DETAILS = ("note_id", "title", "kind", "type", "hash", "file", "tags")
 
 
 class NoteReads:
@@ -37,12 +40,17 @@ class NoteReads:
         results instead of joining every candidate with its note."""
         today = dt.date.today().isoformat()
         if self._expired is None or self._expired[:2] != (today, self.store.changes):
-            rows = self.con.execute(
-                f"SELECT c.id FROM chunks c JOIN notes n ON n.path = c.path "
-                f"WHERE NOT {CURRENT_SQL} ORDER BY c.id",
-                [today],
+            # The notes first: usually none is expired, and then no chunk is read.
+            gone = self.con.execute(
+                f"SELECT n.path FROM notes n WHERE NOT {CURRENT_SQL}", [today]
             ).fetchall()
-            ids = np.array([r[0] for r in rows], dtype=np.int64)
+            ids = np.empty(0, np.int64)
+            if gone:
+                paths = ", ".join(sql_string(r[0]) for r in gone)
+                rows = self.con.execute(
+                    f"SELECT id FROM chunks WHERE path IN ({paths}) ORDER BY id"
+                ).fetchall()
+                ids = np.array([r[0] for r in rows], dtype=np.int64)
             self._expired = (today, self.store.changes, ids)
         return self._expired[2]
 
@@ -95,16 +103,40 @@ class NoteReads:
         """Everything a hit shows, for the given chunk ids."""
         if not ids:
             return {}
-        # Integer literals (not a bound list) let DuckDB answer from the id index.
+        # Two lookups by key, chunks by id, then their notes by path: a join would read
+        # every note. Keys go in as literals: DuckDB answers an IN list of constants from
+        # the ART index (a bound list, or a join, scans the table).
         wanted = ", ".join(str(int(i)) for i in ids)
-        # Materialized first: otherwise the join with notes defeats the index lookup.
-        cur = self.con.execute(
-            f"WITH c AS MATERIALIZED (SELECT * FROM chunks WHERE id IN ({wanted})) "
-            "SELECT c.id, c.path, c.seq, c.heading_path, c.start_line, c.end_line, c.text, "
-            "n.id AS note_id, n.title, n.kind, n.type, n.hash, n.file, n.tags "
-            "FROM c JOIN notes n ON n.path = c.path"
-        )
-        return {row["id"]: row for row in dict_rows(cur)}
+        chunks = self.con.execute(
+            "SELECT id, path, seq, heading_path, start_line, end_line, text FROM chunks "
+            f"WHERE id IN ({wanted})"
+        ).fetchall()
+        if not chunks:
+            return {}
+        paths = ", ".join(sql_string(p) for p in {r[1] for r in chunks})
+        notes = {
+            r[0]: r[1:]
+            for r in self.con.execute(
+                "SELECT path, id, title, kind, type, hash, file, tags FROM notes "
+                f"WHERE path IN ({paths})"
+            ).fetchall()
+        }
+        details: dict[int, dict[str, Any]] = {}
+        for cid, path, seq, heading_path, start, end, text in chunks:
+            note = notes.get(path)
+            if note is None:  # a chunk whose note is gone (never, within a transaction)
+                continue
+            details[cid] = {
+                "id": cid,
+                "path": path,
+                "seq": seq,
+                "heading_path": heading_path,
+                "start_line": start,
+                "end_line": end,
+                "text": text,
+                **dict(zip(_NOTE_DETAILS, note, strict=True)),
+            }
+        return details
 
     def find_notes(self, column: str, value: str, casefold: bool = False) -> list[dict[str, Any]]:
         """Notes whose ``column`` (path, id or file) equals ``value``."""
