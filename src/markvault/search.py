@@ -11,9 +11,8 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import quote
-
-import numpy as np
 
 from . import fusion, language
 from . import query as query_lang
@@ -22,6 +21,9 @@ from .errors import UsageError
 from .index import Index
 from .model import Filters, Hit, SearchResult
 from .text import tokenize, word_spans
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MODES = ("keyword", "vector", "hybrid", "deep")
 ORDERS = ("relevance", "date")
@@ -225,16 +227,18 @@ class Searcher:
             if not prefix_terms[prefix]:
                 warnings.append(f"no word starts with {prefix!r}")
             terms.extend(prefix_terms[prefix])
-        kept = {"chunk_scores": run.chunk_bm25, "chunk_notes": run.chunk_notes} if run else {}
+        scores, notes = (run.chunk_bm25, run.chunk_notes) if run else (None, None)
         if not plan.constrained:
-            return self.index.keyword.bm25(terms, filters, wanted, per_note=True, **kept)
+            return self.index.keyword.bm25(
+                terms, filters, wanted, per_note=True, chunk_scores=scores, chunk_notes=notes
+            )
         known = self.index.keyword.term_ids(terms + query_lang.leaf_tokens(plan.root))
         ids = {t: v[0] for t, v in known.items()}
         prefix_ids = {p: [ids[t] for t in ts if t in ids] for p, ts in prefix_terms.items()}
         condition, exact = query_lang.presence_sql(plan.root, ids, prefix_ids)
         verify = None if exact else functools.partial(query_lang.matches, plan.root)
         return self.index.keyword.bm25(
-            terms, filters, wanted, condition, verify, per_note=True, **kept
+            terms, filters, wanted, condition, verify, True, scores, notes
         )
 
     def _fuse(
@@ -261,6 +265,8 @@ class Searcher:
         run: _Run,
         stage: str = "vector",
     ) -> list[tuple[int, float]]:
+        import numpy as np  # the vector side's alone: a keyword search never loads numpy
+
         embedder = self._embedder()
         load_ms = 0.0
         if not embedder.loaded:
@@ -449,6 +455,8 @@ class _Run:
         """The query's cosine with each of ``chunk_ids`` that has a vector."""
         if self._cosines is None or not chunk_ids:
             return {}
+        import numpy as np  # loaded already: cosines come from the vector side
+
         ids, scores = self._cosines
         wanted = np.asarray(chunk_ids, dtype=ids.dtype)
         at = np.clip(np.searchsorted(ids, wanted), 0, max(len(ids) - 1, 0))

@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from ..model import Filters
 from . import bm25
 from .filters import filters_sql, sql_string
@@ -242,7 +240,7 @@ class KeywordIndex:
         expired = (
             self.reads.expired_chunk_ids()
             if filters.is_empty() and not filters.include_expired
-            else np.empty(0, np.int64)
+            else ()
         )
         if filters.is_empty() and len(expired) <= EXPIRED_INLINE_MAX:
             rows = self._top_without(scored, fetch, expired)
@@ -274,13 +272,13 @@ class KeywordIndex:
                 break
         return kept[:limit]
 
-    def _top_without(self, scored: str, fetch: int, expired: np.ndarray) -> list[Any]:
+    def _top_without(self, scored: str, fetch: int, expired: Sequence[int]) -> list[Any]:
         """The ``fetch`` best of ``scored`` leaving out ``expired`` chunks: asks for a few
         more than needed, and for all it could need only when those were not enough."""
         sql = f"SELECT chunk_id, score FROM ({scored}) ORDER BY score DESC, chunk_id LIMIT "
         if len(expired) == 0:
             return self.con.execute(sql + str(int(fetch))).fetchall()
-        gone = set(expired.tolist())
+        gone = set(expired)
         for extra in (min(len(expired), max(fetch, 100)), len(expired)):
             rows = self.con.execute(sql + str(int(fetch + extra))).fetchall()
             kept = [r for r in rows if r[0] not in gone]

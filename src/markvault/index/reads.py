@@ -6,15 +6,16 @@ import datetime as dt
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..model import Filters
 from ..prefix_lookup import NameIndex, count_lookup
 from .filters import CURRENT_SQL, filters_sql, sql_string
 from .store import Store, dict_rows
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # What a hit shows of its note (``chunk_details``), in the order they are read.
 _NOTE_DETAILS = ("note_id", "title", "kind", "type", "hash", "file", "tags")
@@ -27,14 +28,14 @@ class NoteReads:
         self.store = store
         self.con = store.con
         # (day, store.changes, ids): chunks not current, until a day or a write passes
-        self._expired: tuple[str, int, np.ndarray] | None = None
+        self._expired: tuple[str, int, tuple[int, ...]] | None = None
         self._names: dict[str, NameIndex | Counter[str]] = {}  # completions, until notes change
 
     def forget_names(self) -> None:
         """Notes changed: the names kept for completions are stale."""
         self._names = {}
 
-    def expired_chunk_ids(self) -> np.ndarray:
+    def expired_chunk_ids(self) -> tuple[int, ...]:
         """Sorted ids of the chunks of notes that are no longer current (past
         ``valid_until``, superseded): usually few, so searches drop them from their
         results instead of joining every candidate with its note."""
@@ -44,18 +45,20 @@ class NoteReads:
             gone = self.con.execute(
                 f"SELECT n.path FROM notes n WHERE NOT {CURRENT_SQL}", [today]
             ).fetchall()
-            ids = np.empty(0, np.int64)
+            ids: tuple[int, ...] = ()
             if gone:
                 paths = ", ".join(sql_string(r[0]) for r in gone)
                 rows = self.con.execute(
                     f"SELECT id FROM chunks WHERE path IN ({paths}) ORDER BY id"
                 ).fetchall()
-                ids = np.array([r[0] for r in rows], dtype=np.int64)
+                ids = tuple(int(r[0]) for r in rows)
             self._expired = (today, self.store.changes, ids)
         return self._expired[2]
 
     def chunk_ids_matching(self, filters: Filters) -> np.ndarray:
         """Ids of the chunks of notes that pass ``filters``."""
+        import numpy as np  # the vector side's: a keyword search never loads numpy
+
         where, params = filters_sql(filters)
         rows = self.con.execute(
             f"SELECT c.id FROM chunks c JOIN notes n ON n.path = c.path WHERE {where}", params
