@@ -77,7 +77,7 @@ class Tree:
         self.rounds: list[dict[str, list[float]]] = []
 
     def reindex(self, vault: Path) -> None:
-        if (self.index / f"{vault.name}.duckdb").exists():
+        if (self.index / f"{vault.resolve().name}.duckdb").exists():
             return
         log(f"{self.name}: keyword index of {vault}")
         argv = [sys.executable, "-m", "markvault.cli", "--vault", str(vault)]
