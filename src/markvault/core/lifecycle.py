@@ -67,9 +67,8 @@ class IndexKeeper:
 
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = SentenceEmbedder(
-                self.settings.model, self.settings.index_dir / "encoders"
-            )
+            # The export is the same for every vault: one per machine, in the cache.
+            self._embedder = SentenceEmbedder(self.settings.model)
         return self._embedder
 
     def open_index(self, write: bool) -> Index:
