@@ -1806,6 +1806,7 @@ def mcp(
         from .server.tools import serve_stdio  # the SDK is imported only for this command
 
         serve_stdio(open_vault(ctx))
+        _exit_past_background_threads()
         return
     from .server.http import check_bind, serve_http
     from .server.tools import build_server
@@ -1821,6 +1822,20 @@ def mcp(
         extra_hosts=allow_hosts,
         extra_origins=allow_origins,
     )
+    _exit_past_background_threads()
+
+
+def _exit_past_background_threads() -> None:
+    """Leave at once when a server has closed its vault but a background thread still
+    works (the model loading, or being exported with torch, for a minute on first use):
+    the interpreter's exit would wait seconds for it and could abort in its C++
+    teardown. Nothing is left to flush: the vault is closed, files are written whole."""
+    import threading
+
+    if threading.active_count() > 1:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 @mcp.command("install")
