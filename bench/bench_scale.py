@@ -210,7 +210,8 @@ def crossover_row(size: int, workdir: Path, seed: int) -> str:
         con.execute("CREATE INDEX vecs_hnsw ON vecs USING HNSW (vec) WITH (metric = 'cosine')")
         build = time.perf_counter() - began
         sql = "SELECT id FROM vecs ORDER BY array_cosine_distance(vec, {q}) LIMIT {k}"
-        plan = str(con.execute("EXPLAIN " + sql.format(q=sql_vector(queries[0]), k=TOP_K)).fetchall())
+        explain = "EXPLAIN " + sql.format(q=sql_vector(queries[0]), k=TOP_K)
+        plan = str(con.execute(explain).fetchall())
         hnsw_ms, recall = [], []
         for qv, best in zip(queries, exact, strict=True):
             began = time.perf_counter()
