@@ -12,6 +12,7 @@ import pytest
 from markvault import sync
 from markvault.feed import FeedItem
 from markvault.host import open_local
+from markvault.index import keyword
 from markvault.model import NoProgress, ReindexReport
 from markvault.vault import Vault
 
@@ -23,7 +24,8 @@ TABLES = {
     "links": "SELECT source, target, target_path, line FROM links ORDER BY source, line, target",
     "postings": "SELECT v.term, p.chunk_id, p.tf, p.dl FROM postings p JOIN vocab v "
     "USING (termid) ORDER BY v.term, p.chunk_id",
-    "vocab": "SELECT term, df FROM vocab ORDER BY term",
+    "vocab": "SELECT term, df, ndf FROM vocab ORDER BY term",
+    "kw_stats": "SELECT n, total FROM kw_stats",
 }
 
 
@@ -163,3 +165,16 @@ def test_an_interrupted_batched_build_is_finished_by_the_next_sync(
     assert report.added + report.unchanged == 40
     for name in TABLES:  # links between notes of the first run are resolved too
         assert finished[name] == whole[name], name
+
+
+def test_a_keyword_rebuild_in_slices_equals_one_in_one_go(
+    write: WriteNotes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rebuild groups a slice of chunks, then of terms, at a time (memory)."""
+    vault = write(notes(40))
+    whole, _ = build(vault, tmp_path / "whole")
+    monkeypatch.setattr(keyword, "KW_REBUILD_SLICE", 3)
+    sliced, _ = build(vault, tmp_path / "sliced")
+    for name in TABLES:
+        assert sliced[name] == whole[name], name
+    assert len(whole["vocab"]) > 40
