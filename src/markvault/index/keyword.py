@@ -26,7 +26,7 @@ from .store import Store
 KW_DELTA_MIN = 5_000
 KW_DELTA_SHARE = 0.2
 KW_COMPACT_MIN_ROWS = 200_000
-KW_REBUILD_SLICE = 15_000  # chunks grouped at a time by a rebuild
+KW_REBUILD_SLICE = 15_000  # chunks whose tokens a rebuild groups at a time
 KW_COMPACT_SHARE = 0.1
 # Up to this many chunks of expired or superseded notes are dropped from results after
 # ranking; more, and the ranking query joins each candidate with its note instead.
@@ -54,38 +54,39 @@ class KeywordIndex:
         # Our tokens are final (split on whitespace only, no stemming, no folding), so
         # the postings are a GROUP BY of the split token strings: the fts extension's
         # create_fts_index gave the same rows but first stored every token occurrence
-        # (twice the time, and most of a first build's peak memory). The grouping runs
-        # a slice of the chunks (then of the terms) at a time: DuckDB's hash tables for
-        # one slice, not for the whole vault.
+        # (twice the time, and most of a first build's peak memory). Tokens are grouped
+        # a slice of the chunks at a time (DuckDB's hash table for one slice, not the
+        # vault), each row with its note's number for the note frequencies.
         row = self.con.execute("SELECT count(*), min(id), max(id) FROM chunks").fetchone()
         count, low, high = (int(row[0]), row[1], row[2]) if row and row[0] else (0, 0, 0)
-        slices = max(1, -(-count // KW_REBUILD_SLICE))
-        step = (high - low) // slices + 1
+        step = (high - low) // max(1, -(-count // KW_REBUILD_SLICE)) + 1
         with self.store.transaction():
             self.con.execute(
-                "CREATE OR REPLACE TEMP TABLE kw_all (chunk_id BIGINT, term VARCHAR, tf INTEGER)"
+                "CREATE OR REPLACE TEMP TABLE kw_notes AS SELECT id AS chunk_id, "
+                "dense_rank() OVER (ORDER BY path)::INTEGER AS note FROM chunks"
+            )
+            self.con.execute(
+                "CREATE OR REPLACE TEMP TABLE kw_all "
+                "(chunk_id BIGINT, note INTEGER, term VARCHAR, tf INTEGER)"
             )
             for first in range(low, high + 1, step):
                 self.con.execute(
-                    """INSERT INTO kw_all SELECT chunk_id, term, count(*)::INTEGER FROM (
-                        SELECT id AS chunk_id, unnest(string_split_regex(fts_text, '\\s+'))
-                        AS term FROM chunks WHERE id >= ? AND id < ?)
+                    """INSERT INTO kw_all SELECT chunk_id, any_value(note), term,
+                        count(*)::INTEGER
+                    FROM (SELECT id AS chunk_id,
+                                 unnest(string_split_regex(fts_text, '\\s+')) AS term
+                          FROM chunks WHERE id >= ? AND id < ?)
+                    JOIN kw_notes USING (chunk_id)
                     WHERE term <> '' GROUP BY chunk_id, term""",
                     [first, first + step],
                 )
             # df counts chunks, ndf notes (bm25.py scores both).
             self.con.execute(
-                "CREATE OR REPLACE TEMP TABLE kw_terms (term VARCHAR, df INTEGER, ndf INTEGER)"
+                """CREATE OR REPLACE TEMP TABLE kw_terms AS
+                SELECT term, sum(n)::INTEGER AS df, count(*)::INTEGER AS ndf
+                FROM (SELECT term, count(*) AS n FROM kw_all GROUP BY term, note)
+                GROUP BY term"""
             )
-            for part in range(slices):
-                self.con.execute(
-                    """INSERT INTO kw_terms SELECT term, sum(n)::INTEGER, count(*)::INTEGER FROM (
-                        SELECT k.term, count(*) AS n
-                        FROM kw_all k JOIN chunks c ON c.id = k.chunk_id
-                        WHERE hash(k.term) % ? = ? GROUP BY k.term, c.path)
-                    GROUP BY term""",
-                    [slices, part],
-                )
             # The term dictionary and one row per (term, chunk) with the chunk's length,
             # both sorted by term so that a query reads only its terms' row groups.
             self.con.execute(
@@ -101,8 +102,8 @@ class KeywordIndex:
                 ) s USING (chunk_id)
                 ORDER BY v.termid, k.chunk_id"""
             )
-            self.con.execute("DROP TABLE kw_all")
-            self.con.execute("DROP TABLE kw_terms")
+            for table in ("kw_notes", "kw_all", "kw_terms"):
+                self.con.execute(f"DROP TABLE {table}")
             # Every chunk counts as a document, also one without a single token.
             self.con.execute(
                 "CREATE OR REPLACE TABLE kw_stats AS SELECT "
