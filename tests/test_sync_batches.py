@@ -50,6 +50,13 @@ def tables(v: Vault) -> dict[str, list[tuple[object, ...]]]:
         return {name: con.execute(sql).fetchall() for name, sql in TABLES.items()}
 
 
+def assert_same_tables(
+    got: dict[str, list[tuple[object, ...]]], want: dict[str, list[tuple[object, ...]]]
+) -> None:
+    for name in TABLES:
+        assert got[name] == want[name], name
+
+
 def build(vault: Path, index: Path) -> tuple[dict[str, list[tuple[object, ...]]], ReindexReport]:
     with open_local(vault, index) as v:
         report = v.reindex(vectors=False)
@@ -90,8 +97,7 @@ def test_a_batched_first_build_equals_one_write(
     whole, whole_report = build(vault, tmp_path / "whole")
     monkeypatch.setattr(sync, "APPLY_BATCH", 7)
     batched, batched_report = build(vault, tmp_path / "batched")
-    for name in TABLES:
-        assert batched[name] == whole[name], name
+    assert_same_tables(batched, whole)
     assert batched_report.added == whole_report.added == 40
     assert batched_report.warnings == whole_report.warnings
     assert any(w["path"] == "notes/n011.md" for w in batched_report.warnings)
@@ -124,8 +130,7 @@ def test_a_batched_update_equals_one_write_and_tells_the_feed_the_same(
     whole, whole_report, whole_heard = first_build_then_more(tmp_path / "whole")
     monkeypatch.setattr(sync, "APPLY_BATCH", 4)
     batched, batched_report, batched_heard = first_build_then_more(tmp_path / "batched")
-    for name in TABLES:
-        assert batched[name] == whole[name], name
+    assert_same_tables(batched, whole)
     assert (batched_report.added, batched_report.updated) == (31, 1)
     assert batched_report.to_json() == whole_report.to_json() | {
         "seconds": batched_report.to_json()["seconds"]
@@ -163,18 +168,16 @@ def test_an_interrupted_batched_build_is_finished_by_the_next_sync(
         report = v.reindex(vectors=False)
         finished = tables(v)
     assert report.added + report.unchanged == 40
-    for name in TABLES:  # links between notes of the first run are resolved too
-        assert finished[name] == whole[name], name
+    assert_same_tables(finished, whole)  # links between notes of the first run are resolved too
 
 
 def test_a_keyword_rebuild_in_slices_equals_one_in_one_go(
     write: WriteNotes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The rebuild groups a slice of chunks, then of terms, at a time (memory)."""
+    """The rebuild groups the tokens of a slice of the chunks at a time (memory)."""
     vault = write(notes(40))
     whole, _ = build(vault, tmp_path / "whole")
     monkeypatch.setattr(keyword, "KW_REBUILD_SLICE", 3)
     sliced, _ = build(vault, tmp_path / "sliced")
-    for name in TABLES:
-        assert sliced[name] == whole[name], name
+    assert_same_tables(sliced, whole)
     assert len(whole["vocab"]) > 40
