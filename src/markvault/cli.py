@@ -617,9 +617,38 @@ def status(ctx: click.Context, as_json: bool) -> None:
         f"{pending['deleted']} deleted"
         + (" — run `vault reindex`" if any(pending.values()) else ""),
     ]
+    lines += [_watcher_line(info["watcher"]), _autosync_line(info["autosync"])]
     click.echo("\n".join(lines))
     for p in info["problems"][:20]:
         click.echo(click.style("problem  ", fg="yellow") + f"{p['path']}: {p['problem']}")
+
+
+def _watcher_line(watcher: dict[str, Any] | None) -> str:
+    if watcher is None:
+        return "watcher  none running (`vault watch` or `vault mcp` keeps the index in step)"
+    state = "ready" if watcher["ready"] else "starting" if watcher["running"] else "stopped"
+    mode = "polling" if watcher["mode"] == "polling" else "file events"
+    return f"watcher  {mode}, {state}" + (
+        f" · last error: {watcher['last_error']}" if watcher.get("last_error") else ""
+    )
+
+
+def _autosync_line(autosync: dict[str, Any]) -> str:
+    running = autosync["running"]
+    if not autosync["on"]:
+        return "sync     automatic sync off (`[sync] auto = true` in .markvault.toml turns it on)"
+    if running is None:
+        return "sync     automatic, in the owner (`vault watch` or `vault mcp`): none running"
+    every, quiet = running["interval_s"], running["quiet_s"]
+    line = f"sync     automatic every {every:g} s and {quiet:g} s after a change"
+    last = running["last"]
+    if last is None:
+        return line + "; not run yet"
+    if not last["ok"]:
+        what = last.get("message") or "conflict in " + ", ".join(last["conflicts"])
+        return line + f"; last {running['last_at']} failed: {what}"
+    done = f"{last['committed']} committed, {last['pulled']} pulled, {last['pushed']} pushed"
+    return line + f"; last {running['last_at']}: {done}"
 
 
 # `vault edit` option -> the edit it asks for.
@@ -2078,5 +2107,33 @@ def _print_sync(report: dict[str, Any]) -> None:
         click.echo(f"Up to date with {upstream}.")
 
 
+def run() -> None:
+    """The `vault` command: the console script and `python -m markvault.cli`."""
+    try:
+        main()
+    except SystemExit as exc:
+        _leave_background_threads(exc.code)
+        raise
+
+
+def _leave_background_threads(code: object) -> None:
+    """Exit at once when the command is done (its vault closed by the context's close
+    callbacks) but a daemon thread still works: the model loading in the background, or
+    being exported with torch on first use. The interpreter's exit would wait seconds for
+    it and could abort in the libraries' C++ teardown ("terminate called ...", SIGABRT).
+    Nothing of ours is left to flush: files are written whole, the index is closed."""
+    import threading
+
+    main_thread = threading.main_thread()
+    if not any(t.daemon and t is not main_thread for t in threading.enumerate()):
+        return  # the usual way out
+    if isinstance(code, str):  # sys.exit("message"): printed as the interpreter would
+        print(code, file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a reader already gone: nothing to say
+            stream.flush()
+    os._exit(code if isinstance(code, int) else 0 if code is None else 1)
+
+
 if __name__ == "__main__":
-    main()
+    run()
