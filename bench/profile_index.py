@@ -245,47 +245,55 @@ def profile_build(corpus: Path, workdir: Path, stages: Stages, alternatives: boo
 def alternative_postings(con: Any, stages: Stages) -> None:
     """The same postings built the way markvault built them before: the fts extension's
     create_fts_index (one row per token occurrence), then grouped (same run, same data)."""
+    with stages.stage("alt: postings via the fts extension") as s:
+        differing = differing_from_fts(con)
+        s.note = f"rows differing from the SQL rebuild: {differing}"
+
+
+def differing_from_fts(con: Any) -> int:
+    """How many (term, chunk, tf, dl, df, ndf) rows of markvault's postings and of the
+    fts extension's create_fts_index over the same token strings disagree (0: none).
+    The fts extension is the reference the SQL rebuild is held to (tests/test_keyword)."""
     from markvault.index.store import load_extension
 
-    with stages.stage("alt: postings via the fts extension") as s:
-        load_extension(con, "fts")
-        con.execute(
-            "PRAGMA create_fts_index('chunks', 'id', 'fts_text', stemmer='none', "
-            "stopwords='none', ignore='\\s+', strip_accents=0, lower=0, overwrite=1)"
-        )
-        con.execute(
-            """CREATE OR REPLACE TABLE postings2 AS
-            SELECT t.termid::INTEGER AS termid, d.name AS chunk_id,
-                   count(*)::INTEGER AS tf, any_value(d.len)::INTEGER AS dl
-            FROM fts_main_chunks.terms t JOIN fts_main_chunks.docs d USING (docid)
-            GROUP BY t.termid, d.name ORDER BY t.termid, d.name"""
-        )
-        con.execute(
-            """CREATE OR REPLACE TABLE vocab2 AS
-            SELECT d.term, d.termid::INTEGER AS termid, d.df::INTEGER AS df,
-                   coalesce(n.ndf, 0)::INTEGER AS ndf
-            FROM fts_main_chunks.dict d LEFT JOIN (
-                SELECT p.termid, count(DISTINCT c.path) AS ndf
-                FROM postings2 p JOIN chunks c ON c.id = p.chunk_id GROUP BY p.termid
-            ) n ON n.termid = d.termid
-            ORDER BY d.term"""
-        )
-        con.execute("PRAGMA drop_fts_index('chunks')")
-        same = con.execute(
-            """SELECT count(*) FROM (
-                (SELECT v.term, p.chunk_id, p.tf, p.dl, v.df, v.ndf
-                 FROM postings p JOIN vocab v USING (termid)
-                 EXCEPT SELECT v.term, p.chunk_id, p.tf, p.dl, v.df, v.ndf
-                 FROM postings2 p JOIN vocab2 v USING (termid))
-                UNION ALL
-                (SELECT v.term, p.chunk_id, p.tf, p.dl, v.df, v.ndf
-                 FROM postings2 p JOIN vocab2 v USING (termid)
-                 EXCEPT SELECT v.term, p.chunk_id, p.tf, p.dl, v.df, v.ndf
-                 FROM postings p JOIN vocab v USING (termid)))"""
-        ).fetchone()
-        s.note = f"rows differing from the SQL rebuild: {same[0] if same else '?'}"
+    load_extension(con, "fts")
+    con.execute(
+        "PRAGMA create_fts_index('chunks', 'id', 'fts_text', stemmer='none', "
+        "stopwords='none', ignore='\\s+', strip_accents=0, lower=0, overwrite=1)"
+    )
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE postings2 AS
+        SELECT t.termid::INTEGER AS termid, d.name AS chunk_id,
+               count(*)::INTEGER AS tf, any_value(d.len)::INTEGER AS dl
+        FROM fts_main_chunks.terms t JOIN fts_main_chunks.docs d USING (docid)
+        GROUP BY t.termid, d.name ORDER BY t.termid, d.name"""
+    )
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE vocab2 AS
+        SELECT d.term, d.termid::INTEGER AS termid, d.df::INTEGER AS df,
+               coalesce(n.ndf, 0)::INTEGER AS ndf
+        FROM fts_main_chunks.dict d LEFT JOIN (
+            SELECT p.termid, count(DISTINCT c.path) AS ndf
+            FROM postings2 p JOIN chunks c ON c.id = p.chunk_id GROUP BY p.termid
+        ) n ON n.termid = d.termid
+        ORDER BY d.term"""
+    )
+    con.execute("PRAGMA drop_fts_index('chunks')")
+    row = con.execute(
+        """SELECT count(*) FROM (
+            (SELECT v.term, p.chunk_id, p.tf, p.dl, v.df, v.ndf
+             FROM postings p JOIN vocab v USING (termid)
+             EXCEPT SELECT v.term, p.chunk_id, p.tf, p.dl, v.df, v.ndf
+             FROM postings2 p JOIN vocab2 v USING (termid))
+            UNION ALL
+            (SELECT v.term, p.chunk_id, p.tf, p.dl, v.df, v.ndf
+             FROM postings2 p JOIN vocab2 v USING (termid)
+             EXCEPT SELECT v.term, p.chunk_id, p.tf, p.dl, v.df, v.ndf
+             FROM postings p JOIN vocab v USING (termid)))"""
+    ).fetchone()
     con.execute("DROP TABLE postings2")
     con.execute("DROP TABLE vocab2")
+    return int(row[0]) if row else -1
 
 
 def hot_profile(stages: Stages) -> None:
