@@ -63,6 +63,8 @@ def test_a_note_written_on_one_machine_reaches_the_other_by_itself(
     assert pushed["changes"][0]["path"] == "notes/Written by an agent.md"
     assert "1 note added" in pushed["message"]
     b.next_sync(lambda r: isinstance(r, dict) and r["pulled"])
+    running = a.vault.status()["autosync"]["running"]  # `vault status` asks the owner
+    assert running["runs"] >= 2 and running["interval_s"] == 1 and running["last_at"]
     assert [h.path for h in b.vault.search("capybara", mode="keyword").hits] == [
         "notes/Written by an agent.md"
     ]
@@ -77,6 +79,9 @@ def test_a_vault_with_no_upstream_is_said_once(tmp_path: Path) -> None:
     try:
         assert "no upstream" in str(m.next_sync(lambda r: isinstance(r, ConfigError)))
         assert m.host.autosync is not None and m.host.autosync.runs == 1
+        status = m.vault.status()["autosync"]
+        assert status["on"] and status["running"]["last"]["ok"] is False
+        assert "no upstream" in status["running"]["last"]["message"]
     finally:
         m.host.close()
 

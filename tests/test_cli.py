@@ -120,7 +120,12 @@ def test_status(small: Path) -> None:
     assert info["pending"] == {"new": 0, "changed": 0, "deleted": 0}
     (small / "notes" / "new.md").write_text("x", encoding="utf-8")
     assert json.loads(run(small, "status", "--json").output)["pending"]["new"] == 1
-    assert "pending" in run(small, "status").output
+    text = run(small, "status").output
+    assert "pending" in text
+    # No owner runs here: the watcher and automatic sync say so, and how to start them.
+    assert "watcher  none running (`vault watch`" in text
+    assert "sync     automatic sync off (`[sync] auto = true`" in text
+    assert info["watcher"] is None and info["autosync"] == {"on": False, "running": None}
     # A command other than status syncs a small change first (core/freshness.py).
     fresh = json.loads(run(small, "search", "quokka", "--mode", "keyword", "--json").stdout)
     assert not any("behind" in w for w in fresh["warnings"])

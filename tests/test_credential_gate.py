@@ -309,6 +309,39 @@ def test_transcript_import_redacts_even_in_refuse_mode(home: Home, vault: Vault)
     assert home.leaks() == []
 
 
+def test_transcript_import_keeps_what_the_allowlist_lets_through(home: Home, vault: Vault) -> None:
+    """An entry for any note, or for the note that already holds the session, lets its
+    credential through an import; every other one is still redacted."""
+    project = home.root / "claude" / "projects" / "-home-me-work-ci"
+    project.mkdir(parents=True)
+    transcript = project / "0a1b2c3d-aaaa-4bbb-8ccc-000000000002.jsonl"
+    lines = [
+        user(f"Push with {home.github}, key {home.aws_key}", "2025-05-01T10:00:00Z"),
+        assistant("Pushed.", "2025-05-01T10:00:05Z"),
+    ]
+
+    def write(lines: list[dict[str, Any]]) -> None:
+        transcript.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+
+    write(lines)
+    (github,) = [f.fingerprint for f in scan(home.github)]
+    (aws,) = [f.fingerprint for f in scan(home.aws_key)]
+    home.refuse(allow=[("*", github)])
+    first = vault.import_sessions(home.root / "claude" / "projects")
+    note = home.vault / first.sessions[0]["path"]
+    text = note.read_text(encoding="utf-8")
+    assert home.github in text and home.aws_key not in text
+    assert first.redactions == 1
+
+    home.refuse(allow=[(first.sessions[0]["path"], aws)])  # this note's entry only
+    lines.append(user(f"Again {home.aws_key} and {home.github}", "2025-05-01T10:01:00Z"))
+    write(lines)
+    again = vault.import_sessions(home.root / "claude" / "projects")
+    assert again.updated == 1
+    added = note.read_text(encoding="utf-8").split("Again", 1)[1]
+    assert home.aws_key in added and home.github not in added
+
+
 def test_the_gate_refuses_before_anything_is_named_or_written(home: Home, vault: Vault) -> None:
     home.refuse()
     with pytest.raises(CredentialRefused) as caught:

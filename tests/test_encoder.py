@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -119,9 +121,18 @@ def test_fp32_onnx_matches_torch(
     tmp_path: Path, plain_vectors: np.ndarray, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MARKVAULT_ENCODER", "onnx")
+    # What a process closed mid-export left is removed by the next export; a folder
+    # another process may be exporting into right now is not.
+    abandoned, under_way = tmp_path / "cache" / ".export-old", tmp_path / "cache" / ".export-new"
+    for work in (abandoned, under_way):
+        (work / "fp32.onnx").parent.mkdir(parents=True)
+        (work / "fp32.onnx").write_bytes(b"half")
+    hour_ago = time.time() - 3600
+    os.utime(abandoned, (hour_ago, hour_ago))
     embedder = SentenceEmbedder("all-MiniLM-L6-v2", tmp_path / "cache")
     cosine = (embedder.encode(TEXTS) * plain_vectors).sum(axis=1)
     assert embedder.backend == "onnx" and cosine.min() > 0.9999
+    assert not abandoned.exists() and under_way.exists()
 
 
 @pytest.mark.model

@@ -15,6 +15,7 @@ A vault with no repository or no upstream is said once, then left alone.
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 import threading
 import time
@@ -48,6 +49,7 @@ class AutoSync:
         self._last_problem = ""
         self.runs = 0  # syncs attempted
         self._results: list[Result] = []  # the last few, for ``wait_for``
+        self._last_at: str | None = None  # when the last one ended (ISO, UTC)
         self._done = threading.Condition()
 
     def start(self) -> None:
@@ -128,9 +130,35 @@ class AutoSync:
             self._last_problem = line
 
     def _report(self, result: Result) -> None:
+        self._last_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         with self._done:
             self._results = [*self._results[-KEPT_RESULTS + 1 :], result]
             self._done.notify_all()
+
+    def status(self) -> dict[str, Any]:
+        """A JSON-ready summary for ``vault status``: how often it runs and how the last
+        sync went (a problem stays named until a sync succeeds)."""
+        last: dict[str, Any] | None = None
+        if self._results:
+            result = self._results[-1]
+            if isinstance(result, MarkvaultError):
+                last = {"ok": False, "message": str(result)}
+            else:
+                last = {
+                    "ok": not result["conflicts"],
+                    "conflicts": list(result["conflicts"]),
+                    "committed": len(result["changes"]),
+                    "pulled": result["pulled"],
+                    "pushed": result["pushed"],
+                }
+        return {
+            "interval_s": self.settings.interval,
+            "quiet_s": self.settings.quiet,
+            "runs": self.runs,
+            "last_at": self._last_at,
+            "last": last,
+            "problem": self._last_problem or None,
+        }
 
     def wait_for(self, wanted: Callable[[Result], bool], timeout: float) -> Result | None:
         """The first of the recent results for which ``wanted`` holds, waiting up to

@@ -617,9 +617,38 @@ def status(ctx: click.Context, as_json: bool) -> None:
         f"{pending['deleted']} deleted"
         + (" — run `vault reindex`" if any(pending.values()) else ""),
     ]
+    lines += [_watcher_line(info["watcher"]), _autosync_line(info["autosync"])]
     click.echo("\n".join(lines))
     for p in info["problems"][:20]:
         click.echo(click.style("problem  ", fg="yellow") + f"{p['path']}: {p['problem']}")
+
+
+def _watcher_line(watcher: dict[str, Any] | None) -> str:
+    if watcher is None:
+        return "watcher  none running (`vault watch` or `vault mcp` keeps the index in step)"
+    state = "ready" if watcher["ready"] else "starting" if watcher["running"] else "stopped"
+    mode = "polling" if watcher["mode"] == "polling" else "file events"
+    return f"watcher  {mode}, {state}" + (
+        f" · last error: {watcher['last_error']}" if watcher.get("last_error") else ""
+    )
+
+
+def _autosync_line(autosync: dict[str, Any]) -> str:
+    running = autosync["running"]
+    if not autosync["on"]:
+        return "sync     automatic sync off (`[sync] auto = true` in .markvault.toml turns it on)"
+    if running is None:
+        return "sync     automatic, in the owner (`vault watch` or `vault mcp`): none running"
+    every, quiet = running["interval_s"], running["quiet_s"]
+    line = f"sync     automatic every {every:g} s and {quiet:g} s after a change"
+    last = running["last"]
+    if last is None:
+        return line + "; not run yet"
+    if not last["ok"]:
+        what = last.get("message") or "conflict in " + ", ".join(last["conflicts"])
+        return line + f"; last {running['last_at']} failed: {what}"
+    done = f"{last['committed']} committed, {last['pulled']} pulled, {last['pushed']} pushed"
+    return line + f"; last {running['last_at']}: {done}"
 
 
 # `vault edit` option -> the edit it asks for.
@@ -1777,6 +1806,7 @@ def mcp(
         from .server.tools import serve_stdio  # the SDK is imported only for this command
 
         serve_stdio(open_vault(ctx))
+        _exit_past_background_threads()
         return
     from .server.http import check_bind, serve_http
     from .server.tools import build_server
@@ -1792,6 +1822,20 @@ def mcp(
         extra_hosts=allow_hosts,
         extra_origins=allow_origins,
     )
+    _exit_past_background_threads()
+
+
+def _exit_past_background_threads() -> None:
+    """Leave at once when a server has closed its vault but a background thread still
+    works (the model loading, or being exported with torch, for a minute on first use):
+    the interpreter's exit would wait seconds for it and could abort in its C++
+    teardown. Nothing is left to flush: the vault is closed, files are written whole."""
+    import threading
+
+    if threading.active_count() > 1:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 @mcp.command("install")

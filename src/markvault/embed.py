@@ -78,8 +78,8 @@ class SentenceEmbedder:
     (``fallback_reason`` says why)."""
 
     def __init__(self, name: str, cache_dir: Path | None = None) -> None:
-        """``cache_dir``: where the ONNX export is kept (the index's ``encoders`` folder);
-        None: the user's cache folder."""
+        """``cache_dir``: where the ONNX export is kept; None: ``encoders/`` in the user's
+        cache folder (``encoder.default_cache_dir``)."""
         self.name = name
         self.cache_dir = cache_dir
         self.backend = "torch"

@@ -1,12 +1,14 @@
-"""Sentence embeddings through ONNX Runtime: the model exported once, cached beside the index.
+"""Sentence embeddings through ONNX Runtime: the model exported once per machine, cached
+beside the indexes.
 
 sentence-transformers runs the model in torch fp32. The same network exported to ONNX
 and run by ONNX Runtime, with most of its weight matrices in int8, encodes about three
 times faster on a CPU at the same retrieval quality (``bench/bench_embed.py``). Nothing
 is downloaded: the first use exports the local model folder (the packaged default or a
-folder the user named) with torch into ``<index>/encoders/<key>/model.onnx``
-(``encoder_export.py``); every later process loads only onnxruntime and the fast
-tokenizer, never torch.
+folder the user named) with torch into ``<cache>/markvault/encoders/<key>/model.onnx``
+(``encoder_export.py``), beside the default index folders and shared by every vault and
+process (the key names the model's files and the backend); every later process loads
+only onnxruntime and the fast tokenizer, never torch.
 
 Backends (``MARKVAULT_ENCODER``):
 
@@ -66,8 +68,12 @@ def backend_choice(env: dict[str, str] | None = None) -> str:
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "markvault" / "encoders"
+    """``encoders/`` in the user's cache folder, beside the default index folders."""
+    import platformdirs
+
+    from .config import APP_NAME
+
+    return platformdirs.user_cache_path(APP_NAME) / "encoders"
 
 
 def read_layout(model_dir: str | Path) -> ModelLayout | None:

@@ -30,7 +30,9 @@ import inspect
 import json
 import logging
 import os
+import shutil
 import tempfile
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -77,6 +79,7 @@ def build(layout: ModelLayout, backend: str, folder: Path) -> None:
         EncoderUnavailable: the export failed or its vectors are not faithful.
     """
     folder.parent.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned_exports(folder.parent)
     with tempfile.TemporaryDirectory(prefix=".export-", dir=folder.parent) as tmp:
         work = Path(tmp)
         final = work / "model.onnx"
@@ -104,6 +107,19 @@ def build(layout: ModelLayout, backend: str, folder: Path) -> None:
             work.rename(folder)
     if not (folder / "model.onnx").is_file():
         raise EncoderUnavailable(f"could not write the exported model to {folder}")
+
+
+# An export takes well under this; a ``.export-*`` folder older than it was left by a
+# process that ended mid-export (a server closed while its model loaded).
+ABANDONED_EXPORT_SECONDS = 600
+
+
+def _remove_abandoned_exports(cache: Path) -> None:
+    now = time.time()
+    for work in cache.glob(".export-*"):
+        with contextlib.suppress(OSError):
+            if now - work.stat().st_mtime > ABANDONED_EXPORT_SECONDS:
+                shutil.rmtree(work)
 
 
 def export_fp32(layout: ModelLayout, target: Path) -> np.ndarray:

@@ -80,11 +80,16 @@ class LocalHost:
         self.backfill_idle = threading.Event()
         self._stopping = threading.Event()
         self._on_report: SyncReport | None = None
-        self.autosync: AutoSync | None = None  # [sync] auto: started with the background
 
     @property
     def settings(self) -> Settings:
         return self._core.settings
+
+    @property
+    def autosync(self) -> AutoSync | None:
+        """``[sync] auto``'s runner, started with the background (kept by the core's
+        keeper, whose status reports it)."""
+        return self._core.keeper.autosync
 
     @property
     def model_wait(self) -> float | None:
@@ -222,8 +227,9 @@ class LocalHost:
         host, so it takes its turn with every other call."""
         if self.autosync is not None or not self.settings.sync.auto:
             return
-        self.autosync = AutoSync(lambda: Vault(self).sync(), self.settings.sync)
-        self.autosync.start()
+        autosync = AutoSync(lambda: Vault(self).sync(), self.settings.sync)
+        self._core.keeper.autosync = autosync
+        autosync.start()
 
     def _start_watching(self, poll: bool | None = None) -> None:
         """Keep the index in step with the files (servers and `vault watch` do this)."""

@@ -169,9 +169,15 @@ class _Counter:
     redactions: int = 0
 
 
-def sanitize(text: str, counter: _Counter | None = None, gated: bool = False) -> str:
+def sanitize(
+    text: str,
+    counter: _Counter | None = None,
+    gated: bool = False,
+    allowed: frozenset[str] = frozenset(),
+) -> str:
     """Text as it may appear in a note: private spans gone, secrets redacted (unless
-    ``gated``: the caller passes the text through the credential gate itself), clean.
+    ``gated``: the caller passes the text through the credential gate itself; or
+    ``allowed``: fingerprints the vault's allowlist lets through), clean.
 
     Order matters: ``<private>`` spans go first so that nothing inside them is ever
     processed further; secrets are redacted before base64 blobs are collapsed so a
@@ -183,7 +189,7 @@ def sanitize(text: str, counter: _Counter | None = None, gated: bool = False) ->
     text = _SURROGATE.sub("\ufffd", _CONTROL.sub("", _ANSI.sub("", text)))
     text = _PRIVATE.sub("", text)
     if not gated:
-        text = redact(text, counter)
+        text = redact(text, counter, allowed)
     return _BASE64.sub(_base64_placeholder, text)
 
 
@@ -195,9 +201,18 @@ def _base64_placeholder(m: re.Match[str]) -> str:
     return f"[base64 data, {len(blob)} chars]"
 
 
-def redact(text: str, counter: _Counter | None = None) -> str:
-    """``text`` with every credential the gate finds (credentials.py) redacted."""
+def redact(
+    text: str, counter: _Counter | None = None, allowed: frozenset[str] = frozenset()
+) -> str:
+    """``text`` with every credential the gate finds (credentials.py) redacted, except
+    those whose fingerprint is ``allowed`` (fingerprints are slow: only taken then)."""
     findings = credentials.find(text)
+    if findings and allowed:
+        findings = [
+            f
+            for f in findings
+            if credentials.fingerprint(f.rule, text[f.start : f.end]) not in allowed
+        ]
     if counter is not None:
         counter.redactions += len(findings)
     return credentials.redact(text, findings) if findings else text
@@ -303,9 +318,10 @@ class _Run:
 class _Reader:
     """Accumulates one transcript line by line; :meth:`session` builds the result."""
 
-    def __init__(self, session_id: str, source: str) -> None:
+    def __init__(self, session_id: str, source: str, allowed: frozenset[str]) -> None:
         self.session_id = session_id
         self.source = source
+        self.allowed = allowed
         self.counter = _Counter()
         self.events: list[Event] = []
         self.results: dict[str, ToolResult] = {}
@@ -386,7 +402,7 @@ class _Reader:
 
     def _clean(self, text: str, limit: int = MAX_TEXT_CHARS) -> str:
         """Sanitised and cut; cut first too, so a pasted megabyte is not scanned whole."""
-        cleaned = sanitize(text[: limit * 2], self.counter).strip()
+        cleaned = sanitize(text[: limit * 2], self.counter, allowed=self.allowed).strip()
         if len(cleaned) <= limit and len(text) <= limit * 2:
             return cleaned
         more = len(cleaned) - limit + max(0, len(text) - limit * 2)
@@ -495,7 +511,7 @@ class _Reader:
         if not isinstance(tool_id, str) or not tool_id:
             return
         text = _result_text(block.get("content"))
-        cleaned = sanitize(text[:4000], self.counter).strip("\n")
+        cleaned = sanitize(text[:4000], self.counter, allowed=self.allowed).strip("\n")
         lines = [line.rstrip() for line in cleaned.split("\n")]
         while lines and not lines[-1]:
             lines.pop()
@@ -660,9 +676,14 @@ def _project_name(cwd: str) -> str:
 
 
 def read_transcript(
-    path: str | Path, *, session_id: str | None = None, max_line_bytes: int = MAX_LINE_BYTES
+    path: str | Path,
+    *,
+    session_id: str | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    allowed: frozenset[str] = frozenset(),
 ) -> Session:
     """Parse one transcript file into a :class:`Session`; bad lines are counted, not fatal.
+    Credentials are redacted, except those whose fingerprint is ``allowed``.
 
     The session id is the file's stem (Claude Code names files by session id; a resumed
     session's file may repeat the messages of the session it continued, with their old
@@ -689,14 +710,20 @@ def read_transcript(
             session_id=session_id or file.stem,
             source=str(file),
             max_line_bytes=max_line_bytes,
+            allowed=allowed,
         )
 
 
 def parse_transcript(
-    lines: IO[bytes], *, session_id: str, source: str = "", max_line_bytes: int = MAX_LINE_BYTES
+    lines: IO[bytes],
+    *,
+    session_id: str,
+    source: str = "",
+    max_line_bytes: int = MAX_LINE_BYTES,
+    allowed: frozenset[str] = frozenset(),
 ) -> Session:
     """Parse a transcript from a binary stream (see :func:`read_transcript`)."""
-    reader = _Reader(session_id, source)
+    reader = _Reader(session_id, source, allowed)
     try:
         for raw in _lines(lines, max_line_bytes):
             reader.feed(raw)

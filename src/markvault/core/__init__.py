@@ -65,7 +65,7 @@ class Core:
         """The session import pipeline."""
         from .session_import import SessionImporter
 
-        return SessionImporter(self.keeper)
+        return SessionImporter(self.keeper, self.gate)
 
     @cached_property
     def sessions(self) -> SessionNotes:

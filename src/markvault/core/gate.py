@@ -3,8 +3,8 @@ note text a write brings passes the vault's policy (credentials.py, ``[credentia
 ``.markvault.toml``) before anything is named or written, and the write's result says
 what was redacted. Every write path of the core (create, edit, move, restore, learn,
 store, session summaries) goes through ``CredentialGate.write``; transcript import
-redacts on its own, always (sessions.py), so that automatic capture never loses a
-session to refuse mode.
+redacts on its own, always (sessions.py, with the allowlist's fingerprints from
+core/session_import.py), so that automatic capture never loses a session to refuse mode.
 
 An edit answers only for what it adds: a credential already in the note (a person's,
 or an allowed one) is left as it is, to ``vault check`` and ``vault sync``.

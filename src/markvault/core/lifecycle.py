@@ -22,6 +22,7 @@ from ..index import Index, IndexUnusable
 from ..model import Progress, ReindexReport
 
 if TYPE_CHECKING:
+    from ..autosync import AutoSync
     from ..watch import Watcher
 
 # A write or a watcher's sync embeds its new chunks at once when there are at most this
@@ -46,6 +47,7 @@ class IndexKeeper:
         # index is busy (a tuple is replaced whole, so reading needs no lock).
         self.activity: tuple[str, int, int] | None = None
         self.watcher: Watcher | None = None  # set by a host that watches the files
+        self.autosync: AutoSync | None = None  # set by a host that syncs with git itself
         self.feed = ChangeFeed()  # what each sync changed, for whoever listens (feed.py)
 
     @property
@@ -65,9 +67,8 @@ class IndexKeeper:
 
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = SentenceEmbedder(
-                self.settings.model, self.settings.index_dir / "encoders"
-            )
+            # The export is the same for every vault: one per machine, in the cache.
+            self._embedder = SentenceEmbedder(self.settings.model)
         return self._embedder
 
     def open_index(self, write: bool) -> Index:
@@ -178,6 +179,11 @@ class IndexKeeper:
             "problems": index.reads.problems(),
             "notices": self.notices,
             "watcher": self.watcher.status() if self.watcher else None,
+            "autosync": {
+                "on": self.settings.sync.auto,
+                # None where no owner runs it (this process is not one, or none runs).
+                "running": self.autosync.status() if self.autosync else None,
+            },
         }
 
     def pending(self) -> dict[str, int]:

@@ -1,7 +1,12 @@
 """The session import pipeline: Claude Code transcripts -> session notes, incremental and
 idempotent. A transcript (and its note) as the last import left them is not even read;
 the others are parsed (in worker processes when there are many), written without losing
-a person's edits, and the index is refreshed once at the end."""
+a person's edits, and the index is refreshed once at the end.
+
+Credentials in a transcript are redacted in either mode of the vault's policy (automatic
+capture must never lose a session to refuse mode), except what the allowlist lets
+through: entries for any note (``note = "*"``) and for the note that already holds the
+session."""
 
 from __future__ import annotations
 
@@ -32,14 +37,16 @@ from ..sessions import (
     transcripts_at,
 )
 from .common import moment
+from .gate import CredentialGate
 from .lifecycle import IndexKeeper
 
 
 class SessionImporter:
     """Imports transcripts into session notes (see the module's docstring)."""
 
-    def __init__(self, keeper: IndexKeeper) -> None:
+    def __init__(self, keeper: IndexKeeper, gate: CredentialGate) -> None:
         self.keeper = keeper
+        self.gate = gate
 
     def import_sessions(
         self,
@@ -86,7 +93,8 @@ class SessionImporter:
             progress.advance(1)
         recorded: list[dict[str, Any]] = []
         try:
-            for transcript, parsed in _parse_transcripts(todo):
+            allowed = self._allowed_for(state.known)
+            for transcript, parsed in _parse_transcripts(todo, allowed):
                 row = self._import_transcript(transcript, parsed, state.known, report)
                 if row is not None:
                     recorded.append(row)
@@ -100,6 +108,19 @@ class SessionImporter:
                 self.keeper.open_index(write=True).sessions.record_sources(recorded)
         report.seconds = time.perf_counter() - began
         return report
+
+    def _allowed_for(
+        self, known: Mapping[str, Mapping[str, Any]]
+    ) -> Callable[[str], frozenset[str]]:
+        """session id -> the fingerprints the allowlist lets through in its transcript."""
+        allow = self.gate.policy().allow
+        anywhere = frozenset(fp for note, fp in allow if note == "*")
+
+        def allowed(session_id: str) -> frozenset[str]:
+            path = known.get(session_id, {}).get("path")
+            return anywhere | frozenset(fp for note, fp in allow if note == path)
+
+        return allowed
 
     def _import_state(self, report: SessionImportReport) -> _ImportState:
         """What the import needs to know before reading transcripts: session_id -> the
@@ -300,24 +321,26 @@ def renderer_fingerprint() -> str:
         return "version-" + importlib.metadata.version("markvault")
 
 
-def _read_transcript_batch(batch: list[tuple[str, str]]) -> list[Session | str]:
-    """read_transcript over (path, session id) pairs; an error becomes its message
-    (exceptions lose their hint when pickled back from a worker)."""
+def _read_transcript_batch(
+    batch: list[tuple[str, str, frozenset[str]]],
+) -> list[Session | str]:
+    """read_transcript over (path, session id, allowed fingerprints); an error becomes
+    its message (exceptions lose their hint when pickled back from a worker)."""
     out: list[Session | str] = []
-    for path, sid in batch:
+    for path, sid, allowed in batch:
         try:
-            out.append(read_transcript(path, session_id=sid))
+            out.append(read_transcript(path, session_id=sid, allowed=allowed))
         except MarkvaultError as exc:
             out.append(str(exc))
     return out
 
 
 def _parse_transcripts(
-    todo: list[TranscriptFile],
+    todo: list[TranscriptFile], allowed: Callable[[str], frozenset[str]]
 ) -> Iterator[tuple[TranscriptFile, Session | str]]:
     """Each transcript with its parsed session (or error message), in order; parsed in
     worker processes when there are many (JSON and redaction patterns: CPU-bound)."""
-    pairs = [(str(t.path), t.session_id) for t in todo]
+    pairs = [(str(t.path), t.session_id, allowed(t.session_id)) for t in todo]
     position = 0
     for done in in_workers(
         pairs,
