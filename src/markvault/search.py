@@ -78,8 +78,8 @@ class Searcher:
 
         ``variants`` (deep mode only) are rewrites of the query written by the caller;
         ``order`` "date" sorts the matching notes newest first; ``min_score`` drops hits
-        scoring below it (BM25 for keyword, cosine for vector, the 0-1 fused score for
-        hybrid, RRF for deep).
+        scoring below it (BM25 for keyword, cosine for vector, the fused score for
+        hybrid: at most 1, fusion.py; RRF for deep).
         """
         parsed_variants = check_request(query, mode, limit, offset, order, variants)
         filters = filters or Filters()
