@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from markvault.text import normalize, prefix_token, tokenize
 
 
@@ -37,3 +39,18 @@ def test_words_split_on_punctuation_and_underscores() -> None:
 def test_prefix_token_is_normalized_not_stemmed() -> None:
     assert prefix_token("Runn") == "runn"
     assert prefix_token("two words") == ""
+
+
+def test_ascii_text_is_tokenized_as_every_other_text() -> None:
+    """ASCII text takes a faster pattern; its tokens are those of the general one, here
+    reached by appending a Cyrillic word (non-ASCII text) and dropping its token."""
+    rng = random.Random(12)
+    alphabet = "abcXYZ019_-'.:#/ \t\n`*[]()\x00\x7f~"
+    words = ["running", "Runs", "API2", "x_y", "don't", "C++", "e-mail", "Caf"]
+    for _ in range(500):
+        parts = [rng.choice(words) for _ in range(rng.randint(0, 4))]
+        parts.append("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))))
+        text = " ".join(rng.sample(parts, len(parts)))
+        general = tokenize(text + " \u0436")
+        assert general[-1] == "\u0436"
+        assert tokenize(text) == general[:-1], text

@@ -487,3 +487,29 @@ def test_run_blocks_until_its_stop_event_is_set(vault_dir: Path) -> None:
     stop.set()
     thread.join(2.0)
     assert not thread.is_alive() and time.monotonic() - began < 2.0
+
+
+def test_a_closing_host_stops_the_watchers_sync_between_steps(
+    vault_dir: Path, open_vault: OpenVault
+) -> None:
+    """Closing never waits for a long sync: once ``stop`` is set, the sync under way
+    stops at its next step, the batch is dropped without a report, and the index is
+    left whole for the next sync to finish the work."""
+    for i in range(40):
+        write(vault_dir / "notes" / f"n{i}.md", f"# Note {i}\n\nstopword{i}\n")
+    vault = open_vault()
+    vault.reindex(vectors=False)
+    write(vault_dir / "notes" / "late.md", "# Late\n\nlateword\n")
+    stop, reports = threading.Event(), []
+    keeper = vault.host.core().keeper
+    on_change = vault_callback(
+        keeper, vectors=False, stop=stop, on_report=lambda b, r: reports.append(r)
+    )
+    stop.set()
+    on_change(WatchBatch(paths=frozenset(), full=True, reasons=(START,), since=time.monotonic()))
+    assert reports == []
+    assert vault.search("lateword", mode="keyword").hits == []  # stopped before it wrote
+    stop.clear()
+    on_change(WatchBatch(paths=frozenset(), full=True, reasons=(START,), since=time.monotonic()))
+    assert [r.added for r in reports] == [1]
+    assert [h.path for h in vault.search("lateword", mode="keyword").hits] == ["notes/late.md"]

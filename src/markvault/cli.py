@@ -1806,7 +1806,6 @@ def mcp(
         from .server.tools import serve_stdio  # the SDK is imported only for this command
 
         serve_stdio(open_vault(ctx))
-        _exit_past_background_threads()
         return
     from .server.http import check_bind, serve_http
     from .server.tools import build_server
@@ -1822,20 +1821,6 @@ def mcp(
         extra_hosts=allow_hosts,
         extra_origins=allow_origins,
     )
-    _exit_past_background_threads()
-
-
-def _exit_past_background_threads() -> None:
-    """Leave at once when a server has closed its vault but a background thread still
-    works (the model loading, or being exported with torch, for a minute on first use):
-    the interpreter's exit would wait seconds for it and could abort in its C++
-    teardown. Nothing is left to flush: the vault is closed, files are written whole."""
-    import threading
-
-    if threading.active_count() > 1:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
 
 
 @mcp.command("install")
@@ -2122,5 +2107,33 @@ def _print_sync(report: dict[str, Any]) -> None:
         click.echo(f"Up to date with {upstream}.")
 
 
+def run() -> None:
+    """The `vault` command: the console script and `python -m markvault.cli`."""
+    try:
+        main()
+    except SystemExit as exc:
+        _leave_background_threads(exc.code)
+        raise
+
+
+def _leave_background_threads(code: object) -> None:
+    """Exit at once when the command is done (its vault closed by the context's close
+    callbacks) but a daemon thread still works: the model loading in the background, or
+    being exported with torch on first use. The interpreter's exit would wait seconds for
+    it and could abort in the libraries' C++ teardown ("terminate called ...", SIGABRT).
+    Nothing of ours is left to flush: files are written whole, the index is closed."""
+    import threading
+
+    main_thread = threading.main_thread()
+    if not any(t.daemon and t is not main_thread for t in threading.enumerate()):
+        return  # the usual way out
+    if isinstance(code, str):  # sys.exit("message"): printed as the interpreter would
+        print(code, file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a reader already gone: nothing to say
+            stream.flush()
+    os._exit(code if isinstance(code, int) else 0 if code is None else 1)
+
+
 if __name__ == "__main__":
-    main()
+    run()

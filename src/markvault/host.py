@@ -249,7 +249,7 @@ class LocalHost:
 
         watcher = Watcher(
             settings.vault_dir,
-            vault_callback(self._core.keeper, self.calls, on_report=synced),
+            vault_callback(self._core.keeper, self.calls, on_report=synced, stop=self._stopping),
             index_dir=settings.index_dir,
             poll=poll,
         )

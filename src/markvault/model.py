@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from .errors import UsageError
+from .errors import CallCancelled, UsageError
 
 KINDS = ("note", "session", "knowledge", "document")
 # One read returns at most this many characters: Claude Code cuts tool results above
@@ -312,6 +313,25 @@ class NoProgress:
 
     def finish(self) -> None:
         pass
+
+
+class StopsWhen(NoProgress):
+    """Reports nowhere; stops the work at its next step once ``stop`` is set (a host
+    closing while its watcher syncs: a sync stopped between steps leaves the index whole,
+    and the next one finishes the work)."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+
+    def start(self, label: str, total: int) -> None:
+        self._check()
+
+    def advance(self, n: int) -> None:
+        self._check()
+
+    def _check(self) -> None:
+        if self.stop.is_set():
+            raise CallCancelled("The sync was stopped: markvault is closing.")
 
 
 @dataclass

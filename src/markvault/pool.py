@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
 MAX_WORKERS = 8
+# Batches handed to the workers ahead of the one consumed, per worker: enough to keep
+# them busy, few enough that results do not pile up in this process while the consumer
+# works (a first build writes each batch as it comes).
+AHEAD_PER_WORKER = 2
 
 
 def in_workers(
@@ -45,9 +50,19 @@ def in_workers(
     try:
         context = multiprocessing.get_context("forkserver")
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            for batch, results in zip(batches, pool.map(there, batches), strict=True):
-                yield list(zip(batch, results, strict=True))
-                done += 1
+            pending: deque[Future[list[R]]] = deque()
+            try:
+                while done < len(batches):
+                    while done + len(pending) < len(batches) and (
+                        len(pending) < AHEAD_PER_WORKER * workers
+                    ):
+                        pending.append(pool.submit(there, batches[done + len(pending)]))
+                    results = pending.popleft().result()
+                    yield list(zip(batches[done], results, strict=True))
+                    done += 1
+            finally:
+                for future in pending:
+                    future.cancel()
     except (BrokenProcessPool, OSError):
         for batch in batches[done:]:
             yield [(item, here(item)) for item in batch]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import time
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from .chunk import chunk_note
@@ -35,7 +35,8 @@ EMBED_GROUP = 256
 
 @dataclass
 class Changes:
-    """What a scan found, before anything is written."""
+    """What a scan found and has not written yet (a large scan writes its records as
+    it reads them: see ``Syncer.scan_changes``)."""
 
     records: list[NoteRecord]
     removed: list[str]
@@ -56,6 +57,10 @@ def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> 
     tokens = [" ".join(tokenize(f"{note.title} {c.context}\n{c.text}")) for c in chunks]
     return NoteRecord(note, chunks, tokens, stat.file, content_hash(data), stat.mtime_ns, stat.size)
 
+
+# A sync reading more notes than this (a first build, a large checkout) writes them this
+# many at a time as they are read, instead of holding them all (see scan_changes).
+APPLY_BATCH = 500
 
 # Below this many files to read, worker processes cost more than they save.
 PARALLEL_MIN_FILES = 200
@@ -115,9 +120,20 @@ class Syncer:
         self.index = index
         self.files = files
 
-    def scan_changes(self, progress: Progress, hints: Iterable[str] | None = None) -> Changes:
+    def scan_changes(
+        self,
+        progress: Progress,
+        hints: Iterable[str] | None = None,
+        stored: StoredNotes | None = None,
+    ) -> Changes:
         """What changed on disk: everything, or only under the ``hints`` (files or
-        folders a watcher saw change; renames are matched by content hash as usual)."""
+        folders a watcher saw change; renames are matched by content hash as usual).
+
+        ``stored``: when more than ``APPLY_BATCH`` notes are to be read and none was
+        removed (a removed note's chunk ids may pass to its renamed self, which must then
+        be written in the same transaction), records go to ``stored`` a batch at a time
+        as they are read instead of into ``records``: a first build holds one batch of
+        the vault, never all of it."""
         hint_list = None if hints is None else sorted({h.strip("/") for h in hints})
         scan = self.files.scan_all(under=hint_list)
         on_disk, warnings = scan.notes, scan.warnings
@@ -136,19 +152,6 @@ class Syncer:
             to_read.append(st)
 
         changes = Changes([], [], [], [], unchanged, known, warnings)
-        progress.start("Reading notes", len(to_read))
-        todo = [(st, known[st.path][3] if st.path in known else None) for st in to_read]
-        for st, (outcome, value) in read_files(self.files, self.settings, todo, progress):
-            if outcome == "record":
-                assert isinstance(value, NoteRecord)
-                changes.records.append(value)
-            elif outcome == "touched":
-                changes.touched.append((st.path, st.file, st.mtime_ns, st.size))
-            elif outcome == "skipped":
-                changes.skipped.append((st.path, str(value), st.mtime_ns, st.size))
-            else:
-                warnings.append(str(value))
-        progress.finish()
         gone = (set(known) | set(skipped_before)) - set(on_disk)
         files_before = self.index.reads.attachments()
         if hint_list is not None:
@@ -158,6 +161,32 @@ class Syncer:
         changes.removed = sorted(gone)
         changes.files_added = scan.attachments - files_before
         changes.files_removed = files_before - scan.attachments
+        if stored is not None and (changes.removed or len(to_read) <= APPLY_BATCH):
+            stored = None
+        if stored is not None:
+            stored.begin_batches(len(to_read))
+        batch: list[NoteRecord] = []
+        progress.start("Reading notes", len(to_read))
+        todo = [(st, known[st.path][3] if st.path in known else None) for st in to_read]
+        for st, (outcome, value) in read_files(self.files, self.settings, todo, progress):
+            if outcome == "record":
+                assert isinstance(value, NoteRecord)
+                if stored is None:
+                    changes.records.append(value)
+                    continue
+                batch.append(value)
+                if len(batch) >= APPLY_BATCH:
+                    stored.store(batch, known)
+                    batch = []
+            elif outcome == "touched":
+                changes.touched.append((st.path, st.file, st.mtime_ns, st.size))
+            elif outcome == "skipped":
+                changes.skipped.append((st.path, str(value), st.mtime_ns, st.size))
+            else:
+                warnings.append(str(value))
+        if batch and stored is not None:
+            stored.store(batch, known)
+        progress.finish()
         return changes
 
     def run(
@@ -179,42 +208,10 @@ class Syncer:
         report.notices.extend(self.index.notices)
         self.index.notices.clear()
 
-        changes = self.scan_changes(progress, hints)
-        known = changes.known
-        removed_hashes = {known[p][3]: p for p in changes.removed if p in known}
-        for rec in changes.records:
-            if rec.note.path in known:
-                report.updated += 1
-            elif rec.hash in removed_hashes:
-                report.renamed += 1
-            else:
-                report.added += 1
-        report.removed = len(changes.removed) - report.renamed
-        report.unchanged = changes.unchanged + len(changes.touched)
-        report.warnings = [{"path": w.split(":", 1)[0], "message": w} for w in changes.warnings]
-        for rec in changes.records:
-            for problem in rec.note.problems:
-                report.warnings.append({"path": rec.note.path, "message": problem})
-        report.errors = [{"path": s[0], "message": s[1]} for s in changes.skipped]
-
-        self.index.writes.touch(changes.touched)
-        files_changed = bool(changes.files_added or changes.files_removed)
-        if changes.records or changes.removed or changes.skipped or files_changed:
-            aliases_before = dict(self.index.writes.note_link_keys())
-            told = feed if feed is not None and feed.listening else None
-            before = self.index.reads.note_keys(_known_paths(changes)) if told else {}
-            if changes.records or changes.removed or changes.skipped:
-                self.index.writes.apply(changes.records, changes.removed, changes.skipped)
-            self.index.writes.set_attachments(changes.files_added, changes.files_removed)
-            self._resolve_links(changes, aliases_before)
-            if told is not None:
-                told.publish(note_changes(changes, before))
-                _tell_skipped(told, changes.skipped)
-                _tell_conflicts(told, changes.records)
-        if self.index.keyword.dirty():
-            self.index.keyword.rebuild()
-        elif self.index.keyword.needs_compaction():
-            self.index.keyword.compact()
+        # Checkpointed once at the end: a build written batch by batch would otherwise
+        # rewrite the growing tables each time DuckDB's log passed its threshold.
+        with self.index.store.deferred_checkpoints():
+            self._sync_notes(report, progress, hints, feed)
 
         if vectors and embedder is not None:
             self._embed(embedder(), report, progress, embed_limit)
@@ -227,30 +224,69 @@ class Syncer:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _resolve_links(self, changes: Changes, aliases_before: dict[str, list[str]]) -> None:
-        """Resolve the changed notes' own links, and the links whose target may now
+    def _sync_notes(
+        self,
+        report: ReindexReport,
+        progress: Progress,
+        hints: Iterable[str] | None,
+        feed: ChangeFeed | None,
+    ) -> None:
+        """Bring the notes, their links and the keyword index in step with the files."""
+        told = feed if feed is not None and feed.listening else None
+        links_pending = self.index.writes.links_pending()
+        stored = StoredNotes(self.index, report, told is not None)
+        changes = self.scan_changes(progress, hints, stored)
+        report.warnings[:0] = [{"path": w.split(":", 1)[0], "message": w} for w in changes.warnings]
+        report.errors = [{"path": s[0], "message": s[1]} for s in changes.skipped]
+
+        self.index.writes.touch(changes.touched)
+        files_changed = bool(changes.files_added or changes.files_removed)
+        notes_changed = bool(changes.records or changes.removed or changes.skipped)
+        if notes_changed or files_changed or stored.wrote or links_pending:
+            stored.read_aliases()
+            if notes_changed:
+                stored.store(changes.records, changes.known, changes.removed, changes.skipped)
+            self.index.writes.set_attachments(changes.files_added, changes.files_removed)
+            self._resolve_links(changes, stored, links_pending)
+            if told is not None:
+                told.publish(note_changes(changes, stored.written, stored.before))
+                _tell_skipped(told, changes.skipped)
+                _tell_conflicts(told, stored.written)
+        report.removed = len(changes.removed) - report.renamed
+        report.unchanged = changes.unchanged + len(changes.touched)
+        if self.index.keyword.dirty():
+            self.index.keyword.rebuild()
+        elif self.index.keyword.needs_compaction():
+            self.index.keyword.compact()
+
+    def _resolve_links(self, changes: Changes, stored: StoredNotes, every: bool) -> None:
+        """Resolve the written notes' own links, and the links whose target may now
         point elsewhere: those naming a file or alias that came or went, and those that
-        pointed at a file that went or a note whose aliases changed."""
+        pointed at a file that went or a note whose aliases changed. ``every``: all
+        links (a build written batch by batch was interrupted before this step)."""
+        aliases_before = stored.read_aliases()
         notes = self.index.writes.note_link_keys()
         resolver = LinkResolver(notes, self.index.reads.attachments())
-        sources: list[str] | None = [r.note.path for r in changes.records]
+        sources: list[str] | None = [w.path for w in stored.written]
         names: set[str] = set()
         targets = set(changes.removed) | changes.files_removed
         for path in (*changes.files_added, *changes.files_removed, *changes.removed):
             names |= names_of(path)
-        for rec in changes.records:
-            before = aliases_before.get(rec.note.path)
+        for w in stored.written:
+            before = aliases_before.get(w.path)
             if before is None:  # a new note (or the new name of a moved one)
-                names |= names_of(rec.note.path)
-            if before != list(rec.note.aliases):
-                targets.add(rec.note.path)
-                names |= {link_name(a) for a in (*(before or ()), *rec.note.aliases)}
-        if not aliases_before:  # the first build: every link
+                names |= names_of(w.path)
+            if before != list(w.aliases):
+                targets.add(w.path)
+                names |= {link_name(a) for a in (*(before or ()), *w.aliases)}
+        if every or not aliases_before:  # the first build: every link
             sources = None
         rows = self.index.writes.links_to_resolve(sources, names, targets)
         self.index.writes.set_link_targets(
             [(rid, resolver.resolve(src, target, style)) for rid, src, target, style in rows]
         )
+        if every or stored.batched:
+            self.index.writes.set_links_pending(False)
 
     def _embed(
         self,
@@ -281,6 +317,80 @@ class Syncer:
         self.index.vectors.prune()
 
 
+@dataclass(frozen=True)
+class Written:
+    """What a sync keeps of a note it wrote: enough for the report, link resolution and
+    the change feed, not its text (a first build holds one batch of records at a time)."""
+
+    path: str
+    note_id: str
+    topic: str | None
+    hash: str
+    aliases: tuple[str, ...]
+    conflicted: bool
+
+    @classmethod
+    def of(cls, rec: NoteRecord) -> Written:
+        note = rec.note
+        topic = note.fields.get("topic")
+        return cls(note.path, note.id, topic, rec.hash, tuple(note.aliases), rec.conflicted)
+
+
+class StoredNotes:
+    """Writes a sync's records, all at once or batch by batch as they are read, counting
+    them into the report and keeping what link resolution and the change feed need."""
+
+    def __init__(self, index: Index, report: ReindexReport, feed_listening: bool) -> None:
+        self.index = index
+        self.report = report
+        self.feed_listening = feed_listening
+        self.written: list[Written] = []
+        self.before: dict[str, tuple[str, str | None]] = {}  # (id, topic) replaced or gone
+        self.batched = False
+        self.wrote = False
+        self._aliases_before: dict[str, list[str]] | None = None
+
+    def read_aliases(self) -> dict[str, list[str]]:
+        """Every note's aliases as the index had them before this sync's first write."""
+        if self._aliases_before is None:
+            self._aliases_before = dict(self.index.writes.note_link_keys())
+        return self._aliases_before
+
+    def begin_batches(self, notes: int) -> None:
+        """About ``notes`` records are coming in several transactions."""
+        self.read_aliases()
+        self.index.writes.begin_batches(notes)
+        self.batched = True
+
+    def store(
+        self,
+        records: Sequence[NoteRecord],
+        known: dict[str, tuple[str, int, int, str]],
+        removed: Sequence[str] = (),
+        skipped: Sequence[tuple[str, str, int, int]] = (),
+    ) -> None:
+        """Write ``records``, drop ``removed`` and note ``skipped`` in one transaction;
+        ``known``: the index's file states before the sync."""
+        self.read_aliases()
+        if self.feed_listening:
+            replaced = [r.note.path for r in records] + [*removed] + [s[0] for s in skipped]
+            self.before.update(self.index.reads.note_keys([p for p in replaced if p in known]))
+        removed_hashes = {known[p][3] for p in removed if p in known}
+        report = self.report
+        for rec in records:
+            path = rec.note.path
+            if path in known:
+                report.updated += 1
+            elif rec.hash in removed_hashes:
+                report.renamed += 1
+            else:
+                report.added += 1
+            report.warnings.extend({"path": path, "message": p} for p in rec.note.problems)
+            self.written.append(Written.of(rec))
+        self.index.writes.apply(records, removed, skipped)
+        self.wrote = True
+
+
 def _within(path: str, hints: list[str]) -> bool:
     """Whether ``path`` is one of the hinted files or lies in a hinted folder (hints
     in NFC, as index paths are)."""
@@ -292,27 +402,21 @@ def _within(path: str, hints: list[str]) -> bool:
 SKIPPED_TOLD = 20  # skipped files named one by one; more are counted
 
 
-def _known_paths(changes: Changes) -> list[str]:
-    """The paths whose index entries a sync replaces or drops."""
-    touched = [r.note.path for r in changes.records] + changes.removed
-    touched += [s[0] for s in changes.skipped]
-    return [p for p in touched if p in changes.known]
-
-
-def note_changes(changes: Changes, before: dict[str, tuple[str, str | None]]) -> list[NoteChange]:
+def note_changes(
+    changes: Changes, written: Sequence[Written], before: dict[str, tuple[str, str | None]]
+) -> list[NoteChange]:
     """The notes a sync added, changed, moved (matched by content hash, as the report
     counts them) or removed; ``before``: the (id, topic) the index had for each path."""
     removed_by_hash = {changes.known[p][3]: p for p in changes.removed if p in changes.known}
     told: list[NoteChange] = []
     moved_from: set[str] = set()
-    for rec in changes.records:
-        path, note_id = rec.note.path, rec.note.id
-        topic = rec.note.fields.get("topic")
+    for w in written:
+        path, note_id, topic = w.path, w.note_id, w.topic
         if path in changes.known:
             old_id, old_topic = before.get(path, (None, None))
             told.append(NoteChange("changed", path, note_id, topic, None, old_id, old_topic))
-        elif rec.hash in removed_by_hash and removed_by_hash[rec.hash] not in moved_from:
-            old = removed_by_hash[rec.hash]
+        elif w.hash in removed_by_hash and removed_by_hash[w.hash] not in moved_from:
+            old = removed_by_hash[w.hash]
             moved_from.add(old)
             old_id, old_topic = before.get(old, (None, None))
             told.append(NoteChange("moved", path, note_id, topic, old, old_id, old_topic))
@@ -336,13 +440,13 @@ def _tell_skipped(feed: ChangeFeed, skipped: list[tuple[str, str, int, int]]) ->
         feed.event("warning", "skipped", f"{len(more):,} more files not indexed", more)
 
 
-def _tell_conflicts(feed: ChangeFeed, records: list[NoteRecord]) -> None:
+def _tell_conflicts(feed: ChangeFeed, written: Sequence[Written]) -> None:
     """Notes that now hold git's conflict markers: a sync (``vault sync``, a ``git pull``)
     stopped on a conflict, and markvault refuses to edit them until it is resolved."""
-    for rec in records:
-        if rec.conflicted:
+    for w in written:
+        if w.conflicted:
             message = (
-                f"{rec.note.path} holds git conflict markers: a sync stopped on a conflict. "
+                f"{w.path} holds git conflict markers: a sync stopped on a conflict. "
                 "Keep the text you want between <<<<<<< and >>>>>>>, then run `vault sync`."
             )
-            feed.event("warning", "sync_conflict", message, [rec.note.path])
+            feed.event("warning", "sync_conflict", message, [w.path])

@@ -15,6 +15,7 @@ Changing any rule changes ``TOKENIZER_VERSION``, which rebuilds the index.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterator
 
@@ -27,6 +28,9 @@ _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}ー"
 # One pass finds CJK runs and words of every other script (marks stay with their letter).
 _SEGMENT = regex.compile(rf"([{_CJK}]+)|[\p{{L}}\p{{N}}\p{{M}}--[{_CJK}]]+", regex.V1)
 _WORD = regex.compile(r"[\p{L}\p{N}\p{M}]+")
+# What _SEGMENT finds in normalized ASCII text (lower case, no marks, no CJK), with the
+# standard library's faster engine: most notes are ASCII.
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
 _CYRILLIC = regex.compile(r"[\p{Cyrillic}]+")
 # Accents are dropped except on Cyrillic letters, where the mark makes another letter
 # (й is not и); ё is folded to е separately, as Russian writers usually do.
@@ -62,8 +66,12 @@ def _stem(word: str) -> str:
 
 def tokenize(text: str) -> list[str]:
     """All search tokens of ``text``, in order (duplicates kept: they are term frequency)."""
+    text = normalize(text)
+    if text.isascii():
+        known = _stems.get
+        return [known(w) or _stem(w) for w in _ASCII_WORD.findall(text)]
     out: list[str] = []
-    for match in _SEGMENT.finditer(normalize(text)):
+    for match in _SEGMENT.finditer(text):
         cjk = match.group(1)
         if cjk is None:
             out.append(_stem(match.group()))

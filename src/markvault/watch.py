@@ -40,7 +40,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import watchfiles
 
+from .errors import CallCancelled
 from .files import IGNORE_FILE, TEMP_PREFIX, VaultFiles, is_attachment_name
+from .model import StopsWhen
 
 if TYPE_CHECKING:
     from .model import ReindexReport
@@ -900,7 +902,9 @@ class Synced(Protocol):
     def refresh(self, progress: Any = None, paths: Iterable[str] | None = None) -> ReindexReport:
         """Sync ``paths`` (all files when None), embedding only with the model loaded."""
 
-    def reindex(self, *, vectors: bool = True, paths: Iterable[str] | None = None) -> ReindexReport:
+    def reindex(
+        self, *, vectors: bool = True, progress: Any = None, paths: Iterable[str] | None = None
+    ) -> ReindexReport:
         """Sync ``paths``, embedding or not as ``vectors`` says."""
 
     def reload_ignore_rules(self) -> None:
@@ -913,6 +917,7 @@ def vault_callback(
     *,
     vectors: bool | None = None,
     on_report: Callable[[WatchBatch, ReindexReport], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> OnChange:
     """A callback that brings ``vault``'s index in step with each batch.
 
@@ -921,19 +926,27 @@ def vault_callback(
     files whose mtime or size changed. ``lock`` serialises the sync with whatever else
     uses the vault (its DuckDB connection is not for two threads at once).
     ``vectors``: None embeds only when the model is already loaded (as
-    ``IndexKeeper.refresh``); True or False forces it.
+    ``IndexKeeper.refresh``); True or False forces it. ``stop``: once set (the host
+    closing), a sync under way stops at its next step and the batch is dropped, so
+    closing never waits for a long first sync.
     """
     guard = lock if lock is not None else threading.Lock()
+    progress = StopsWhen(stop) if stop is not None else None
 
     def on_change(batch: WatchBatch) -> None:
         paths = None if batch.full else sorted(batch.paths)
-        with guard:
-            if IGNORE_RULES in batch.reasons:
-                vault.reload_ignore_rules()
-            if vectors is None:
-                report = vault.refresh(paths=paths)
-            else:
-                report = vault.reindex(vectors=vectors, paths=paths)
+        try:
+            with guard:
+                if IGNORE_RULES in batch.reasons:
+                    vault.reload_ignore_rules()
+                if vectors is None:
+                    report = vault.refresh(progress=progress, paths=paths)
+                else:
+                    report = vault.reindex(vectors=vectors, progress=progress, paths=paths)
+        except CallCancelled:
+            if stop is not None and stop.is_set():
+                return  # closing: the next owner's first sync does the work
+            raise
         if on_report is not None:
             on_report(batch, report)
 

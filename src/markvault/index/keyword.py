@@ -1,7 +1,7 @@
 """Keyword search: our own postings, kept up to date edit by edit, and BM25 over them.
 
 Chunks are tokenized in Python (see ``text.py``) and stored as space-separated tokens;
-the fts extension builds its postings tables from them (``rebuild``) and BM25 is
+``rebuild`` groups them into postings and a vocabulary in SQL, and BM25 is
 computed in SQL over only the query terms' postings, which is about three times faster
 than ``match_bm25``'s full scan. Edits update postings, document frequencies and
 collection statistics in place (``remove_postings``, ``add_postings``); a large change
@@ -19,14 +19,14 @@ from ..model import Filters
 from . import bm25
 from .filters import filters_sql
 from .reads import NoteReads
-from .store import Store, load_extension
+from .store import Store
 
-FTS_SCHEMA = "fts_main_chunks"
 # Changes up to this many chunks (or this share of all) update the keyword index in
 # place; larger ones rebuild it. Appended rows are re-sorted past these limits.
 KW_DELTA_MIN = 5_000
 KW_DELTA_SHARE = 0.2
 KW_COMPACT_MIN_ROWS = 200_000
+KW_REBUILD_SLICE = 15_000  # chunks whose tokens a rebuild groups at a time
 KW_COMPACT_SHARE = 0.1
 # Up to this many chunks of expired or superseded notes are dropped from results after
 # ranking; more, and the ranking query joins each candidate with its note instead.
@@ -49,38 +49,61 @@ class KeywordIndex:
         self.reads = reads
 
     def rebuild(self) -> None:
-        """Rebuild the keyword index from the chunks' token strings with the fts
-        extension; afterwards edits update it in place (``add_postings``)."""
-        load_extension(self.con, "fts")
-        # Our tokens are final: split on whitespace only, no stemming, no folding.
-        self.con.execute(
-            "PRAGMA create_fts_index('chunks', 'id', 'fts_text', stemmer='none', "
-            "stopwords='none', ignore='\\s+', strip_accents=0, lower=0, overwrite=1)"
-        )
-        # fts keeps one row per token occurrence in document order, and cannot change in
-        # place. Our copy has one row per (term, chunk) with the chunk's length, sorted
-        # by term so that a query reads only its terms' row groups, and is kept up to
-        # date edit by edit.
+        """Rebuild the keyword index from the chunks' token strings; afterwards edits
+        update it in place (``add_postings``)."""
+        # Our tokens are final (split on whitespace only, no stemming, no folding), so
+        # the postings are a GROUP BY of the split token strings: the fts extension's
+        # create_fts_index gave the same rows but first stored every token occurrence
+        # (twice the time, and most of a first build's peak memory). Tokens are grouped
+        # a slice of the chunks at a time (DuckDB's hash table for one slice, not the
+        # vault), each row with its note's number for the note frequencies.
+        row = self.con.execute("SELECT count(*), min(id), max(id) FROM chunks").fetchone()
+        count, low, high = (int(row[0]), row[1], row[2]) if row and row[0] else (0, 0, 0)
+        step = (high - low) // max(1, -(-count // KW_REBUILD_SLICE)) + 1
         with self.store.transaction():
             self.con.execute(
-                f"""CREATE OR REPLACE TABLE postings AS
-                SELECT t.termid::INTEGER AS termid, d.name AS chunk_id,
-                       count(*)::INTEGER AS tf, any_value(d.len)::INTEGER AS dl
-                FROM {FTS_SCHEMA}.terms t JOIN {FTS_SCHEMA}.docs d USING (docid)
-                GROUP BY t.termid, d.name ORDER BY t.termid, d.name"""
+                "CREATE OR REPLACE TEMP TABLE kw_notes AS SELECT id AS chunk_id, "
+                "dense_rank() OVER (ORDER BY path)::INTEGER AS note FROM chunks"
             )
-            # The term dictionary, sorted by term for the same row-group pruning; df
-            # counts chunks, ndf notes (bm25.py scores both).
             self.con.execute(
-                f"""CREATE OR REPLACE TABLE vocab AS
-                SELECT d.term, d.termid::INTEGER AS termid, d.df::INTEGER AS df,
-                       coalesce(n.ndf, 0)::INTEGER AS ndf
-                FROM {FTS_SCHEMA}.dict d LEFT JOIN (
-                    SELECT p.termid, count(DISTINCT c.path) AS ndf
-                    FROM postings p JOIN chunks c ON c.id = p.chunk_id GROUP BY p.termid
-                ) n ON n.termid = d.termid
-                ORDER BY d.term"""
+                "CREATE OR REPLACE TEMP TABLE kw_all "
+                "(chunk_id BIGINT, note INTEGER, term VARCHAR, tf INTEGER)"
             )
+            for first in range(low, high + 1, step):
+                self.con.execute(
+                    """INSERT INTO kw_all SELECT chunk_id, any_value(note), term,
+                        count(*)::INTEGER
+                    FROM (SELECT id AS chunk_id,
+                                 unnest(string_split_regex(fts_text, '\\s+')) AS term
+                          FROM chunks WHERE id >= ? AND id < ?)
+                    JOIN kw_notes USING (chunk_id)
+                    WHERE term <> '' GROUP BY chunk_id, term""",
+                    [first, first + step],
+                )
+            # df counts chunks, ndf notes (bm25.py scores both).
+            self.con.execute(
+                """CREATE OR REPLACE TEMP TABLE kw_terms AS
+                SELECT term, sum(n)::INTEGER AS df, count(*)::INTEGER AS ndf
+                FROM (SELECT term, count(*) AS n FROM kw_all GROUP BY term, note)
+                GROUP BY term"""
+            )
+            # The term dictionary and one row per (term, chunk) with the chunk's length,
+            # both sorted by term so that a query reads only its terms' row groups.
+            self.con.execute(
+                """CREATE OR REPLACE TABLE vocab AS
+                SELECT term, (row_number() OVER (ORDER BY term))::INTEGER AS termid, df, ndf
+                FROM kw_terms ORDER BY term"""
+            )
+            self.con.execute(
+                """CREATE OR REPLACE TABLE postings AS
+                SELECT v.termid, k.chunk_id, k.tf, s.dl
+                FROM kw_all k JOIN vocab v USING (term) JOIN (
+                    SELECT chunk_id, sum(tf)::INTEGER AS dl FROM kw_all GROUP BY chunk_id
+                ) s USING (chunk_id)
+                ORDER BY v.termid, k.chunk_id"""
+            )
+            for table in ("kw_notes", "kw_all", "kw_terms"):
+                self.con.execute(f"DROP TABLE {table}")
             # Every chunk counts as a document, also one without a single token.
             self.con.execute(
                 "CREATE OR REPLACE TABLE kw_stats AS SELECT "
@@ -89,7 +112,6 @@ class KeywordIndex:
                 "GROUP BY chunk_id)) AS total"
             )
             self.store.set_meta(fts_dirty="0", kw_appended="0")
-        self.con.execute("PRAGMA drop_fts_index('chunks')")  # derived; only takes space
         self.store.forget_tables()
 
     def delta_fits(self, changed_chunks: int) -> bool:

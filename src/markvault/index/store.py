@@ -246,6 +246,21 @@ class Store:
             self.changes += 1
         self.con.execute("COMMIT")
 
+    @contextlib.contextmanager
+    def deferred_checkpoints(self) -> Iterator[None]:
+        """Many write transactions in a row (a first build written batch by batch):
+        DuckDB checkpoints once, at the end, instead of each time its log passes its
+        threshold, which rewrote the growing tables again and again and left the file
+        nearly twice its size."""
+        if not self.writable:
+            yield
+            return
+        self.con.execute("SET checkpoint_threshold = '1TB'")
+        try:
+            yield
+        finally:
+            self.con.execute("RESET checkpoint_threshold")
+
 
 def dict_rows(cur: duckdb.DuckDBPyConnection) -> Iterator[dict[str, Any]]:
     names = [d[0] for d in cur.description or []]

@@ -93,6 +93,32 @@ class NoteWrites:
             )
             self.con.unregister("touched")
 
+    def begin_batches(self, notes: int) -> None:
+        """A sync is about to write about ``notes`` notes in several transactions.
+
+        Links are marked unresolved until the sync resolves them at its end (an
+        interrupted run leaves the next sync to resolve every link). When the whole
+        change is too large for the keyword index's in-place update, the index is marked
+        for one rebuild at the end: each batch alone would fit and be applied in place.
+        """
+        row = self.con.execute(
+            "SELECT (SELECT count(*) FROM chunks), (SELECT count(*) FROM notes)"
+        ).fetchone()
+        chunks, known = (int(row[0]), int(row[1])) if row else (0, 0)
+        per_note = chunks / known if known else 1.0
+        with self.store.transaction():
+            self.store.set_meta(links_pending="1")
+            if not self.keyword.delta_fits(int(notes * per_note)):
+                self.store.set_meta(fts_dirty="1")
+
+    def links_pending(self) -> bool:
+        """Whether a sync wrote notes and stopped before resolving their links."""
+        return self.store.meta().get("links_pending") == "1"
+
+    def set_links_pending(self, pending: bool) -> None:
+        with self.store.transaction():
+            self.store.set_meta(links_pending="1" if pending else "0")
+
     def apply(
         self,
         records: Sequence[NoteRecord],

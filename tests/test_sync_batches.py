@@ -1,0 +1,183 @@
+"""A large sync writes its notes batch by batch as they are read (sync.APPLY_BATCH):
+the index it makes is the one a single write makes, and so are its report and what it
+tells the change feed; an interrupted one is finished by the next sync."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from markvault import sync
+from markvault.feed import FeedItem
+from markvault.host import open_local
+from markvault.index import keyword
+from markvault.model import NoProgress, ReindexReport
+from markvault.vault import Vault
+
+from .conftest import WriteNotes
+
+TABLES = {
+    "notes": "SELECT path, title, aliases, problems, hash FROM notes ORDER BY path",
+    "chunks": "SELECT id, path, seq, hash, fts_text FROM chunks ORDER BY id",
+    "links": "SELECT source, target, target_path, line FROM links ORDER BY source, line, target",
+    "postings": "SELECT v.term, p.chunk_id, p.tf, p.dl FROM postings p JOIN vocab v "
+    "USING (termid) ORDER BY v.term, p.chunk_id",
+    "vocab": "SELECT term, df, ndf FROM vocab ORDER BY term",
+    "kw_stats": "SELECT n, total FROM kw_stats",
+}
+
+
+def notes(count: int) -> dict[str, str | bytes]:
+    """Notes that link forward and back across any batch boundary, one with an alias,
+    one whose frontmatter is broken (a problem the report must carry)."""
+    files: dict[str, str | bytes] = {}
+    for i in range(count):
+        files[f"notes/n{i:03}.md"] = (
+            f"# Note {i}\n\nwombat {i} see [[n{(i + 1) % count:03}]] and [[Alias {i // 2}]]\n"
+        )
+    files["notes/n010.md"] = "---\naliases: [Alias 3]\n---\n# Ten\n\nquokka [[n000]]\n"
+    files["notes/n011.md"] = "---\ntags: [unclosed\n---\n# Eleven\n\nquokka\n"
+    files["notes/n012.md"] = "# Twelve\n\n<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> b\n"
+    return files
+
+
+def tables(v: Vault) -> dict[str, list[tuple[object, ...]]]:
+    db = v.settings.db_path
+    v.close()
+    with duckdb.connect(str(db), read_only=True) as con:
+        return {name: con.execute(sql).fetchall() for name, sql in TABLES.items()}
+
+
+def assert_same_tables(
+    got: dict[str, list[tuple[object, ...]]], want: dict[str, list[tuple[object, ...]]]
+) -> None:
+    for name in TABLES:
+        assert got[name] == want[name], name
+
+
+def build(vault: Path, index: Path) -> tuple[dict[str, list[tuple[object, ...]]], ReindexReport]:
+    with open_local(vault, index) as v:
+        report = v.reindex(vectors=False)
+        return tables(v), report
+
+
+def put(vault: Path, files: dict[str, str | bytes]) -> Path:
+    for rel, content in files.items():
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        data = content.encode() if isinstance(content, str) else content
+        (vault / rel).write_bytes(data)
+    return vault
+
+
+def first_build_then_more(
+    work: Path,
+) -> tuple[dict[str, list[tuple[object, ...]]], ReindexReport, list[FeedItem]]:
+    """A first build of ``notes(40)``, then a sync of 31 new notes (one in conflict) and
+    an alias change, heard by a change feed listener."""
+    vault = put(work / "vault", notes(40))
+    heard: list[FeedItem] = []
+    with open_local(vault, work / "index") as v:
+        v.reindex(vectors=False)
+        link = "numbat [[n{:03}]] [[Alias 9]]"
+        more = {f"more/m{i:02}.md": f"# M{i}\n\n{link.format(i)}\n" for i in range(30)}
+        more["notes/n018.md"] = "---\naliases: [Alias 9]\n---\n# Eighteen\n\nquokka\n"
+        more["more/pulled.md"] = "# Pulled\n\n<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> b\n"
+        put(vault, more)
+        v.host.watch_changes(heard.append)
+        report = v.reindex(vectors=False)
+        return tables(v), report, heard
+
+
+def test_a_batched_first_build_equals_one_write(
+    write: WriteNotes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = write(notes(40))
+    whole, whole_report = build(vault, tmp_path / "whole")
+    monkeypatch.setattr(sync, "APPLY_BATCH", 7)
+    batched, batched_report = build(vault, tmp_path / "batched")
+    assert_same_tables(batched, whole)
+    assert batched_report.added == whole_report.added == 40
+    assert batched_report.warnings == whole_report.warnings
+    assert any(w["path"] == "notes/n011.md" for w in batched_report.warnings)
+    resolved = {(s, t): p for s, t, p, _ in batched["links"]}
+    assert resolved[("notes/n039.md", "n000")] == "notes/n000.md"  # across batches
+    assert resolved[("notes/n006.md", "Alias 3")] == "notes/n010.md"  # alias, later batch
+
+
+def test_renames_in_a_large_sync_keep_their_chunk_ids(
+    write: WriteNotes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a note removed, nothing is streamed: a rename finds its old chunk ids."""
+    vault = write(notes(20))
+    monkeypatch.setattr(sync, "APPLY_BATCH", 3)
+    with open_local(vault, tmp_path / "index") as v:
+        v.reindex(vectors=False)
+        before = {h.chunk_id for h in v.search("quokka", mode="keyword").hits}
+        (vault / "notes/n010.md").rename(vault / "notes/renamed.md")
+        for i in range(12):  # more new notes than a batch holds
+            (vault / f"notes/new{i}.md").write_text(f"# New {i}\n\nnumbat\n")
+        report = v.reindex(vectors=False)
+        after = {h.path: h.chunk_id for h in v.search("quokka", mode="keyword").hits}
+    assert (report.renamed, report.added, report.removed) == (1, 12, 0)
+    assert after["notes/renamed.md"] in before
+
+
+def test_a_batched_update_equals_one_write_and_tells_the_feed_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole, whole_report, whole_heard = first_build_then_more(tmp_path / "whole")
+    monkeypatch.setattr(sync, "APPLY_BATCH", 4)
+    batched, batched_report, batched_heard = first_build_then_more(tmp_path / "batched")
+    assert_same_tables(batched, whole)
+    assert (batched_report.added, batched_report.updated) == (31, 1)
+    assert batched_report.to_json() == whole_report.to_json() | {
+        "seconds": batched_report.to_json()["seconds"]
+    }
+    assert batched_heard == whole_heard
+    told = [n.path for item in batched_heard for n in getattr(item, "notes", ())]
+    assert len(told) == 32
+    assert [getattr(item, "kind", None) for item in batched_heard].count("sync_conflict") == 1
+    resolved = {(s, t): p for s, t, p, _ in batched["links"]}
+    assert resolved[("more/m00.md", "Alias 9")] == "notes/n018.md"  # alias added meanwhile
+
+
+class StopAfter(NoProgress):
+    """Progress that stops a sync after ``count`` notes were read, as Ctrl-C would."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    def advance(self, n: int) -> None:
+        self.count -= n
+        if self.count <= 0:
+            raise KeyboardInterrupt
+
+
+def test_an_interrupted_batched_build_is_finished_by_the_next_sync(
+    write: WriteNotes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = write(notes(40))
+    whole, _ = build(vault, tmp_path / "whole")
+    monkeypatch.setattr(sync, "APPLY_BATCH", 5)
+    with open_local(vault, tmp_path / "stopped") as v:
+        with pytest.raises(KeyboardInterrupt):
+            v.reindex(vectors=False, progress=StopAfter(25))
+        assert 0 < v.index_status()["notes"] < 40  # some batches were written
+        report = v.reindex(vectors=False)
+        finished = tables(v)
+    assert report.added + report.unchanged == 40
+    assert_same_tables(finished, whole)  # links between notes of the first run are resolved too
+
+
+def test_a_keyword_rebuild_in_slices_equals_one_in_one_go(
+    write: WriteNotes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rebuild groups the tokens of a slice of the chunks at a time (memory)."""
+    vault = write(notes(40))
+    whole, _ = build(vault, tmp_path / "whole")
+    monkeypatch.setattr(keyword, "KW_REBUILD_SLICE", 3)
+    sliced, _ = build(vault, tmp_path / "sliced")
+    assert_same_tables(sliced, whole)
+    assert len(whole["vocab"]) > 40
