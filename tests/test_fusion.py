@@ -93,6 +93,9 @@ def test_the_vector_side_is_scaled_from_the_typical_cosine() -> None:
     assert fusion.typical_cosine(np.array([0.9, -np.inf, 0.1, 0.3])) == pytest.approx(0.3)
     assert fusion.typical_cosine(np.array([-0.2, -0.1, 0.4])) == 0.0  # never below 0
     assert fusion.typical_cosine(np.array([])) == 0.0
+    # A large vault: an evenly strided sample, within a fraction of a percentile.
+    many = np.random.default_rng(7).permutation(np.linspace(0.0, 1.0, 250_001))
+    assert fusion.typical_cosine(many) == pytest.approx(0.5, abs=0.01)
 
 
 def test_deep_search_weighs_the_query_above_its_variants(vault: Vault) -> None:
