@@ -372,6 +372,13 @@ def test_a_token_anywhere_in_prose_is_caught(kind: str, before: str, after: str,
     assert redact(out) == out
 
 
+def test_a_key_whose_random_part_repeats_letters_is_caught() -> None:
+    """Found by the test above: over all 20 characters the fixed prefix's repeated A kept
+    this real-looking key under the entropy floor; the random 16 are measured alone."""
+    assert [f.rule for f in find(" AKIAPI9TPP5ACCIA1TIC ")] == ["aws-access-key"]
+    assert find("AKIAXXXXXXXXXXXXXXXX and ASIA0000000000000000") == []
+
+
 def test_the_starter_vault_templates_and_docs_pass() -> None:
     files = [
         *BUNDLED_VAULT.rglob("*.md"),

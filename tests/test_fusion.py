@@ -5,12 +5,13 @@ and keywords find different notes, and the fusion around them can be checked exa
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from markvault import Vault
+from markvault import Vault, fusion
 from markvault.config import Settings
 from markvault.core import Core
 from markvault.errors import UsageError
@@ -55,18 +56,46 @@ def test_vector_search_finds_meaning_without_shared_words(vault: Vault) -> None:
 
 
 def test_hybrid_fuses_the_normalized_scores_of_both_lists(vault: Vault) -> None:
-    """Each side's score over its best, weighted (fusion.convex): the note first on both
-    sides scores 1, a note only the vector side found its share of the best cosine."""
+    """Each side's score from what an unrelated note scores (BM25 0, the median cosine)
+    to its best, weighted (fusion.convex): the note first on both sides scores 1, a note
+    only the vector side found its share of the best cosine's lead over the median."""
     result = vault.search("car repair", mode="hybrid")
     assert paths(result)[:2] == ["car.md", "automobile.md"]
     top, meaning_only = result.hits[0], result.hits[1]
     assert top.ranks == {"keyword": 1, "vector": 1}
     assert top.score == pytest.approx(1.0)
     assert meaning_only.ranks == {"vector": 2}
-    best_cosine = top.scores["vector"]
-    share = meaning_only.scores["vector"] / best_cosine
+    cosines = [h.scores["vector"] for h in vault.search("car repair", mode="vector").hits]
+    assert len(cosines) == len(NOTES)  # one chunk a note: the median of every chunk's
+    typical = max(float(np.median(cosines)), 0.0)
+    assert 0 < typical < meaning_only.scores["vector"]
+    share = (meaning_only.scores["vector"] - typical) / (top.scores["vector"] - typical)
     assert meaning_only.score == pytest.approx((1 - KEYWORD_WEIGHT) * share)
     assert result.counts["keyword"] == 1 and result.counts["vector"] >= 2
+
+
+def test_the_vector_side_is_scaled_from_the_typical_cosine() -> None:
+    """A note below the typical cosine goes below 0 (its order kept, not tied at 0); a
+    floor at or above the best cosine (every chunk alike) leaves cosine's own 0."""
+    note_of = {1: "a.md", 2: "b.md", 3: "c.md"}
+    vector = [(1, 0.8), (2, 0.5), (3, 0.2)]
+    chunk_scores = dict(vector)
+
+    def cosine(ids: Sequence[int]) -> dict[int, float]:
+        return {c: chunk_scores[c] for c in ids}
+
+    def scores(floor: float) -> dict[str, float]:
+        fused = fusion.convex([], vector, note_of, cosine, {}, cosine_floor=floor)
+        return {note_of[c]: score for c, score, _, _ in fused}
+
+    assert scores(0.5) == pytest.approx({"a.md": 1.0, "b.md": 0.0, "c.md": -1.0})
+    assert scores(0.0) == scores(0.8) == pytest.approx({"a.md": 1.0, "b.md": 0.625, "c.md": 0.25})
+    assert fusion.typical_cosine(np.array([0.9, -np.inf, 0.1, 0.3])) == pytest.approx(0.3)
+    assert fusion.typical_cosine(np.array([-0.2, -0.1, 0.4])) == 0.0  # never below 0
+    assert fusion.typical_cosine(np.array([])) == 0.0
+    # A large vault: an evenly strided sample, within a fraction of a percentile.
+    many = np.random.default_rng(7).permutation(np.linspace(0.0, 1.0, 250_001))
+    assert fusion.typical_cosine(many) == pytest.approx(0.5, abs=0.01)
 
 
 def test_deep_search_weighs_the_query_above_its_variants(vault: Vault) -> None:

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 import markvault.fusion
 import markvault.index.bm25
 import markvault.index.keyword
@@ -75,7 +77,7 @@ def _rrf_chunks(keyword: Rows, vector: Rows, *args: Any, **kw: Any) -> Any:
 
 
 def _rrf_notes(
-    keyword: Rows, vector: Rows, note_of: Mapping[int, str], cosine: Any, chunk_bm25: Any
+    keyword: Rows, vector: Rows, note_of: Mapping[int, str], cosine: Any, chunk_bm25: Any, **_: Any
 ) -> Any:
     """Reciprocal rank fusion (k = 60) of the two lists seen as notes (their best
     chunks); the chunk shown chosen as convex() does."""
@@ -94,7 +96,9 @@ def _rrf_notes(
     return sorted(rows, key=lambda f: order[note_of[f[0]]])
 
 
-def _minmax(keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any) -> Any:
+def _minmax(
+    keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any, **_: Any
+) -> Any:
     """Convex combination after min-max normalization: each list's worst score fetched
     becomes 0 (TMM's theoretical minimum of 0 replaced by the observed one)."""
     k_low = min((s for _, s in keyword), default=0.0)
@@ -149,7 +153,9 @@ def _reordered(
     return sorted(rows, key=lambda f: order[note_of[f[0]]])
 
 
-def _zscores(keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any) -> Any:
+def _zscores(
+    keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any, **_: Any
+) -> Any:
     """Convex combination (equal weights) of z-scores, each over its own list's notes; a
     note one list did not return gets that list's lowest."""
     kw, vec = _note_scores(keyword, vector, note_of, cosine)
@@ -168,7 +174,9 @@ def _zscores(keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25:
     return _reordered(fused, keyword, vector, note_of, cosine, chunk_bm25)
 
 
-def _tmm_floor(keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any) -> Any:
+def _tmm_floor(
+    keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any, **_: Any
+) -> Any:
     """convex(), but a note the keyword list did not return gets that list's lowest
     BM25 (it scored at most that much) instead of 0."""
     kw, vec = _note_scores(keyword, vector, note_of, cosine)
@@ -185,7 +193,9 @@ def _tmm_floor(keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm2
     return _reordered(fused, keyword, vector, note_of, cosine, chunk_bm25)
 
 
-def _cosine_minmax(keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any) -> Any:
+def _cosine_minmax(
+    keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any, **_: Any
+) -> Any:
     """convex(), but cosine min-max normalized over its list (BM25's minimum of 0 is
     reached by any note without the query's words; cosine's 0 is not): (cos - lowest) /
     (best - lowest); BM25 still over its best."""
@@ -206,7 +216,9 @@ def _cosine_minmax(keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk
 
 
 def _topk_mean(k: int) -> Callable[..., Any]:
-    def fuse(keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any) -> Any:
+    def fuse(
+        keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any, **_: Any
+    ) -> Any:
         """convex(), each list divided by the mean of its best k notes instead of its best
         (one outlier at the top no longer flattens the rest of its list)."""
         kw, vec = _note_scores(keyword, vector, note_of, cosine)
@@ -226,7 +238,9 @@ def _topk_mean(k: int) -> Callable[..., Any]:
     return fuse
 
 
-def _raw_cosine(keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any) -> Any:
+def _raw_cosine(
+    keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any, **_: Any
+) -> Any:
     """convex(), but cosine kept on its own theoretical scale (over 1, not over the best
     hit); BM25, unbounded, still over its best."""
     kw, vec = _note_scores(keyword, vector, note_of, cosine)
@@ -241,7 +255,7 @@ def _raw_cosine(keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm
 
 
 def _note_and_passage_cosine(
-    keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any
+    keyword: Rows, vector: Rows, note_of: Any, cosine: Any, chunk_bm25: Any, **_: Any
 ) -> Any:
     """convex(), but a note's cosine, like its BM25, half the note's (the mean over the
     chunks either list reached) and half its best chunk's."""
@@ -270,7 +284,7 @@ def _note_and_passage_cosine(
 
 
 def _keyword_chunk_shown(
-    keyword: Rows, vector: Rows, note_of: Mapping[int, str], cosine: Any, chunk_bm25: Any
+    keyword: Rows, vector: Rows, note_of: Mapping[int, str], cosine: Any, chunk_bm25: Any, **_: Any
 ) -> Any:
     """convex(), but each note shows the chunk keyword search ranks best in it."""
     fused = _ORIGINAL["convex"](keyword, vector, note_of, cosine, chunk_bm25)
@@ -299,6 +313,15 @@ NO_STOP = (markvault.language, {"query_stopwords": lambda language: frozenset()}
 CHUNKS = (markvault.index.keyword.KeywordIndex, {"bm25": _chunks_alone})
 RRF_CHUNKS = (markvault.fusion, {"convex": _rrf_chunks})
 SCRIPT_ONLY = (markvault.language, {"model_reads": _script_only})
+NO_COSINE_FLOOR = (markvault.fusion, {"typical_cosine": lambda cosines: 0.0})
+
+
+def _cosine_floor_at(statistic: Callable[[np.ndarray], float]) -> Patch:
+    def typical(cosines: np.ndarray) -> float:
+        finite = cosines[np.isfinite(cosines)]
+        return max(float(statistic(finite)), 0.0) if len(finite) else 0.0
+
+    return lambda: _patches((markvault.fusion, {"typical_cosine": typical}))
 
 
 def default_experiments() -> list[Experiment]:
@@ -317,6 +340,11 @@ def default_experiments() -> list[Experiment]:
             lambda: _patches((markvault.language, {"detect": lambda words: None})),
         ),
         Experiment("chunks scored alone (not notes)", kw_and_hybrid, lambda: _patches(CHUNKS)),
+        Experiment(
+            "fusion: cosine over its best from 0 (no typical floor)",
+            ("hybrid",),
+            lambda: _patches(NO_COSINE_FLOOR),
+        ),
         Experiment("fusion: RRF k=60 over chunks", ("hybrid",), lambda: _patches(RRF_CHUNKS)),
         Experiment(
             "vectors fused for every Latin-script language",
@@ -388,5 +416,17 @@ def default_experiments() -> list[Experiment]:
                 "alternative",
             )
             for k in (3, 10)
+        ),
+        Experiment(
+            "fusion: typical cosine the mean, not the median",
+            ("hybrid",),
+            _cosine_floor_at(np.mean),
+            "alternative",
+        ),
+        Experiment(
+            "fusion: typical cosine the 25th percentile, not the median",
+            ("hybrid",),
+            _cosine_floor_at(lambda c: np.percentile(c, 25)),
+            "alternative",
         ),
     ]

@@ -80,8 +80,8 @@ class Searcher:
 
         ``variants`` (deep mode only) are rewrites of the query written by the caller;
         ``order`` "date" sorts the matching notes newest first; ``min_score`` drops hits
-        scoring below it (BM25 for keyword, cosine for vector, the 0-1 fused score for
-        hybrid, RRF for deep).
+        scoring below it (BM25 for keyword, cosine for vector, the fused score for
+        hybrid: at most 1, fusion.py; RRF for deep).
         """
         parsed_variants = check_request(query, mode, limit, offset, order, variants)
         filters = filters or Filters()
@@ -254,7 +254,9 @@ class Searcher:
             return fusion.rrf(lists, weights)
         keyword, vector = lists["keyword"], lists["vector"]
         note_of = self._chunk_paths([c for c, _ in keyword] + [c for c, _ in vector], run)
-        return fusion.convex(keyword, vector, note_of, run.cosine, run.chunk_bm25)
+        return fusion.convex(
+            keyword, vector, note_of, run.cosine, run.chunk_bm25, cosine_floor=run.typical_cosine()
+        )
 
     def _vector(
         self,
@@ -466,6 +468,10 @@ class _Run:
             for c, i, ok in zip(wanted, at, found, strict=True)
             if ok and np.isfinite(scores[i])
         }
+
+    def typical_cosine(self) -> float:
+        """What a chunk unrelated to the query scores (fusion.typical_cosine)."""
+        return 0.0 if self._cosines is None else fusion.typical_cosine(self._cosines[1])
 
     def lap(self, stage: str) -> None:
         now = time.perf_counter()
