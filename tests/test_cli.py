@@ -160,9 +160,12 @@ def test_missing_vault_is_a_clear_error(tmp_path: Path) -> None:
 
 
 # What a keyword search of a ready index never needs: the model, the sync (parsing,
-# chunking, worker processes), the session pipeline, the writers, Arrow and the watcher.
+# chunking, worker processes), the session pipeline, the writers, Arrow, numpy (the vector
+# side's), the ignore rules' parser (no ignore file here) and the watcher.
 NOT_FOR_KEYWORD_SEARCH = (
     "torch",
+    "numpy",
+    "pathspec",
     "sentence_transformers",
     "onnxruntime",
     "pyarrow",

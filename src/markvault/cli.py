@@ -493,18 +493,13 @@ def search(
         min_score=min_score,
         progress=TerminalProgress(quiet=fmt == "json"),
     )
-    _show_search(vault, result, fmt)
+    _show_search(result, fmt)
 
 
-def _show_search(vault: Vault, result: SearchResult, fmt: str) -> None:
-    """Print a search's result, saying when the index is behind the files; exit 1
-    when nothing was found."""
-    pending = vault.pending()
-    if any(pending.values()):
-        result.warnings.append(
-            f"the index is behind the files ({pending['new']} new, {pending['changed']} "
-            f"changed, {pending['deleted']} deleted): run `vault reindex`"
-        )
+def _show_search(result: SearchResult, fmt: str) -> None:
+    """Print a search's result; exit 1 when nothing was found. Whether the index is
+    behind the files was settled before the search ran (core/freshness.py): a small
+    change is synced first, a large one named in the result's warnings."""
     _print_result(result, fmt)
     if not result.hits:
         sys.exit(1)

@@ -14,12 +14,13 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .config import DEFAULT_MODEL, DEFAULT_MODEL_NAMES
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def model_path(name: str) -> str:
@@ -149,6 +150,8 @@ class SentenceEmbedder:
 
     def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         """Unit vectors for ``texts``, in order (callers group large inputs)."""
+        import numpy as np  # with the model: keyword search never loads numpy
+
         vectors = self.load().encode(
             list(texts),
             batch_size=batch_size,
@@ -161,6 +164,8 @@ class SentenceEmbedder:
     def encode_query(self, text: str) -> np.ndarray:
         """One query's vector, computed on one thread: for a single short text more
         threads gain nothing and their spinning takes the CPU from the index's work."""
+        import numpy as np
+
         model = self.load()
         if self.backend != "torch":  # the ONNX encoder keeps a one-thread session for this
             return np.asarray(model.encode_one(text), dtype=np.float32)

@@ -20,13 +20,14 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 from urllib.parse import unquote
-
-import pathspec
 
 from .errors import ConflictError, NotFoundError, RefusedError
 from .gitrepo import WRITE_WAIT_SECONDS, find_repo
+
+if TYPE_CHECKING:
+    import pathspec
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -143,6 +144,8 @@ class VaultFiles:
         ignore = self.root / IGNORE_FILE
         if not ignore.is_file():
             return None
+        import pathspec  # only for a vault with ignore rules
+
         with ignore.open(encoding="utf-8", errors="replace") as fh:
             return pathspec.GitIgnoreSpec.from_lines(fh)
 

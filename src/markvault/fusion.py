@@ -35,9 +35,10 @@ adds weight / (``RRF_K`` + rank) (Cormack, Clarke and Büttcher, SIGIR 2009).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 KEYWORD_WEIGHT = 0.5
 RRF_K = 60
@@ -71,6 +72,8 @@ def typical_cosine(cosines: np.ndarray) -> float:
     chunk, never below 0 (cosine's floor in the combination). Over an evenly strided
     sample of at most ``TYPICAL_SAMPLE`` of them: exact on smaller vaults, on larger ones
     within a fraction of a percentile of it, in constant time."""
+    import numpy as np  # the vector side's: a keyword search never loads numpy
+
     step = -(-len(cosines) // TYPICAL_SAMPLE)
     sample = cosines[::step] if step > 1 else cosines
     sample = sample[np.isfinite(sample)]

@@ -11,9 +11,8 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import quote
-
-import numpy as np
 
 from . import fusion, language
 from . import query as query_lang
@@ -22,6 +21,9 @@ from .errors import UsageError
 from .index import Index
 from .model import Filters, Hit, SearchResult
 from .text import tokenize, word_spans
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MODES = ("keyword", "vector", "hybrid", "deep")
 ORDERS = ("relevance", "date")
@@ -102,7 +104,7 @@ class Searcher:
         if min_score is not None:
             fused = [f for f in fused if f[1] >= min_score]
         run.lap("fuse")
-        hits, total_notes = self._hits(fused, query, plan, offset, limit, full_text, order)
+        hits, total_notes = self._hits(fused, query, plan, (offset, limit), full_text, order, run)
         run.lap("fetch")
         run.timings["total"] = (time.perf_counter() - run.began) * 1000
         result = SearchResult(query, mode, hits, run.timings, total_notes, run.warnings)
@@ -125,7 +127,7 @@ class Searcher:
         lists: dict[str, list[tuple[int, float]]] = {}
         weights: dict[str, float] = {}
         if mode in ("keyword", "hybrid", "deep") and plan is not None:
-            lists["keyword"] = self._keyword(plan, filters, wanted, run.warnings, run.chunk_bm25)
+            lists["keyword"] = self._keyword(plan, filters, wanted, run.warnings, run)
             run.lap("keyword")
         vectors_usable = mode != "keyword" and self._vectors_usable(
             query, plan.language if plan else None, mode, run.warnings
@@ -214,10 +216,10 @@ class Searcher:
         filters: Filters,
         wanted: int,
         warnings: list[str],
-        chunk_scores: dict[int, float] | None = None,
+        run: _Run | None = None,
     ) -> list[tuple[int, float]]:
-        """Chunks ranked by their note's and their own BM25 (index/bm25.py); ``chunk_scores``
-        receives each one's own."""
+        """Chunks ranked by their note's and their own BM25 (index/bm25.py); ``run``, if
+        given, receives each one's own BM25 and its note's path."""
         terms = list(plan.terms)
         prefix_terms: dict[str, list[str]] = {}
         for prefix in plan.prefixes:
@@ -225,9 +227,10 @@ class Searcher:
             if not prefix_terms[prefix]:
                 warnings.append(f"no word starts with {prefix!r}")
             terms.extend(prefix_terms[prefix])
+        scores, notes = (run.chunk_bm25, run.chunk_notes) if run else (None, None)
         if not plan.constrained:
             return self.index.keyword.bm25(
-                terms, filters, wanted, per_note=True, chunk_scores=chunk_scores
+                terms, filters, wanted, per_note=True, chunk_scores=scores, chunk_notes=notes
             )
         known = self.index.keyword.term_ids(terms + query_lang.leaf_tokens(plan.root))
         ids = {t: v[0] for t, v in known.items()}
@@ -235,7 +238,7 @@ class Searcher:
         condition, exact = query_lang.presence_sql(plan.root, ids, prefix_ids)
         verify = None if exact else functools.partial(query_lang.matches, plan.root)
         return self.index.keyword.bm25(
-            terms, filters, wanted, condition, verify, per_note=True, chunk_scores=chunk_scores
+            terms, filters, wanted, condition, verify, True, scores, notes
         )
 
     def _fuse(
@@ -250,7 +253,7 @@ class Searcher:
         if mode != "hybrid":
             return fusion.rrf(lists, weights)
         keyword, vector = lists["keyword"], lists["vector"]
-        note_of = self.index.reads.chunk_paths([c for c, _ in keyword] + [c for c, _ in vector])
+        note_of = self._chunk_paths([c for c, _ in keyword] + [c for c, _ in vector], run)
         return fusion.convex(
             keyword, vector, note_of, run.cosine, run.chunk_bm25, cosine_floor=run.typical_cosine()
         )
@@ -264,6 +267,8 @@ class Searcher:
         run: _Run,
         stage: str = "vector",
     ) -> list[tuple[int, float]]:
+        import numpy as np  # the vector side's alone: a keyword search never loads numpy
+
         embedder = self._embedder()
         load_ms = 0.0
         if not embedder.loaded:
@@ -300,18 +305,27 @@ class Searcher:
         run.timings[stage] -= embed_ms + load_ms
         return ranked[:wanted]
 
+    def _chunk_paths(self, ids: Sequence[int], run: _Run) -> dict[int, str]:
+        """The note path of each chunk id, read only for those the run has not seen."""
+        known = run.chunk_notes
+        missing = [cid for cid in ids if cid not in known]
+        paths = self.index.reads.chunk_paths(missing) if missing else {}
+        paths.update((cid, known[cid]) for cid in ids if cid in known)
+        return paths
+
     def _hits(
         self,
         fused: list[tuple[int, float, dict[str, int], dict[str, float]]],
         query: str,
         plan: query_lang.Plan | None,
-        offset: int,
-        limit: int,
+        page_at: tuple[int, int],
         full_text: bool,
-        sort: str = "relevance",
+        sort: str,
+        run: _Run,
     ) -> tuple[list[Hit], int]:
+        offset, limit = page_at
         # Collapse to notes on (id, path) alone; full details only for the page shown.
-        paths = self.index.reads.chunk_paths([f[0] for f in fused])
+        paths = self._chunk_paths([f[0] for f in fused], run)
         extra: dict[str, int] = {}
         order: list[Fused] = []
         for item in fused:
@@ -433,6 +447,7 @@ class _Run:
         self.shortcut = False
         self._cosines: tuple[np.ndarray, np.ndarray] | None = None
         self.chunk_bm25: dict[int, float] = {}  # the query's keyword chunks' own BM25
+        self.chunk_notes: dict[int, str] = {}  # note paths of chunks read while ranking
 
     def keep_cosines(self, ids: np.ndarray, scores: np.ndarray) -> None:
         """Keep the query's cosine with every chunk, for fusion to look up."""
@@ -442,6 +457,8 @@ class _Run:
         """The query's cosine with each of ``chunk_ids`` that has a vector."""
         if self._cosines is None or not chunk_ids:
             return {}
+        import numpy as np  # loaded already: cosines come from the vector side
+
         ids, scores = self._cosines
         wanted = np.asarray(chunk_ids, dtype=ids.dtype)
         at = np.clip(np.searchsorted(ids, wanted), 0, max(len(ids) - 1, 0))

@@ -191,32 +191,11 @@ class Freshness:
         and the ignore file's mtime. Equal to the last check's: nothing changed. Cheaper
         than ``_changed_by_walk``: no ignore rules per file, no Unicode forms, no index."""
         settings = self.keeper.settings
-        skip = {str(settings.index_dir)}
-        total = [0, 0, 0, 0, 0]  # files, sum of mtimes, sum of sizes, folders, their mtimes
+        ignore_mtime = 0
         with contextlib.suppress(OSError):
-            total[4] += os.stat(settings.vault_dir / IGNORE_FILE).st_mtime_ns
-        folders = [str(settings.vault_dir)]
-        while folders:
-            folder = folders.pop()
-            try:
-                total[4] += os.stat(folder).st_mtime_ns
-                entries = os.scandir(folder)
-            except OSError:
-                continue
-            total[3] += 1
-            with entries:
-                for entry in entries:
-                    if entry.name.startswith("."):
-                        continue
-                    if entry.is_dir(follow_symlinks=False):
-                        if entry.path not in skip:
-                            folders.append(entry.path)
-                        continue
-                    with contextlib.suppress(OSError):
-                        st = entry.stat()  # follows a symlink, as the scan does
-                        total[0] += 1
-                        total[1] += st.st_mtime_ns
-                        total[2] += st.st_size
+            ignore_mtime = os.stat(settings.vault_dir / IGNORE_FILE).st_mtime_ns
+        total = stat_sum(str(settings.vault_dir), {str(settings.index_dir)})
+        total[4] += ignore_mtime
         return total
 
     def _load(self) -> dict[str, Any]:
@@ -231,6 +210,39 @@ class Freshness:
         with contextlib.suppress(OSError):
             tmp.write_text(json.dumps(state), encoding="utf-8")
             os.replace(tmp, self.state_path)
+
+
+def stat_sum(root: str, skip: set[str]) -> list[int]:
+    """[files, sum of their mtimes, sum of their sizes, folders, sum of the folders'
+    mtimes] under ``root``, hidden entries and the ``skip`` folders left out. The
+    freshness check's one pass over the disk: written for speed (plain locals, no
+    context manager per file), as it runs before every call on a vault without git."""
+    files = mtimes = sizes = folders = folder_mtimes = 0
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            folder_mtimes += os.stat(folder).st_mtime_ns
+            entries = os.scandir(folder)
+        except OSError:
+            continue
+        folders += 1
+        with entries:
+            for entry in entries:
+                if entry.name[0] == ".":
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.path not in skip:
+                        stack.append(entry.path)
+                    continue
+                try:
+                    st = entry.stat()  # follows a symlink, as the scan does
+                except OSError:
+                    continue
+                files += 1
+                mtimes += st.st_mtime_ns
+                sizes += st.st_size
+    return [files, mtimes, sizes, folders, folder_mtimes]
 
 
 def _dirty(git: Git) -> set[str]:

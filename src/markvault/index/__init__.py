@@ -59,8 +59,13 @@ class Index:
         """
 
         def ready(store: Store) -> None:
-            if store.writable and store.meta().get("fts_dirty") == "1":
-                KeywordIndex(store, NoteReads(store)).rebuild()
+            if not store.writable:
+                return
+            keyword = KeywordIndex(store, NoteReads(store))
+            if store.meta().get("fts_dirty") == "1":
+                keyword.rebuild()
+            elif not keyword.terms_indexed():  # an index from before the term index
+                keyword.index_terms()
 
         return cls(
             Store.open(settings, write=write, chunk_fingerprint=chunk_fingerprint, ready=ready)

@@ -33,6 +33,14 @@ CURRENT_SQL = (
 )
 
 
+def sql_string(text: str) -> str:
+    """``text`` as a SQL string literal. Keys go into queries as literals, not bound
+    parameters: DuckDB's Python client tries to import pandas for every parameter
+    (~0.4 ms each when it is absent), and answers an IN list of constants from an ART
+    index where a bound list or a join scans the table."""
+    return "'" + text.replace("'", "''") + "'"
+
+
 def filters_sql(filters: Filters) -> tuple[str, list[Any]]:
     """A WHERE condition over ``notes n`` for ``filters``, and its parameters; a
     chunk-level ``scope`` (prompts, decisions, ...) also needs ``chunks c`` joined."""

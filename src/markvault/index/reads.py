@@ -6,15 +6,19 @@ import datetime as dt
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..model import Filters
 from ..prefix_lookup import NameIndex, count_lookup
-from .filters import CURRENT_SQL, filters_sql
+from .filters import CURRENT_SQL, filters_sql, sql_string
 from .store import Store, dict_rows
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# What a hit shows of its note (``chunk_details``), in the order they are read.
+_NOTE_DETAILS = ("note_id", "title", "kind", "type", "hash", "file", "tags")
 
 
 class NoteReads:
@@ -24,30 +28,37 @@ class NoteReads:
         self.store = store
         self.con = store.con
         # (day, store.changes, ids): chunks not current, until a day or a write passes
-        self._expired: tuple[str, int, np.ndarray] | None = None
+        self._expired: tuple[str, int, tuple[int, ...]] | None = None
         self._names: dict[str, NameIndex | Counter[str]] = {}  # completions, until notes change
 
     def forget_names(self) -> None:
         """Notes changed: the names kept for completions are stale."""
         self._names = {}
 
-    def expired_chunk_ids(self) -> np.ndarray:
+    def expired_chunk_ids(self) -> tuple[int, ...]:
         """Sorted ids of the chunks of notes that are no longer current (past
         ``valid_until``, superseded): usually few, so searches drop them from their
         results instead of joining every candidate with its note."""
         today = dt.date.today().isoformat()
         if self._expired is None or self._expired[:2] != (today, self.store.changes):
-            rows = self.con.execute(
-                f"SELECT c.id FROM chunks c JOIN notes n ON n.path = c.path "
-                f"WHERE NOT {CURRENT_SQL} ORDER BY c.id",
-                [today],
+            # The notes first: usually none is expired, and then no chunk is read.
+            gone = self.con.execute(
+                f"SELECT n.path FROM notes n WHERE NOT {CURRENT_SQL}", [today]
             ).fetchall()
-            ids = np.array([r[0] for r in rows], dtype=np.int64)
+            ids: tuple[int, ...] = ()
+            if gone:
+                paths = ", ".join(sql_string(r[0]) for r in gone)
+                rows = self.con.execute(
+                    f"SELECT id FROM chunks WHERE path IN ({paths}) ORDER BY id"
+                ).fetchall()
+                ids = tuple(int(r[0]) for r in rows)
             self._expired = (today, self.store.changes, ids)
         return self._expired[2]
 
     def chunk_ids_matching(self, filters: Filters) -> np.ndarray:
         """Ids of the chunks of notes that pass ``filters``."""
+        import numpy as np  # the vector side's: a keyword search never loads numpy
+
         where, params = filters_sql(filters)
         rows = self.con.execute(
             f"SELECT c.id FROM chunks c JOIN notes n ON n.path = c.path WHERE {where}", params
@@ -95,16 +106,40 @@ class NoteReads:
         """Everything a hit shows, for the given chunk ids."""
         if not ids:
             return {}
-        # Integer literals (not a bound list) let DuckDB answer from the id index.
+        # Two lookups by key, chunks by id, then their notes by path: a join would read
+        # every note. Keys go in as literals: DuckDB answers an IN list of constants from
+        # the ART index (a bound list, or a join, scans the table).
         wanted = ", ".join(str(int(i)) for i in ids)
-        # Materialized first: otherwise the join with notes defeats the index lookup.
-        cur = self.con.execute(
-            f"WITH c AS MATERIALIZED (SELECT * FROM chunks WHERE id IN ({wanted})) "
-            "SELECT c.id, c.path, c.seq, c.heading_path, c.start_line, c.end_line, c.text, "
-            "n.id AS note_id, n.title, n.kind, n.type, n.hash, n.file, n.tags "
-            "FROM c JOIN notes n ON n.path = c.path"
-        )
-        return {row["id"]: row for row in dict_rows(cur)}
+        chunks = self.con.execute(
+            "SELECT id, path, seq, heading_path, start_line, end_line, text FROM chunks "
+            f"WHERE id IN ({wanted})"
+        ).fetchall()
+        if not chunks:
+            return {}
+        paths = ", ".join(sql_string(p) for p in {r[1] for r in chunks})
+        notes = {
+            r[0]: r[1:]
+            for r in self.con.execute(
+                "SELECT path, id, title, kind, type, hash, file, tags FROM notes "
+                f"WHERE path IN ({paths})"
+            ).fetchall()
+        }
+        details: dict[int, dict[str, Any]] = {}
+        for cid, path, seq, heading_path, start, end, text in chunks:
+            note = notes.get(path)
+            if note is None:  # a chunk whose note is gone (never, within a transaction)
+                continue
+            details[cid] = {
+                "id": cid,
+                "path": path,
+                "seq": seq,
+                "heading_path": heading_path,
+                "start_line": start,
+                "end_line": end,
+                "text": text,
+                **dict(zip(_NOTE_DETAILS, note, strict=True)),
+            }
+        return details
 
     def find_notes(self, column: str, value: str, casefold: bool = False) -> list[dict[str, Any]]:
         """Notes whose ``column`` (path, id or file) equals ``value``."""

@@ -10,12 +10,13 @@ no query vector bound as a list parameter.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..model import embed_input
 from .store import Store
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class VectorIndex:
@@ -70,6 +71,7 @@ class VectorIndex:
         return [(r[0], embed_input(r[1], r[2])) for r in rows]
 
     def add(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        import numpy as np
         import pyarrow as pa  # a search never writes vectors
 
         dim = vectors.shape[1]
@@ -122,6 +124,8 @@ class VectorIndex:
 
     def matrix(self, model: str) -> tuple[np.ndarray, np.ndarray]:
         """(chunk ids, unit vectors) of every chunk that has a vector; cached."""
+        import numpy as np  # imported by the vector side only: keyword search needs none
+
         if self._matrix is not None and self._matrix[0] == model:
             return self._matrix[1], self._matrix[2]
         if not self.store.has_table("embeddings"):

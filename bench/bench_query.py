@@ -1,0 +1,190 @@
+"""Warm keyword queries (issue 12): p50 in a process that has the index open, split into
+finding and ranking the postings and fetching and formatting the hits.
+
+    python bench/bench_query.py                                # 10k notes, this tree
+    python bench/bench_query.py --baseline-src /tmp/main/src   # A/B against another tree
+    python bench/bench_query.py --notes 1000 --workdir /tmp/mv-query   # reuse vaults
+
+The vault is ``gen_vault.py``'s (seeded), the ~200 queries ``bench_core.py``'s (words of
+every frequency, phrases, prefixes, boolean, CJK). Each tree indexes its own copy with
+its own code (``vault reindex --no-vectors``), then runs in a new process per round:
+10 warm-up queries, then every query once through ``Vault.search(mode="keyword",
+limit=10)``. With ``--baseline-src`` the two trees' rounds alternate (which goes first
+too), so machine load hits both alike; the ratio of their medians per round is printed
+with its median. Wall time is what a caller waits; CPU time (``time.process_time``) moves
+less with other work on the machine. The split is the search's own ``timings_ms``:
+``keyword`` (term lookup, BM25 over the postings, the note-level rerank) and ``fetch``
+(collapsing to notes, reading the shown chunks and their notes, snippets).
+Measures and prints; never asserts. The table goes to ``bench/out/query.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OUT_DIR = HERE / "out"
+WARMUP = 10
+
+
+def log(message: str) -> None:
+    print(f"[bench_query] {message}", file=sys.stderr, flush=True)
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def worker(vault: Path, index: Path, queries_file: Path) -> None:
+    """Run in a child: every query once after a warm-up; prints one JSON line."""
+    from markvault.host import open_local
+
+    queries = json.loads(queries_file.read_text(encoding="utf-8"))
+    opened = open_local(vault, index)
+    try:
+        for _, query in queries[:WARMUP]:
+            opened.search(query, mode="keyword", limit=10)
+        wall, cpu, postings, fetch = [], [], [], []
+        for _, query in queries:
+            started, began_cpu = time.perf_counter(), time.process_time()
+            result = opened.search(query, mode="keyword", limit=10)
+            wall.append((time.perf_counter() - started) * 1000)
+            cpu.append((time.process_time() - began_cpu) * 1000)
+            postings.append(result.timings_ms.get("keyword", 0.0))
+            fetch.append(result.timings_ms.get("fetch", 0.0))
+    finally:
+        opened.close()
+    print(json.dumps({"wall": wall, "cpu": cpu, "postings": postings, "fetch": fetch}))
+
+
+class Tree:
+    """One source tree: its environment, its own index of the vault."""
+
+    def __init__(self, name: str, src: Path | None, index: Path) -> None:
+        self.name = name
+        self.index = index
+        self.env = dict(os.environ)
+        if src is not None:
+            self.env["PYTHONPATH"] = str(src)
+        self.rounds: list[dict[str, list[float]]] = []
+
+    def reindex(self, vault: Path) -> None:
+        if (self.index / f"{vault.resolve().name}.duckdb").exists():
+            return
+        log(f"{self.name}: keyword index of {vault}")
+        argv = [sys.executable, "-m", "markvault.cli", "--vault", str(vault)]
+        argv += ["--index", str(self.index), "reindex", "--no-vectors", "--quiet"]
+        subprocess.run(argv, env=self.env, check=True, capture_output=True)
+
+    def round(self, vault: Path, queries_file: Path) -> None:
+        argv = [sys.executable, __file__, "--worker", str(vault), str(self.index)]
+        done = subprocess.run(
+            [*argv, str(queries_file)], env=self.env, capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{self.name}: {done.stderr[-2000:]}")
+        self.rounds.append(json.loads(done.stdout.strip().splitlines()[-1]))
+
+    def median(self, key: str) -> float:
+        return statistics.median(v for r in self.rounds for v in r[key])
+
+    def p95(self, key: str) -> float:
+        values = sorted(v for r in self.rounds for v in r[key])
+        return values[int(0.95 * (len(values) - 1))]
+
+
+def prepare(workdir: Path, notes: int, seed: int, queries: int) -> tuple[Path, Path]:
+    """(the generated vault, a file of its (class, query) pairs), reused when present."""
+    sys.path.insert(0, str(HERE))
+    import bench_core
+    import gen_vault
+
+    vault = workdir / f"vault-{notes}-s{seed}"
+    if not vault.exists():
+        log(f"generating {notes:,} notes")
+        gen_vault.generate(vault, notes, seed)
+    queries_file = workdir / f"queries-{notes}-s{seed}-{queries}.json"
+    if not queries_file.exists():
+        site = bench_core.Site(notes, vault, workdir / "unused")
+        chosen = bench_core.build_queries(site, seed, queries)
+        queries_file.write_text(json.dumps(chosen), encoding="utf-8")
+    return vault, queries_file
+
+
+def table(trees: list[Tree], notes: int, queries: int) -> list[str]:
+    names = " | ".join(t.name for t in trees)
+    lines = [
+        f"Warm keyword queries at {notes:,} notes ({queries} queries x {len(trees[0].rounds)} "
+        f"rounds, after {WARMUP} warm-up queries each); {os.cpu_count()} cores.",
+        "",
+        f"| figure | {names} |" + (" ratio (this / baseline) |" if len(trees) == 2 else ""),
+        "| --- | " + " | ".join("---" for _ in trees) + (" | --- |" if len(trees) == 2 else ""),
+    ]
+    figures = [
+        ("p50, wall", "wall"),
+        ("p50, CPU", "cpu"),
+        ("postings (term lookup, BM25, rerank), p50", "postings"),
+        ("fetching hits (notes, chunks, snippets), p50", "fetch"),
+    ]
+    for label, key in figures:
+        cells = [f"{t.median(key):.2f} ms" for t in trees]
+        if len(trees) == 2:
+            ratios = [
+                statistics.median(b[key]) / statistics.median(a[key])
+                for a, b in zip(trees[0].rounds, trees[1].rounds, strict=True)
+            ]
+            cells.append(f"{statistics.median(ratios):.2f}x")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    cells = [f"{t.p95('wall'):.2f} ms" for t in trees]
+    lines.append("| p95, wall | " + " | ".join(cells) + (" | |" if len(trees) == 2 else " |"))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--notes", type=int, default=10_000)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--rounds", type=int, default=3, help="new processes per tree")
+    p.add_argument("--baseline-src", type=Path, help="another tree's src/ to compare with")
+    p.add_argument("--workdir", type=Path, help="keep vaults and indexes here (reused)")
+    args = p.parse_args(argv)
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="mv-query-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    vault, queries_file = prepare(workdir, args.notes, args.seed, args.queries)
+    trees = [Tree("this tree", None, workdir / "index-this")]
+    if args.baseline_src:
+        trees.insert(0, Tree("baseline", args.baseline_src.resolve(), workdir / "index-base"))
+    for tree in trees:
+        tree.reindex(vault)
+    load_start = load_average()
+    for turn in range(args.rounds):
+        for tree in trees if turn % 2 == 0 else trees[::-1]:
+            log(f"round {turn + 1}: {tree.name}")
+            tree.round(vault, queries_file)
+    lines = table(trees, args.notes, args.queries)
+    lines.append(f"\nLoad average at start {load_start}, at end {load_average()}.")
+    if args.workdir is None:
+        import shutil
+
+        shutil.rmtree(workdir, ignore_errors=True)
+    text = "\n".join(lines)
+    print(text)
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    (OUT_DIR / "query.md").write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "--worker":
+        worker(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]))
+    else:
+        sys.exit(main())
