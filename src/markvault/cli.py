@@ -11,15 +11,18 @@ import select
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from .config import Settings
-from .errors import MarkvaultError, UsageError
+from .errors import ConflictError, MarkvaultError, RefusedError, UsageError
 from .model import PAGE_CHARS, SCOPES, Edit, Filters, Op, ReindexReport, SearchResult
 from .shared import connect
 from .vault import Vault, parse_lines
+
+if TYPE_CHECKING:
+    from .credential_scan import CheckReport  # imported by `vault check` only
 
 F = TypeVar("F", bound=Callable[..., Any])
 RANK_LABELS = {"keyword": "kw", "vector": "vec"}
@@ -1963,10 +1966,10 @@ def check(ctx: click.Context, as_json: bool) -> None:
     else:
         _print_check(report)
     if report.credentials:
-        sys.exit(6)
+        sys.exit(RefusedError.exit_code)
 
 
-def _print_check(report: Any) -> None:
+def _print_check(report: CheckReport) -> None:
     for note in report.notes:
         for finding in note.found:
             where = f"{finding.part}:" if finding.part else f"{finding.line}:{finding.column}:"
@@ -2045,7 +2048,7 @@ def sync(
     else:
         _print_sync(done)
     if done["conflicts"]:
-        sys.exit(5)
+        sys.exit(ConflictError.exit_code)
 
 
 def _print_sync(report: dict[str, Any]) -> None:
@@ -2119,8 +2122,7 @@ def _leave_background_threads(code: object) -> None:
     Nothing of ours is left to flush: files are written whole, the index is closed."""
     import threading
 
-    main_thread = threading.main_thread()
-    if not any(t.daemon and t is not main_thread for t in threading.enumerate()):
+    if not any(t.daemon for t in threading.enumerate()):
         return  # the usual way out
     if isinstance(code, str):  # sys.exit("message"): printed as the interpreter would
         print(code, file=sys.stderr)
