@@ -170,7 +170,12 @@ def _read(path: Path) -> bytes | None:
     if path.stat().st_size > MAX_SCANNED_BYTES:
         return None
     data = path.read_bytes()
-    return None if b"\0" in data[:8192] else data
+    return data if _is_text(data) else None
+
+
+def _is_text(data: bytes) -> bool:
+    """Small enough to scan, and text: no NUL byte in its first 8 KiB."""
+    return len(data) <= MAX_SCANNED_BYTES and b"\0" not in data[:8192]
 
 
 def refuse_to_commit(vault_dir: Path, staged: Iterable[tuple[str, bytes]]) -> None:
@@ -186,7 +191,7 @@ def refuse_to_commit(vault_dir: Path, staged: Iterable[tuple[str, bytes]]) -> No
     found = [
         checked
         for path, data in staged
-        if is_scanned(path) and len(data) <= MAX_SCANNED_BYTES and b"\0" not in data[:8192]
+        if is_scanned(path) and _is_text(data)
         for checked in [scan_file(policy, path, data.decode("utf-8", errors="replace"))]
         if checked.found
     ]

@@ -840,8 +840,7 @@ def redact_and_relocate(
 def unsecret(name: str) -> str:
     """``name`` (a note's path or title) with every credential replaced, the allowlist
     aside: how a message shows a name, never with the secret in it."""
-    findings = find(name) if name else []
-    return redact(name, findings, NAME_REDACTED) if findings else name
+    return redact(name, marker=NAME_REDACTED)
 
 
 def _named(findings: Sequence[Finding]) -> str:

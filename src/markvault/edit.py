@@ -15,7 +15,6 @@ from .model import OPS, Edit
 from .parse import parse_note
 
 
-# A merge conflict leaves both ends; a lone ======= is a setext heading underline.
 def apply_edit(text: str, edit: Edit, path: str = "note") -> str:
     """The new text of a note after ``edit``.
 

@@ -112,9 +112,10 @@ def read_layout(model_dir: str | Path) -> ModelLayout | None:
 def cache_key(layout: ModelLayout, backend: str) -> str:
     """Identifies an export: the model's files (names, sizes, times), backend, version."""
     files = sorted(
-        (str(p.relative_to(layout.path)), p.stat().st_size, p.stat().st_mtime_ns)
+        (str(p.relative_to(layout.path)), st.st_size, st.st_mtime_ns)
         for p in layout.path.rglob("*")
         if p.is_file() and p.suffix in (".json", ".safetensors", ".bin", ".txt")
+        for st in [p.stat()]
     )
     data = json.dumps([EXPORT_VERSION, backend, files])
     name = layout.path.name or "model"

@@ -97,10 +97,6 @@ class ChangeFeed:
         self._changed = threading.Condition()
 
     @property
-    def listeners(self) -> int:
-        return len(self._listeners)
-
-    @property
     def listening(self) -> bool:
         """Whether anyone listens (a sync skips describing its changes otherwise)."""
         return bool(self._listeners)

@@ -179,14 +179,15 @@ def find_repo(path: Path) -> GitRepo | None:
 
 
 # git's conflict markers: a note holding both ends is mid-merge, and no markvault write
-# may touch it (sync, edits, the change feed all ask here).
-CONFLICT_START = re.compile(r"^<{7}(?: |$)", re.MULTILINE)
-CONFLICT_END = re.compile(r"^>{7}(?: |$)", re.MULTILINE)
+# may touch it (sync, edits, the change feed all ask here). A lone ======= is a setext
+# heading's underline, so only the two ends count.
+_CONFLICT_START = re.compile(r"^<{7}(?: |$)", re.MULTILINE)
+_CONFLICT_END = re.compile(r"^>{7}(?: |$)", re.MULTILINE)
 
 
 def has_conflict_markers(text: str) -> bool:
     """Whether ``text`` holds both ends of a git merge conflict."""
-    return bool(CONFLICT_START.search(text) and CONFLICT_END.search(text))
+    return bool(_CONFLICT_START.search(text) and _CONFLICT_END.search(text))
 
 
 def check_writable(text: str, path: str) -> None:

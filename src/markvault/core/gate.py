@@ -145,7 +145,7 @@ class GatedWrite:
         new note: all of it). Findings name the lines of the text written."""
         from ..credentials import find, fingerprint
 
-        added = _added(find(new), new, find(old) if old else [], old)
+        added = _added(find(new), new, old)
         if not added:
             return new
         fingerprinted = [
@@ -169,21 +169,22 @@ class GatedWrite:
         }
 
 
-def _added(found: list[Finding], new: str, had: list[Finding], old: str) -> list[Finding]:
+def _added(found: list[Finding], new: str, old: str) -> list[Finding]:
     """The findings of ``new`` that its writer added to ``old``: inside the span that
     changed (the texts' common start and end stay as they were), and more often there
-    than the same secret was in the span it replaced."""
-    if not old:
+    than the same secret was in the span it replaced. ``old`` is scanned only when the
+    changed span of ``new`` holds a finding (most edits add none)."""
+    if not old or not found:
         return found
-    from ..credentials import fingerprint
+    from ..credentials import find, fingerprint
 
     start = _common_prefix(old, new)
     tail = _common_prefix(old[start:][::-1], new[start:][::-1])
     new_end, old_end = len(new) - tail, len(old) - tail
     inside = [f for f in found if f.end > start and f.start < new_end]
-    before = [f for f in had if f.end > start and f.start < old_end]
     if not inside:
         return []
+    before = [f for f in find(old) if f.end > start and f.start < old_end]
     counts = collections.Counter(fingerprint(f.rule, old[f.start : f.end]) for f in before)
     return [
         f
