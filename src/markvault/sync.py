@@ -285,7 +285,7 @@ class Syncer:
             [(rid, resolver.resolve(src, target, style)) for rid, src, target, style in rows]
         )
         if every or stored.batched:
-            self.index.writes.set_links_pending(False)
+            self.index.writes.clear_links_pending()
 
     def _embed(
         self,
