@@ -4,6 +4,7 @@ tells the change feed; an interrupted one is finished by the next sync."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import duckdb
@@ -63,7 +64,27 @@ def build(vault: Path, index: Path) -> tuple[dict[str, list[tuple[object, ...]]]
         return tables(v), report
 
 
-def put(vault: Path, files: dict[str, str | bytes]) -> Path:
+def built_both_ways(
+    vault: Path,
+    work: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    module: object,
+    name: str,
+    value: int,
+) -> tuple[
+    tuple[dict[str, list[tuple[object, ...]]], ReindexReport],
+    tuple[dict[str, list[tuple[object, ...]]], ReindexReport],
+]:
+    """A first build of ``vault`` as it is, and one with ``module.name`` set to
+    ``value``; both must make the same tables."""
+    whole = build(vault, work / "whole")
+    monkeypatch.setattr(module, name, value)
+    changed = build(vault, work / "changed")
+    assert_same_tables(changed[0], whole[0])
+    return whole, changed
+
+
+def put(vault: Path, files: Mapping[str, str | bytes]) -> Path:
     for rel, content in files.items():
         (vault / rel).parent.mkdir(parents=True, exist_ok=True)
         data = content.encode() if isinstance(content, str) else content
@@ -94,10 +115,9 @@ def test_a_batched_first_build_equals_one_write(
     write: WriteNotes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     vault = write(notes(40))
-    whole, whole_report = build(vault, tmp_path / "whole")
-    monkeypatch.setattr(sync, "APPLY_BATCH", 7)
-    batched, batched_report = build(vault, tmp_path / "batched")
-    assert_same_tables(batched, whole)
+    (_, whole_report), (batched, batched_report) = built_both_ways(
+        vault, tmp_path, monkeypatch, sync, "APPLY_BATCH", 7
+    )
     assert batched_report.added == whole_report.added == 40
     assert batched_report.warnings == whole_report.warnings
     assert any(w["path"] == "notes/n011.md" for w in batched_report.warnings)
@@ -176,8 +196,5 @@ def test_a_keyword_rebuild_in_slices_equals_one_in_one_go(
 ) -> None:
     """The rebuild groups the tokens of a slice of the chunks at a time (memory)."""
     vault = write(notes(40))
-    whole, _ = build(vault, tmp_path / "whole")
-    monkeypatch.setattr(keyword, "KW_REBUILD_SLICE", 3)
-    sliced, _ = build(vault, tmp_path / "sliced")
-    assert_same_tables(sliced, whole)
+    (whole, _), _ = built_both_ways(vault, tmp_path, monkeypatch, keyword, "KW_REBUILD_SLICE", 3)
     assert len(whole["vocab"]) > 40

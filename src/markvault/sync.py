@@ -243,7 +243,6 @@ class Syncer:
         files_changed = bool(changes.files_added or changes.files_removed)
         notes_changed = bool(changes.records or changes.removed or changes.skipped)
         if notes_changed or files_changed or stored.wrote or links_pending:
-            stored.read_aliases()
             if notes_changed:
                 stored.store(changes.records, changes.known, changes.removed, changes.skipped)
             self.index.writes.set_attachments(changes.files_added, changes.files_removed)
@@ -286,7 +285,7 @@ class Syncer:
             [(rid, resolver.resolve(src, target, style)) for rid, src, target, style in rows]
         )
         if every or stored.batched:
-            self.index.writes.set_links_pending(False)
+            self.index.writes.clear_links_pending()
 
     def _embed(
         self,

@@ -75,11 +75,15 @@ def tokenize(text: str) -> list[str]:
         cjk = match.group(1)
         if cjk is None:
             out.append(_stem(match.group()))
-        elif len(cjk) == 1:
-            out.append(cjk)
         else:
-            out.extend(cjk[i : i + 2] for i in range(len(cjk) - 1))
+            out.extend(_cjk_grams(cjk))
     return out
+
+
+def _cjk_grams(run: str) -> list[str]:
+    """The tokens of a run of CJK characters: its overlapping bigrams (a lone character
+    is its own token)."""
+    return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
 
 
 def word_tokens(text: str) -> list[tuple[str, str]]:
@@ -92,8 +96,7 @@ def word_tokens(text: str) -> list[tuple[str, str]]:
         if cjk is None:
             out.append((match.group(), _stem(match.group())))
         else:
-            grams = [cjk] if len(cjk) == 1 else [cjk[i : i + 2] for i in range(len(cjk) - 1)]
-            out.extend((g, g) for g in grams)
+            out.extend((g, g) for g in _cjk_grams(cjk))
     return out
 
 

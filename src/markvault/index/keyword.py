@@ -65,13 +65,10 @@ class KeywordIndex:
             )
             for first in range(low, high + 1, step):
                 self.con.execute(
-                    """INSERT INTO kw_all SELECT chunk_id, any_value(note), term,
+                    f"""INSERT INTO kw_all SELECT chunk_id, any_value(note), term,
                         count(*)::INTEGER
-                    FROM (SELECT id AS chunk_id,
-                                 unnest(string_split_regex(fts_text, '\\s+')) AS term
-                          FROM chunks WHERE id >= ? AND id < ?)
-                    JOIN kw_notes USING (chunk_id)
-                    WHERE term <> '' GROUP BY chunk_id, term""",
+                    FROM ({_chunk_terms("id >= ? AND id < ?")}) JOIN kw_notes USING (chunk_id)
+                    GROUP BY chunk_id, term""",
                     [first, first + step],
                 )
             # df counts chunks, ndf notes (bm25.py scores both).
@@ -162,10 +159,8 @@ class KeywordIndex:
         wanted = ", ".join(str(int(i)) for i in chunk_ids)
         self.con.execute(
             f"""CREATE OR REPLACE TEMP TABLE kw_new AS
-            SELECT chunk_id, term, count(*)::INTEGER AS tf FROM (
-                SELECT id AS chunk_id, unnest(string_split_regex(fts_text, '\\s+')) AS term
-                FROM chunks WHERE id IN ({wanted}))
-            WHERE term <> '' GROUP BY chunk_id, term"""
+            SELECT chunk_id, term, count(*)::INTEGER AS tf
+            FROM ({_chunk_terms(f"id IN ({wanted})")}) GROUP BY chunk_id, term"""
         )
         self.con.execute(
             """INSERT INTO vocab
@@ -329,3 +324,12 @@ class KeywordIndex:
             [prefix, upper, limit],
         ).fetchall()
         return [r[0] for r in rows]
+
+
+def _chunk_terms(where: str) -> str:
+    """SQL yielding (chunk_id, term) for each token of the chunks ``where`` selects: our
+    tokens are final, so they are ``fts_text`` split on whitespace, the one rule the
+    rebuild and the in-place update must share."""
+    return f"""SELECT * FROM (
+        SELECT id AS chunk_id, unnest(string_split_regex(fts_text, '\\s+')) AS term
+        FROM chunks WHERE {where}) WHERE term <> ''"""

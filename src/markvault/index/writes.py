@@ -115,9 +115,10 @@ class NoteWrites:
         """Whether a sync wrote notes and stopped before resolving their links."""
         return self.store.meta().get("links_pending") == "1"
 
-    def set_links_pending(self, pending: bool) -> None:
+    def clear_links_pending(self) -> None:
+        """The sync that wrote notes batch by batch has resolved their links."""
         with self.store.transaction():
-            self.store.set_meta(links_pending="1" if pending else "0")
+            self.store.set_meta(links_pending="0")
 
     def apply(
         self,
@@ -325,7 +326,6 @@ class NoteWrites:
 
 def _note_row(rec: NoteRecord) -> dict[str, Any]:
     """The ``notes`` row of a record."""
-
     note, f = rec.note, rec.note.fields
     return {
         "path": note.path,
