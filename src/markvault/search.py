@@ -239,7 +239,14 @@ class Searcher:
         condition, exact = query_lang.presence_sql(plan.root, ids, prefix_ids)
         verify = None if exact else functools.partial(query_lang.matches, plan.root)
         return self.index.keyword.bm25(
-            terms, filters, wanted, condition, verify, True, scores, notes
+            terms,
+            filters,
+            wanted,
+            condition,
+            verify,
+            per_note=True,
+            chunk_scores=scores,
+            chunk_notes=notes,
         )
 
     def _fuse(
@@ -316,7 +323,7 @@ class Searcher:
 
     def _hits(
         self,
-        fused: list[tuple[int, float, dict[str, int], dict[str, float]]],
+        fused: list[Fused],
         query: str,
         plan: query_lang.Plan | None,
         page_at: tuple[int, int],
