@@ -104,11 +104,7 @@ class OwnerClient:
         with each ``feed.FeedItem``, until the owner goes (``EOFError``, ``OSError``)."""
         with self._io:
             self._send_line({"id": 0, "method": "watch_changes", "args": [], "kwargs": {}})
-            reply = self._read_line()
-            if reply.get("declined"):
-                raise Declined("the index owner is closing")
-            if "error" in reply:
-                raise_error(reply["error"])
+            self._answer(None)  # raises if the owner declined or failed
             on_watching()
             while True:
                 reply = self._read_line()

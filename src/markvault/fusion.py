@@ -105,7 +105,6 @@ def convex(
     note_of: Mapping[int, str],
     cosine: Callable[[Sequence[int]], dict[int, float]],
     chunk_bm25: Mapping[int, float],
-    keyword_weight: float | None = None,
     *,
     cosine_floor: float = 0.0,
 ) -> list[Fused]:
@@ -128,11 +127,10 @@ def convex(
             vec.score[note] = max(cos.get(c, 0.0) for c in chunks)
     kw_best = max(kw.score.values(), default=0.0)
     vec_best = max(vec.score.values(), default=0.0)
-    w = KEYWORD_WEIGHT if keyword_weight is None else keyword_weight
     # A floor at or above the best (every chunk alike) would leave no scale: 0 then.
     floor = cosine_floor if 0.0 < cosine_floor < vec_best else 0.0
     vec_span = vec_best - floor
-    w = w if kw_best > 0 and vec_span > 0 else (1.0 if kw_best > 0 else 0.0)
+    w = KEYWORD_WEIGHT if kw_best > 0 and vec_span > 0 else (1.0 if kw_best > 0 else 0.0)
 
     def vector_part(cosine: float) -> float:
         # Below the floor goes below 0: order kept, such a note pulled down.

@@ -137,7 +137,8 @@ class Searcher:
         if mode != "deep":
             return lists, weights
         weights = dict.fromkeys(lists, ORIGINAL_WEIGHT)
-        if parsed_variants and decisive(lists.get("keyword", []), plan, self.index):
+        chunk_paths = functools.partial(self._chunk_paths, run=run)
+        if parsed_variants and decisive(lists.get("keyword", []), plan, self.index, chunk_paths):
             run.warnings.append("strong keyword match: variants skipped (the top hit is far ahead)")
             run.shortcut = True
             return lists, weights
@@ -238,7 +239,14 @@ class Searcher:
         condition, exact = query_lang.presence_sql(plan.root, ids, prefix_ids)
         verify = None if exact else functools.partial(query_lang.matches, plan.root)
         return self.index.keyword.bm25(
-            terms, filters, wanted, condition, verify, True, scores, notes
+            terms,
+            filters,
+            wanted,
+            condition,
+            verify,
+            per_note=True,
+            chunk_scores=scores,
+            chunk_notes=notes,
         )
 
     def _fuse(
@@ -315,7 +323,7 @@ class Searcher:
 
     def _hits(
         self,
-        fused: list[tuple[int, float, dict[str, int], dict[str, float]]],
+        fused: list[Fused],
         query: str,
         plan: query_lang.Plan | None,
         page_at: tuple[int, int],
@@ -421,14 +429,19 @@ def parse_variants(variants: Sequence[str]) -> list[tuple[str, str]]:
     return parsed
 
 
-def decisive(keyword: list[tuple[int, float]], plan: query_lang.Plan | None, index: Index) -> bool:
+def decisive(
+    keyword: list[tuple[int, float]],
+    plan: query_lang.Plan | None,
+    index: Index,
+    chunk_paths: Callable[[Sequence[int]], dict[int, str]],
+) -> bool:
     """Whether the keyword result already settles the question: its top hit holds every
     query word and scores far above the best chunk of any other note, so variants would
-    only add noise."""
+    only add noise. ``chunk_paths``: each chunk's note path (the run has most already)."""
     if not keyword or plan is None or not plan.terms:
         return False
     head = keyword[:DECISIVE_WINDOW]
-    paths = index.reads.chunk_paths([cid for cid, _ in head])
+    paths = chunk_paths([cid for cid, _ in head])
     top_id, top_score = head[0]
     runner_up = next((score for cid, score in head[1:] if paths.get(cid) != paths.get(top_id)), 0.0)
     if top_score < DECISIVE_RATIO * runner_up:

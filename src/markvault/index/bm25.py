@@ -56,10 +56,10 @@ def _term(df: str, n: str, tf: str, dl: str, avgdl: str, k1: float, b: float) ->
     )
 
 
-def _query(found: Mapping[str, tuple[int, int, int]], terms: Sequence[str], df: int) -> str:
-    """``VALUES`` rows (term id, document frequency, query term frequency)."""
+def _query(found: Mapping[str, tuple[int, int, int]], terms: Sequence[str]) -> str:
+    """``VALUES`` rows (term id, chunks with it, query term frequency)."""
     qtf = Counter(terms)
-    return ", ".join(f"({v[0]}, {v[df]}, {qtf[term] or 1})" for term, v in found.items())
+    return ", ".join(f"({v[0]}, {v[1]}, {qtf[term] or 1})" for term, v in found.items())
 
 
 def scored_sql(
@@ -85,7 +85,7 @@ def scored_sql(
     return f"""
         SELECT * FROM (
             SELECT p.chunk_id, sum({chunk}) AS score
-            FROM postings p JOIN (VALUES {_query(found, terms, 1)}) q(termid, df, qtf)
+            FROM postings p JOIN (VALUES {_query(found, terms)}) q(termid, df, qtf)
                  USING (termid),
                  (SELECT n, total / greatest(n, 1) AS avgdl FROM kw_stats) st
             WHERE p.termid IN ({ids})

@@ -206,17 +206,12 @@ class NoteReads:
     def file_states_of(self, paths: Sequence[str]) -> dict[str, tuple[int, int]]:
         """(mtime_ns, size) as last synced of the notes and skipped files among
         ``paths`` (NFC vault-relative): what a freshness check compares with the disk."""
-        import pyarrow as pa
-
-        self.con.register("wanted", pa.table({"path": pa.array(sorted(set(paths)), pa.string())}))
-        try:
-            rows = self.con.execute(
-                "SELECT path, mtime_ns, size FROM notes WHERE path IN (SELECT path FROM wanted) "
-                "UNION ALL SELECT path, mtime_ns, size FROM skipped "
-                "WHERE path IN (SELECT path FROM wanted)"
-            ).fetchall()
-        finally:
-            self.con.unregister("wanted")
+        rows = self._query_paths(
+            sorted(set(paths)),
+            "SELECT path, mtime_ns, size FROM notes WHERE path IN (SELECT path FROM wanted) "
+            "UNION ALL SELECT path, mtime_ns, size FROM skipped "
+            "WHERE path IN (SELECT path FROM wanted)",
+        )
         return {r[0]: (int(r[1]), int(r[2])) for r in rows}
 
     def find_attachment(self, ref: str) -> str | None:
