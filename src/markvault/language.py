@@ -54,8 +54,9 @@ def detect(words: Iterable[str]) -> str | None:
         return None
     tied = [lang for lang, n in ranked if n == hits]
     if len(tied) > 1:
-        # English ties are English (its list shares words with no other); a tie among
-        # Romance or Nordic languages still says "not English".
+        # A tie that includes English is English (the default: short words such as
+        # "i", "for", "over" are also Danish); a tie among Romance or Nordic languages
+        # still says "not English".
         return DEFAULT_LANGUAGE if DEFAULT_LANGUAGE in tied else best
     return best
 

@@ -194,7 +194,7 @@ class _Handler(socketserver.StreamRequestHandler):
                 cancel.set()
             return
         if request.get("method") == "watch_changes":
-            self._feed = _FeedWriter(owner, self.request, lambda item: self._send(item))
+            self._feed = _FeedWriter(owner, self.request, self._send)
             self._feed.start(rid)
             return
         if self._call is not None:
