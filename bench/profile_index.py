@@ -1,7 +1,7 @@
 """Where a cold keyword index spends its time and memory, stage by stage.
 
     python bench/profile_index.py /path/to/notes                 # stages of a cold build
-    python bench/profile_index.py /path/to/notes --alternatives  # + the fts extension's way
+    python bench/profile_index.py /path/to/notes --alternatives  # + the ways before, same run
     python bench/profile_index.py /path/to/notes --hot parse     # cProfile of one stage
 
 Runs the stages of ``vault reindex --no-vectors`` one after the other in this one process
@@ -21,6 +21,7 @@ import argparse
 import cProfile
 import gc
 import io
+import logging
 import os
 import pickle
 import pstats
@@ -236,10 +237,55 @@ def profile_build(corpus: Path, workdir: Path, stages: Stages, alternatives: boo
     print(f"  ({n_records} notes, {postings[0] if postings else 0} postings)", flush=True)
 
     if alternatives:
+        alternative_rebuild(index, stages)
         alternative_postings(con, stages)
+        alternative_parse(files, stats, settings, stages)
     index.close()
     size = sum(p.stat().st_size for p in index_dir.glob("*.duckdb*"))
     print(f"  index file: {size / 2**20:.1f} MiB", flush=True)
+
+
+def alternative_rebuild(index: Index, stages: Stages) -> None:
+    """The keyword rebuild splitting ``fts_text`` with a regular expression on ``\\s+``
+    (as before) and with a plain split on " " (now), pair by pair on the same data."""
+    from markvault.index import keyword
+
+    plain = keyword._chunk_terms
+
+    def regex_split(where: str) -> str:
+        return plain(where).replace("string_split(fts_text, ' ')", REGEX_SPLIT)
+
+    pair = (("split on \\s+ (before)", regex_split), ("split on ' '", plain))
+    for label, terms in pair * 2:
+        keyword._chunk_terms = terms
+        with stages.stage(f"alt: keyword rebuild, {label}"):
+            index.keyword.rebuild()
+    keyword._chunk_terms = plain
+
+
+REGEX_SPLIT = "string_split_regex(fts_text, '\\s+')"
+
+
+def alternative_parse(
+    files: VaultFiles, stats: list[Any], settings: Settings, stages: Stages
+) -> None:
+    """The parse stage with markdown-it's debug logging (as before) and without (now),
+    pair by pair on the same notes."""
+    texts = [(st.path, files.read(st.file, settings.max_note_bytes)[1]) for st in stats]
+    modules = [
+        m
+        for name, m in sys.modules.items()
+        if name.startswith("markdown_it.rules_block.") and hasattr(m, "LOGGER")
+    ]
+    quiet = {m: vars(m)["LOGGER"] for m in modules}
+    for label, logged in (("with debug logging (before)", True), ("without", False)) * 2:
+        for m in modules:
+            vars(m)["LOGGER"] = logging.getLogger(m.__name__) if logged else quiet[m]
+        with stages.stage(f"alt: parse {label}"):
+            for path, text in texts:
+                parse_note(path, text, max_frontmatter_bytes=settings.max_frontmatter_bytes)
+    for m in modules:
+        vars(m)["LOGGER"] = quiet[m]
 
 
 def alternative_postings(con: Any, stages: Stages) -> None:
@@ -305,7 +351,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("corpus", type=Path, help="a folder of Markdown notes (copied first)")
     p.add_argument("--workdir", type=Path, help="keep the copy and index here")
-    p.add_argument("--alternatives", action="store_true", help="also time other postings builds")
+    p.add_argument(
+        "--alternatives",
+        action="store_true",
+        help="also time other postings builds and the parse with debug logging",
+    )
     p.add_argument("--hot", help="cProfile the stage whose name contains this word")
     p.add_argument("--label", help="title of the printed table")
     args = p.parse_args(argv)

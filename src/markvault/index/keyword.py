@@ -329,7 +329,9 @@ class KeywordIndex:
 def _chunk_terms(where: str) -> str:
     """SQL yielding (chunk_id, term) for each token of the chunks ``where`` selects: our
     tokens are final, so they are ``fts_text`` split on whitespace, the one rule the
-    rebuild and the in-place update must share."""
+    rebuild and the in-place update must share. ``fts_text`` is its tokens joined by
+    single spaces (no token holds whitespace), so a plain split gives the same terms as
+    a split on ``\\s+``, in half the time of the regular expression."""
     return f"""SELECT * FROM (
-        SELECT id AS chunk_id, unnest(string_split_regex(fts_text, '\\s+')) AS term
+        SELECT id AS chunk_id, unnest(string_split(fts_text, ' ')) AS term
         FROM chunks WHERE {where}) WHERE term <> ''"""
