@@ -13,7 +13,7 @@ import pytest
 from markvault import sync
 from markvault.feed import FeedItem
 from markvault.host import open_local
-from markvault.index import keyword
+from markvault.index import keyword, store
 from markvault.model import NoProgress, ReindexReport
 from markvault.vault import Vault
 
@@ -198,3 +198,23 @@ def test_a_keyword_rebuild_in_slices_equals_one_in_one_go(
     vault = write(notes(40))
     (whole, _), _ = built_both_ways(vault, tmp_path, monkeypatch, keyword, "KW_REBUILD_SLICE", 3)
     assert len(whole["vocab"]) > 40
+
+
+def test_a_sync_caps_duckdbs_memory_only_while_it_writes(tmp_path: Path) -> None:
+    """Rows written before the checkpoint are spilled past store.BUILD_MEMORY_LIMIT
+    instead of held; afterwards the connection has its own limit back, and the build
+    left no spill files in the index folder."""
+    vault = put(tmp_path / "vault", notes(20))
+    with open_local(vault, tmp_path / "index") as v:
+        v.reindex(vectors=False)
+        con = v.host.core().keeper.open_index(write=True).store.con
+        limit = con.execute("SELECT current_setting('memory_limit')").fetchone()
+        seen: list[object] = []
+        with v.host.core().keeper.open_index(write=True).store.deferred_checkpoints():
+            seen.append(con.execute("SELECT current_setting('memory_limit')").fetchone())
+        with duckdb.connect() as scratch:
+            scratch.execute(f"SET memory_limit = '{store.BUILD_MEMORY_LIMIT}'")
+            capped = scratch.execute("SELECT current_setting('memory_limit')").fetchone()
+        assert seen == [capped] and capped != limit
+        assert con.execute("SELECT current_setting('memory_limit')").fetchone() == limit
+    assert not [p for p in (tmp_path / "index").iterdir() if p.name.endswith(".tmp")]
