@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 SCHEMA_VERSION = "11"
-# DuckDB's memory while a sync writes (see deferred_checkpoints): a 90 MB vault's first
-# build peaked at 1.2 GB without it, and is as fast with it.
-BUILD_MEMORY_LIMIT = "256MB"
+# DuckDB's memory while a sync writes, over what the connection already holds (see
+# deferred_checkpoints): a 90 MB vault's first build peaked at 1.2 GB without it.
+BUILD_MEMORY_BYTES = 256 * 10**6
 WAL_CHECKPOINT_BYTES = 16 * 2**20  # DuckDB's default checkpoint_threshold
 
 _SCHEMA = """
@@ -261,8 +261,13 @@ class Store:
             return
         self.con.execute("SET checkpoint_threshold = '1TB'")
         # Until that checkpoint the rows written live in memory: capped, DuckDB spills
-        # them to a temporary file rather than holding a large vault's index in RAM.
-        self.con.execute(f"SET memory_limit = '{BUILD_MEMORY_LIMIT}'")
+        # them to a temporary file rather than holding a large vault's index in RAM. The
+        # cap sits above what is held already (a server's vectors), so nothing must go.
+        row = self.con.execute(
+            "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory()"
+        ).fetchone()
+        held = int(row[0]) if row else 0
+        self.con.execute(f"SET memory_limit = '{held + BUILD_MEMORY_BYTES} bytes'")
         try:
             yield
             # Past DuckDB's usual threshold its next commit would checkpoint anyway: do it
