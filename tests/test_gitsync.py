@@ -238,6 +238,34 @@ def test_a_commit_check_can_refuse_and_nothing_is_committed(clone: Clone) -> Non
     assert done.returncode == 6 and "conflict markers" in done.stderr
 
 
+def test_staged_blobs_are_read_through_one_batch_exactly(clone: Clone) -> None:
+    """Both commit checks read staged bytes through `git cat-file --batch`: every kind
+    of content (empty, binary, with newlines at the end, large) comes back exact, and in
+    the order asked, deleted files as empty."""
+    a = clone("a")
+    contents = {
+        "notes/Empty.md": b"",
+        "notes/Crlf.md": b"# Crlf\r\n\r\nline\r\n\n\n",
+        "notes/Big.md": b"word " * 200_000,
+        "image.png": bytes(range(256)) * 40,
+    }
+    for rel, data in contents.items():
+        (a / rel).parent.mkdir(parents=True, exist_ok=True)
+        (a / rel).write_bytes(data)
+    git(a, "add", "-A")
+    repo = find_repo(a)
+    assert repo is not None
+    staged_git = gitsync.Git(repo, a, interactive=False)
+    changes = gitsync._staged_changes(staged_git)
+    staged = StagedCommit(staged_git, changes)
+    read = list(staged.blobs(reversed(changes)))
+    assert [c.path for c, _ in read] == [c.path for c in reversed(changes)]
+    assert {c.path: data for c, data in read} == {c.path: staged.read(c) for c in changes}
+    assert {c.path: data for c, data in read if c.path in contents} == contents
+    gone = Change("deleted", "notes/Gone.md", None, None)
+    assert list(staged.blobs([gone])) == [(gone, b"")]
+
+
 def test_a_vault_in_a_subfolder_commits_only_the_vault(tmp_path: Path) -> None:
     remote, project = tmp_path / "remote.git", tmp_path / "project"
     git(tmp_path, "init", "--bare", "-q", str(remote))
