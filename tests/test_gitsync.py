@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client
 
 import markvault.gitsync as gitsync
-from markvault import RefusedError
+from markvault import IndexBusyError, RefusedError
 from markvault.files import content_hash
 from markvault.gitrepo import find_repo
 from markvault.gitsync import Change, StagedCommit, SyncOptions, commit_message, sync_vault
@@ -311,6 +314,48 @@ def test_an_edit_through_markvault_then_sync(clone: Clone, tmp_path: Path) -> No
     report = sync_vault(a, SyncOptions())
     assert [(c.status, c.path) for c in report.changes] == [("edited", "notes/Alpha.md")]
     assert report.pushed == 1
+
+
+def test_searches_and_writes_go_on_while_sync_waits_on_the_network(
+    clone: Clone, tmp_path: Path
+) -> None:
+    """While git fetches, the owner lends its turn: a search and a write run at once,
+    a second sync is turned away, and the sync finishes after them. The remote's
+    upload-pack waits on a FIFO, so the fetch is held open exactly as long as needed."""
+    a = clone("a")
+    started, go = tmp_path / "fetch-started", tmp_path / "fetch-go"
+    os.mkfifo(started)
+    os.mkfifo(go)
+    script = tmp_path / "slow-upload-pack"
+    script.write_text(
+        f"#!/bin/sh\necho started > '{started}'\ncat '{go}' > /dev/null\n"
+        'exec git-upload-pack "$@"\n',
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    git(a, "config", "remote.origin.uploadpack", str(script))
+    write(a, "notes/Beta.md", "# Beta\n\nA walrus on the ice.\n")
+    with open_local(a, tmp_path / "a" / "index") as v:
+        v.reindex(vectors=False)
+        done: list[Any] = []
+        syncing = threading.Thread(target=lambda: done.append(v.sync()), daemon=True)
+        syncing.start()
+        waiting = threading.Thread(target=started.read_text, daemon=True)
+        waiting.start()
+        waiting.join(60)
+        try:
+            assert not waiting.is_alive(), "the sync never reached its fetch"
+            found = v.search("walrus", mode="keyword")
+            assert [h.path for h in found.hits] == ["notes/Beta.md"] and not found.warnings
+            old = (a / "notes" / "Alpha.md").read_bytes()
+            v.edit_note("notes/Alpha.md", [Edit("append", "Written mid-fetch.")], content_hash(old))
+            with pytest.raises(IndexBusyError, match="already running"):
+                v.sync()
+        finally:
+            threading.Thread(target=go.write_text, args=("go\n",), daemon=True).start()
+            syncing.join(60)
+    assert done and done[0]["pushed"] == 1 and done[0]["commit"]
+    assert "Written mid-fetch." in (a / "notes" / "Alpha.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.anyio

@@ -29,6 +29,7 @@ import socket
 import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -276,9 +277,13 @@ def open_git(vault_dir: Path, interactive: bool = True) -> Git:
 
 
 def sync_vault(
-    vault_dir: Path, options: SyncOptions, checks: Sequence[CommitCheck] = DEFAULT_CHECKS
+    vault_dir: Path,
+    options: SyncOptions,
+    checks: Sequence[CommitCheck] = DEFAULT_CHECKS,
+    network: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
 ) -> SyncReport:
     """Commit, pull and push the vault (see the module's docstring for the order).
+    ``network`` wraps each fetch and push: the caller may let other work run meanwhile.
 
     A conflict does not raise: the report names it in ``conflicts``.
 
@@ -311,7 +316,7 @@ def sync_vault(
         report.behind = git.count(f"HEAD..{report.upstream}")
         report.notices.append("Dry run: nothing committed, fetched, merged or pushed.")
         return report
-    _pull_and_push(git, options, report)
+    _pull_and_push(git, options, report, network)
     return report
 
 
@@ -435,12 +440,18 @@ def commit_message(changes: Sequence[Change], subject: str | None = None) -> str
     return "\n".join(lines) + "\n"
 
 
-def _pull_and_push(git: Git, options: SyncOptions, report: SyncReport) -> None:
+def _pull_and_push(
+    git: Git,
+    options: SyncOptions,
+    report: SyncReport,
+    network: Callable[[], AbstractContextManager[None]],
+) -> None:
     remote = git.run("config", "--get", f"branch.{report.branch}.remote", check=False)
     remote_name = str(remote.stdout).strip() or report.upstream.split("/", 1)[0]
     changed: set[str] = set(report.changed_paths)
     for _attempt in range(PUSH_ATTEMPTS):
-        git.run("fetch", "--quiet", remote_name)
+        with network():
+            git.run("fetch", "--quiet", remote_name)
         before = git.out("rev-parse", "HEAD")
         behind = git.count(f"HEAD..{report.upstream}")
         if behind:
@@ -455,12 +466,14 @@ def _pull_and_push(git: Git, options: SyncOptions, report: SyncReport) -> None:
         if not options.push or not report.ahead:
             break
         target = f"HEAD:{_branch_of(git, report)}"
-        pushed = git.run("push", "--quiet", remote_name, target, check=False)
+        with network():
+            pushed = git.run("push", "--quiet", remote_name, target, check=False)
         if pushed.returncode == 0:
             report.pushed = report.ahead
             report.ahead = 0
             break
-        git.run("fetch", "--quiet", remote_name)
+        with network():
+            git.run("fetch", "--quiet", remote_name)
         if not git.count(f"HEAD..{report.upstream}"):  # not a race: a real failure
             raise SyncError(f"git push failed: {_last_lines(pushed.stderr)}", _hint(pushed.stderr))
     report.changed_paths = sorted(changed)
