@@ -135,11 +135,16 @@ def test_deleting_the_index_loses_nothing(write: WriteNotes, open_vault: OpenVau
     assert [h.path for h in open_vault().search("apple", mode="keyword").hits] == ["a.md"]
 
 
-def test_bm25_matches_a_reference_implementation(bundled_copy: Path, tmp_path: Path) -> None:
-    """BM25 over the fts postings equals Lucene's BM25 computed here from the tokens."""
+@pytest.mark.parametrize("arrays", [False, True], ids=["sql", "numpy"])
+def test_bm25_matches_a_reference_implementation(
+    bundled_copy: Path, tmp_path: Path, arrays: bool
+) -> None:
+    """BM25 over the fts postings equals Lucene's BM25 computed here from the tokens,
+    scored in SQL and in numpy (index/bm25.py)."""
     with open_local(bundled_copy, tmp_path / "index") as v:
         v.reindex(vectors=False)
         index = v.host.core().keeper.open_index(write=True)
+        index.keyword.arrays = arrays
         docs = dict(index.store.con.execute("SELECT id, fts_text FROM chunks").fetchall())
         tokens = {cid: text.split() for cid, text in docs.items()}
         n = len(tokens)
@@ -159,6 +164,43 @@ def test_bm25_matches_a_reference_implementation(bundled_copy: Path, tmp_path: P
             assert ours.keys() == expected.keys(), query
             for cid, score in expected.items():
                 assert abs(ours[cid] - score) < 1e-9, query
+
+
+def test_numpy_and_sql_scoring_give_the_same_hits(bundled_copy: Path, tmp_path: Path) -> None:
+    """A process's first search scores in SQL, later ones in numpy (index/bm25.py): the
+    same hits in the same order with the same scores, for every kind of query."""
+    (bundled_copy / "notes" / "expired.md").write_text(
+        "---\nvalid_until: 2020-01-01\n---\n# Search index\n\nsearch index vault note\n",
+        encoding="utf-8",
+    )
+    queries = [
+        "search index",
+        "vault note link note",
+        '"keyword search"',
+        "+vault -link note",
+        "sea* index",
+        "duckdb OR watcher",
+        "机器学习",
+        "zzqxv",
+    ]
+    with open_local(bundled_copy, tmp_path / "index") as v:
+        v.reindex(vectors=False)
+        keyword = v.host.core().keeper.open_index(write=True).keyword
+        found = []
+        for query in queries:
+            got = {}
+            for arrays in (False, True):
+                keyword.arrays = arrays
+                hits = v.search(query, mode="keyword", limit=20).hits
+                got[arrays] = [(h.path, h.chunk_id, h.snippet, h.more_chunks) for h in hits]
+                got[arrays, "scores"] = [h.score for h in hits]
+            assert got[False] == got[True], query
+            assert got[True, "scores"] == pytest.approx(got[False, "scores"], abs=1e-9), query
+            found.append(bool(got[True]))
+        assert found == [True] * (len(queries) - 1) + [False]
+        keyword.arrays = True
+        hits = v.search("search index", mode="keyword", limit=50).hits
+        assert hits and "notes/expired.md" not in {h.path for h in hits}
 
 
 def test_index_lives_outside_the_vault(vault_dir: Path) -> None:

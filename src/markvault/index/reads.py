@@ -102,6 +102,17 @@ class NoteReads:
         rows = self.con.execute(f"SELECT id, path FROM chunks WHERE id IN ({wanted})").fetchall()
         return {int(r[0]): r[1] for r in rows}
 
+    def chunk_notes(self, ids: Sequence[int]) -> dict[int, tuple[str, int]]:
+        """The note path and note length of each chunk id (ids that no longer exist are
+        left out)."""
+        if not ids:
+            return {}
+        wanted = ", ".join(str(int(i)) for i in ids)
+        rows = self.con.execute(
+            f"SELECT id, path, note_len FROM chunks WHERE id IN ({wanted})"
+        ).fetchall()
+        return {int(r[0]): (r[1], int(r[2])) for r in rows}
+
     def chunk_details(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         """Everything a hit shows, for the given chunk ids."""
         if not ids:
