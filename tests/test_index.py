@@ -203,6 +203,26 @@ def test_numpy_and_sql_scoring_give_the_same_hits(bundled_copy: Path, tmp_path: 
         assert hits and "notes/expired.md" not in {h.path for h in hits}
 
 
+def test_numpy_top_chunks_break_ties_by_id_whatever_the_ids() -> None:
+    """Chunks tied at the cut are kept by id, as SQL's ORDER BY score DESC, chunk_id
+    does; sparse ids (summed by sorting) and dense ones (counted) give the same."""
+    import numpy as np
+
+    from markvault.index import bm25
+
+    found = {"a": (1, 3, 3), "b": (2, 1, 1)}
+    for base in (0, 10**9):
+        rows = {
+            "termid": np.array([1, 1, 1, 1, 2], dtype=np.int32),
+            "chunk_id": np.array([9, 4, 7, 2, 7], dtype=np.int64) + base,
+            "tf": np.array([1, 1, 1, 2, 1], dtype=np.int32),
+            "dl": np.array([5, 5, 5, 5, 5], dtype=np.int32),
+        }
+        top = bm25.top_chunks(found, ["a", "b"], rows, (10, 50), (1.2, 0.75, 3, [base + 2]))
+        assert [cid - base for cid, _ in top] == [7, 4, 9]
+        assert top[1][1] == top[2][1] < top[0][1]
+
+
 def test_index_lives_outside_the_vault(vault_dir: Path) -> None:
     import pytest
 
