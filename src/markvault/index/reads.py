@@ -17,8 +17,9 @@ from .store import Store, dict_rows
 if TYPE_CHECKING:
     import numpy as np
 
-# What a hit shows of its note (``chunk_details``), in the order they are read.
-_NOTE_DETAILS = ("note_id", "title", "kind", "type", "hash", "file", "tags")
+# What a hit shows of its note (``chunk_details``), in the order they are read. Only
+# what is shown: each column costs a query time, a list column (tags) most.
+_NOTE_DETAILS = ("note_id", "title", "kind", "type", "hash")
 
 
 class NoteReads:
@@ -122,7 +123,7 @@ class NoteReads:
         # the ART index (a bound list, or a join, scans the table).
         wanted = ", ".join(str(int(i)) for i in ids)
         chunks = self.con.execute(
-            "SELECT id, path, seq, heading_path, start_line, end_line, text FROM chunks "
+            "SELECT id, path, heading_path, start_line, end_line, text FROM chunks "
             f"WHERE id IN ({wanted})"
         ).fetchall()
         if not chunks:
@@ -131,19 +132,18 @@ class NoteReads:
         notes = {
             r[0]: r[1:]
             for r in self.con.execute(
-                "SELECT path, id, title, kind, type, hash, file, tags FROM notes "
+                "SELECT path, id, title, kind, type, hash FROM notes "
                 f"WHERE path IN ({paths})"
             ).fetchall()
         }
         details: dict[int, dict[str, Any]] = {}
-        for cid, path, seq, heading_path, start, end, text in chunks:
+        for cid, path, heading_path, start, end, text in chunks:
             note = notes.get(path)
             if note is None:  # a chunk whose note is gone (never, within a transaction)
                 continue
             details[cid] = {
                 "id": cid,
                 "path": path,
-                "seq": seq,
                 "heading_path": heading_path,
                 "start_line": start,
                 "end_line": end,
