@@ -14,7 +14,9 @@ too), so machine load hits both alike; the ratio of their medians per round is p
 with its median. Wall time is what a caller waits; CPU time (``time.process_time``) moves
 less with other work on the machine. The split is the search's own ``timings_ms``:
 ``keyword`` (term lookup, BM25 over the postings, the note-level rerank) and ``fetch``
-(collapsing to notes, reading the shown chunks and their notes, snippets).
+(collapsing to notes, reading the shown chunks and their notes, snippets). A process's
+first search scores in SQL, later ones in numpy (index/bm25.py): the warm-up runs the
+first, so the figures are the warm path's; `bench_cli.py` times the one-shot path.
 Measures and prints; never asserts. The table goes to ``bench/out/query.md``.
 """
 

@@ -39,9 +39,10 @@ length, sorted by term; ``kw_stats`` the chunks' count and total length.
 A process that searches again scores in numpy instead (``postings_sql``, ``top_chunks``,
 ``pool_rows``): its query terms' postings are read once, a term at a time (an equality
 on the term-sorted table reads a few row groups; ``IN`` over several terms scanned more),
-and both steps are computed from those arrays, the same formula in the same order, so
-scores agree with the SQL's to the last bits. That is 3-4x faster than the SQL, but
-importing numpy costs more than a one-shot search takes, so the first search does not.
+and both steps are computed from those arrays with the same formula in the same order,
+so scores differ from the SQL's only by the order of a sum's terms (tests compare both).
+That halves the postings stage of a warm query (bench/bench_query.py), but importing
+numpy costs more than a one-shot search takes, so a process's first search stays in SQL.
 """
 
 from __future__ import annotations
