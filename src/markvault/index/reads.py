@@ -132,8 +132,7 @@ class NoteReads:
         notes = {
             r[0]: r[1:]
             for r in self.con.execute(
-                "SELECT path, id, title, kind, type, hash FROM notes "
-                f"WHERE path IN ({paths})"
+                f"SELECT path, id, title, kind, type, hash FROM notes WHERE path IN ({paths})"
             ).fetchall()
         }
         details: dict[int, dict[str, Any]] = {}
