@@ -194,11 +194,11 @@ def top_chunks(
     terms: Sequence[str],
     rows: Mapping[str, np.ndarray],
     stats: tuple[int, int],
-    params: tuple[float, float, int, Sequence[int]],
+    params: tuple[float, float, int, Any],
 ) -> list[tuple[int, float]]:
     """``scored_sql``'s chunks ordered as ``ORDER BY score DESC, chunk_id`` and cut to
     ``limit``, from ``rows`` (``postings_sql`` fetched as arrays), without the chunks in
-    ``excluded``. ``stats``: the chunks' count and total length (``kw_stats``);
+    ``excluded`` (sorted). ``stats``: the chunks' count and total length (``kw_stats``);
     ``params``: (k1, b, limit, excluded)."""
     import numpy as np
 
@@ -216,8 +216,9 @@ def top_chunks(
     # The SQL's own order of operations, so each term's share is the same double.
     part = w * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
     ids, scores = _sum_by_chunk(rows["chunk_id"], part, n)
-    if len(excluded):
-        keep = ~np.isin(ids, np.asarray(excluded, dtype=ids.dtype))
+    if len(excluded):  # sorted: a binary search each, not isin's sort of both
+        at = np.minimum(np.searchsorted(excluded, ids), len(excluded) - 1)
+        keep = np.asarray(excluded)[at] != ids
         ids, scores = ids[keep], scores[keep]
     if limit < len(ids):
         # Everything tied with the limit-th score stays, for chunk ids to break the tie.

@@ -46,6 +46,7 @@ class KeywordIndex:
         self.arrays: bool | None = None  # score in numpy (True) or SQL; None: _use_arrays
         self._searched = False
         self._stats_at: tuple[int, tuple[int, int, int]] | None = None
+        self._gone: tuple[tuple[int, ...], Any] | None = None  # expired ids as an array
 
     def rebuild(self) -> None:
         """Rebuild the keyword index from the chunks' token strings; afterwards edits
@@ -293,14 +294,14 @@ class KeywordIndex:
             if filters.is_empty() and not filters.include_expired
             else ()
         )
-        inline = filters.is_empty() and len(expired) <= EXPIRED_INLINE_MAX
-        if inline and self._use_arrays():
+        # numpy drops any number of expired chunks; SQL joins with the notes past a few.
+        if filters.is_empty() and self._use_arrays():
             postings = self.con.execute(bm25.postings_sql(found, condition)).fetchnumpy()
             stats = self._stats()
-            params = (BM25_K1, BM25_B, fetch, expired)
+            params = (BM25_K1, BM25_B, fetch, self._sorted_array(expired))
             return bm25.top_chunks(found, terms, postings, stats[:2], params), postings
         scored = bm25.scored_sql(found, terms, BM25_K1, BM25_B, condition=condition)
-        if inline:
+        if filters.is_empty() and len(expired) <= EXPIRED_INLINE_MAX:
             rows = self._top_without(scored, fetch, expired)
         else:
             where, params_sql = filters_sql(filters)
@@ -331,6 +332,15 @@ class KeywordIndex:
         if self.arrays is not None:
             return self.arrays
         return searched or "numpy" in sys.modules
+
+    def _sorted_array(self, ids: tuple[int, ...]) -> Any:
+        """``ids`` (sorted) as a numpy array, made again only when the tuple changes:
+        the expired chunks are tens of thousands in a large vault."""
+        import numpy as np
+
+        if self._gone is None or self._gone[0] is not ids:
+            self._gone = (ids, np.asarray(ids, dtype=np.int64))
+        return self._gone[1]
 
     def _stats(self) -> tuple[int, int, int]:
         """(chunks, their total length, notes), read once per write to the index."""
