@@ -368,13 +368,7 @@ class KeywordIndex:
 
     def chunk_tokens(self, ids: Sequence[int]) -> dict[int, str]:
         """The search tokens of each chunk id."""
-        if not ids:
-            return {}
-        wanted = ", ".join(str(int(i)) for i in ids)
-        rows = self.con.execute(
-            f"SELECT id, fts_text FROM chunks WHERE id IN ({wanted})"
-        ).fetchall()
-        return {int(r[0]): r[1] for r in rows}
+        return {int(r[0]): r[1] for r in self.reads.chunk_rows(ids, "fts_text")}
 
     def terms_with_prefix(self, prefix: str, limit: int = 64) -> list[str]:
         """The most frequent indexed terms that start with ``prefix``."""

@@ -95,24 +95,22 @@ class NoteReads:
         finally:
             self.con.unregister("wanted")
 
+    def chunk_rows(self, ids: Sequence[int], columns: str) -> list[tuple[Any, ...]]:
+        """``(id, *columns)`` of each chunk id (ids that no longer exist are left out)."""
+        if not ids:
+            return []
+        wanted = ", ".join(str(int(i)) for i in ids)
+        return self.con.execute(
+            f"SELECT id, {columns} FROM chunks WHERE id IN ({wanted})"
+        ).fetchall()
+
     def chunk_paths(self, ids: Sequence[int]) -> dict[int, str]:
         """The note path of each chunk id (ids that no longer exist are left out)."""
-        if not ids:
-            return {}
-        wanted = ", ".join(str(int(i)) for i in ids)
-        rows = self.con.execute(f"SELECT id, path FROM chunks WHERE id IN ({wanted})").fetchall()
-        return {int(r[0]): r[1] for r in rows}
+        return {int(r[0]): r[1] for r in self.chunk_rows(ids, "path")}
 
     def chunk_notes(self, ids: Sequence[int]) -> dict[int, tuple[str, int]]:
-        """The note path and note length of each chunk id (ids that no longer exist are
-        left out)."""
-        if not ids:
-            return {}
-        wanted = ", ".join(str(int(i)) for i in ids)
-        rows = self.con.execute(
-            f"SELECT id, path, note_len FROM chunks WHERE id IN ({wanted})"
-        ).fetchall()
-        return {int(r[0]): (r[1], int(r[2])) for r in rows}
+        """The note path and note length of each chunk id."""
+        return {int(r[0]): (r[1], int(r[2])) for r in self.chunk_rows(ids, "path, note_len")}
 
     def chunk_details(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         """Everything a hit shows, for the given chunk ids."""
