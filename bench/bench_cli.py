@@ -91,7 +91,6 @@ class Tree:
         top = ", ".join(f"{k} {v / 1000:.0f}" for k, v in spent.most_common(5))
         return f"{sum(spent.values()) / 1000:.0f} ms ({top})"
 
-
     def phases(self, *args: str) -> dict[str, float]:
         """Milliseconds per phase of one call (``PHASES``), made as `vault` makes it."""
         started = time.time()

@@ -293,9 +293,9 @@ class _SocketServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     owner: IndexOwner
     timeout = 0.05  # handle_request's wait for a connection that left before its accept
 
-    def server_activate(self) -> None:
-        super().server_activate()
-        self._wake_read, self._wake_write = os.pipe()
+    def __init__(self, path: str, handler: type[_Handler]) -> None:
+        self._wake_read, self._wake_write = os.pipe()  # before a failed bind closes them
+        super().__init__(path, handler)
 
     def serve_until_stopped(self) -> None:
         with selectors.DefaultSelector() as selector:
