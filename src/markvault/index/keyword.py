@@ -135,21 +135,28 @@ class KeywordIndex:
         if not chunk_ids:
             return
         wanted = ", ".join(str(int(i)) for i in chunk_ids)
+        # The chunks' postings are found once for both counts (postings are sorted by
+        # term, so finding a chunk's scans the table).
+        self.con.execute(
+            "CREATE OR REPLACE TEMP TABLE kw_old AS SELECT termid, chunk_id, dl "
+            f"FROM postings WHERE chunk_id IN ({wanted})"
+        )
         # Whole notes are taken out (and put back): ndf drops by the notes per term.
         self.con.execute(
             f"""UPDATE vocab SET df = vocab.df - d.n, ndf = vocab.ndf - d.notes
-            FROM (SELECT p.termid, count(*) AS n, count(DISTINCT c.path) AS notes
-                  FROM postings p JOIN chunks c ON c.id = p.chunk_id
-                  WHERE p.chunk_id IN ({wanted}) GROUP BY p.termid) d
+            FROM (SELECT o.termid, count(*) AS n, count(DISTINCT c.path) AS notes
+                  FROM kw_old o JOIN (SELECT id, path FROM chunks WHERE id IN ({wanted})) c
+                  ON c.id = o.chunk_id GROUP BY o.termid) d
             WHERE vocab.termid = d.termid"""
         )
         self.con.execute(
             f"""UPDATE kw_stats SET n = n - {len(chunk_ids)}, total = total - (
-                SELECT coalesce(sum(dl), 0) FROM (SELECT any_value(dl) AS dl FROM postings
-                WHERE chunk_id IN ({wanted}) GROUP BY chunk_id))"""
+                SELECT coalesce(sum(dl), 0) FROM (SELECT any_value(dl) AS dl FROM kw_old
+                GROUP BY chunk_id))"""
         )
         self.con.execute(f"DELETE FROM postings WHERE chunk_id IN ({wanted})")
         self.con.execute("DELETE FROM vocab WHERE df <= 0")
+        self.con.execute("DROP TABLE kw_old")
 
     def add_postings(self, chunk_ids: Sequence[int]) -> None:
         """Put freshly inserted chunks into the keyword index, tokenized exactly as the
