@@ -224,9 +224,7 @@ class Syncer:
         if vectors and embedder is not None:
             self._embed(embedder(), report, progress, embed_limit)
 
-        stats = self.index.reads.stats()
-        report.notes = stats["notes"]
-        report.chunks = stats["chunks"]
+        report.notes, report.chunks = self.index.reads.note_and_chunk_counts()
         report.notices.extend(self.index.notices)
         self.index.notices.clear()
         report.seconds = time.perf_counter() - started
