@@ -15,7 +15,7 @@ from markvault.index.keyword import BM25_B, BM25_K1
 from markvault.model import Filters
 from markvault.text import tokenize
 
-from .conftest import OpenVault, WriteNotes, checksums, run_cli
+from .conftest import OpenVault, WriteNotes, checksums
 
 
 def test_reindex_counts_and_noop(write: WriteNotes, open_vault: OpenVault) -> None:
@@ -359,35 +359,3 @@ def test_edits_leave_what_a_full_rebuild_gives(
     v.reindex(full=True, vectors=False)
     v.close()
     assert edited == _contents(vault.parent / "index")
-
-
-def test_small_change_stays_in_the_log_and_is_read_at_once(
-    write: WriteNotes, open_vault: OpenVault, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A one-note edit is not checkpointed at close (that rewrote whole row groups):
-    DuckDB's log keeps it, and the next process, reader or writer, sees it. A larger
-    log is checkpointed at close."""
-    from markvault.index import store
-
-    vault = write({"a.md": "apple", "b.md": "banana"})
-    wal = vault.parent / "index" / "vault.duckdb.wal"
-    v = open_vault()
-    v.reindex(vectors=False)
-    v.close()
-    (vault / "a.md").write_text("cherry", encoding="utf-8")
-    v = open_vault()
-    v.reindex(vectors=False)
-    v.close()
-    assert wal.exists()
-    found = run_cli(vault, "search", "cherry", "--mode", "keyword", "--json")
-    assert found.returncode == 0, found.stderr
-    assert '"a.md"' in found.stdout
-    monkeypatch.setattr(store, "WAL_KEEP_MAX", 0)
-    (vault / "b.md").write_text("damson", encoding="utf-8")
-    v = open_vault()
-    assert [h.path for h in v.search("cherry", mode="keyword").hits] == ["a.md"]
-    v.reindex(vectors=False)
-    v.close()
-    assert not wal.exists()
-    v = open_vault()
-    assert [h.path for h in v.search("damson", mode="keyword").hits] == ["b.md"]

@@ -56,14 +56,6 @@ CREATE INDEX notes_path ON notes (path);
 """
 
 
-# A writer closing with a log this small leaves it for the next open to replay instead
-# of checkpointing: a checkpoint rewrites every row group a change touched (~0.2 s and
-# ~36 MB written after a one-note edit of a 6.6k-note vault); replaying a small log
-# costs readers little. Larger logs are checkpointed at close, and DuckDB checkpoints
-# by itself when a commit takes the log past ``checkpoint_threshold``.
-WAL_KEEP_MAX = 1 << 20
-
-
 class IndexUnusable(Exception):
     """The file is missing, corrupt or from another schema: it must be rebuilt."""
 
@@ -203,8 +195,6 @@ class Store:
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
-            if self.writable and _wal_bytes(self.settings.db_path) <= WAL_KEEP_MAX:
-                self.con.execute("PRAGMA disable_checkpoint_on_shutdown")
             self.con.close()
 
     # ---- meta, tables, transactions ------------------------------------------------
@@ -382,13 +372,6 @@ def load_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
 
 def _is_lock_error(exc: BaseException) -> bool:
     return "lock" in str(exc).lower()
-
-
-def _wal_bytes(path: Path) -> int:
-    try:
-        return path.with_name(path.name + ".wal").stat().st_size
-    except FileNotFoundError:
-        return 0
 
 
 def _remove_db(path: Path) -> None:
