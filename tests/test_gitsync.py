@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client
 
 import markvault.gitsync as gitsync
-from markvault import RefusedError
+from markvault import IndexBusyError, RefusedError
 from markvault.files import content_hash
 from markvault.gitrepo import find_repo
 from markvault.gitsync import Change, StagedCommit, SyncOptions, commit_message, sync_vault
@@ -238,6 +241,34 @@ def test_a_commit_check_can_refuse_and_nothing_is_committed(clone: Clone) -> Non
     assert done.returncode == 6 and "conflict markers" in done.stderr
 
 
+def test_staged_blobs_are_read_through_one_batch_exactly(clone: Clone) -> None:
+    """Both commit checks read staged bytes through `git cat-file --batch`: every kind
+    of content (empty, binary, with newlines at the end, large) comes back exact, and in
+    the order asked, deleted files as empty."""
+    a = clone("a")
+    contents = {
+        "notes/Empty.md": b"",
+        "notes/Crlf.md": b"# Crlf\r\n\r\nline\r\n\n\n",
+        "notes/Big.md": b"word " * 200_000,
+        "image.png": bytes(range(256)) * 40,
+    }
+    for rel, data in contents.items():
+        (a / rel).parent.mkdir(parents=True, exist_ok=True)
+        (a / rel).write_bytes(data)
+    git(a, "add", "-A")
+    repo = find_repo(a)
+    assert repo is not None
+    staged_git = gitsync.Git(repo, a, interactive=False)
+    changes = gitsync._staged_changes(staged_git)
+    staged = StagedCommit(staged_git, changes)
+    read = list(staged.blobs(reversed(changes)))
+    assert [c.path for c, _ in read] == [c.path for c in reversed(changes)]
+    assert {c.path: data for c, data in read} == {c.path: staged.read(c) for c in changes}
+    assert {c.path: data for c, data in read if c.path in contents} == contents
+    gone = Change("deleted", "notes/Gone.md", None, None)
+    assert list(staged.blobs([gone])) == [(gone, b"")]
+
+
 def test_a_vault_in_a_subfolder_commits_only_the_vault(tmp_path: Path) -> None:
     remote, project = tmp_path / "remote.git", tmp_path / "project"
     git(tmp_path, "init", "--bare", "-q", str(remote))
@@ -283,6 +314,48 @@ def test_an_edit_through_markvault_then_sync(clone: Clone, tmp_path: Path) -> No
     report = sync_vault(a, SyncOptions())
     assert [(c.status, c.path) for c in report.changes] == [("edited", "notes/Alpha.md")]
     assert report.pushed == 1
+
+
+def test_searches_and_writes_go_on_while_sync_waits_on_the_network(
+    clone: Clone, tmp_path: Path
+) -> None:
+    """While git fetches, the owner lends its turn: a search and a write run at once,
+    a second sync is turned away, and the sync finishes after them. The remote's
+    upload-pack waits on a FIFO, so the fetch is held open exactly as long as needed."""
+    a = clone("a")
+    started, go = tmp_path / "fetch-started", tmp_path / "fetch-go"
+    os.mkfifo(started)
+    os.mkfifo(go)
+    script = tmp_path / "slow-upload-pack"
+    script.write_text(
+        f"#!/bin/sh\necho started > '{started}'\ncat '{go}' > /dev/null\n"
+        'exec git-upload-pack "$@"\n',
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    git(a, "config", "remote.origin.uploadpack", str(script))
+    write(a, "notes/Beta.md", "# Beta\n\nA walrus on the ice.\n")
+    with open_local(a, tmp_path / "a" / "index") as v:
+        v.reindex(vectors=False)
+        done: list[Any] = []
+        syncing = threading.Thread(target=lambda: done.append(v.sync()), daemon=True)
+        syncing.start()
+        waiting = threading.Thread(target=started.read_text, daemon=True)
+        waiting.start()
+        waiting.join(60)
+        try:
+            assert not waiting.is_alive(), "the sync never reached its fetch"
+            found = v.search("walrus", mode="keyword")
+            assert [h.path for h in found.hits] == ["notes/Beta.md"] and not found.warnings
+            old = (a / "notes" / "Alpha.md").read_bytes()
+            v.edit_note("notes/Alpha.md", [Edit("append", "Written mid-fetch.")], content_hash(old))
+            with pytest.raises(IndexBusyError, match="already running"):
+                v.sync()
+        finally:
+            threading.Thread(target=go.write_text, args=("go\n",), daemon=True).start()
+            syncing.join(60)
+    assert done and done[0]["pushed"] == 1 and done[0]["commit"]
+    assert "Written mid-fetch." in (a / "notes" / "Alpha.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.anyio

@@ -28,10 +28,11 @@ import shutil
 import socket
 import subprocess
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 from .errors import ConfigError, MarkvaultError, RefusedError, SyncConflict, SyncError
 from .files import TEMP_PREFIX, TRASH_DIR
@@ -83,6 +84,45 @@ class StagedCommit:
             return b""
         return self._git.run("cat-file", "blob", change.blob, text=False).stdout
 
+    def blobs(self, changes: Iterable[Change]) -> Iterator[tuple[Change, bytes]]:
+        """Each change with its staged bytes, read one at a time through a single
+        ``git cat-file --batch`` (a process per file costs more than the read on a large
+        first commit, and holding every blob at once would hold the whole vault)."""
+        pending = list(changes)
+        if not any(c.blob for c in pending):
+            yield from ((c, b"") for c in pending)
+            return
+        with subprocess.Popen(
+            ["git", "-C", str(self._git.top), "cat-file", "--batch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=self._git.env,
+        ) as batch:
+            assert batch.stdin is not None and batch.stdout is not None
+            try:
+                for change in pending:
+                    yield change, _next_blob(batch.stdin, batch.stdout, change)
+            finally:
+                batch.stdin.close()
+
+
+def _next_blob(ask: IO[bytes], answer: IO[bytes], change: Change) -> bytes:
+    """One request and answer of ``git cat-file --batch``, one object at a time so that
+    neither pipe can fill while the other side waits."""
+    if change.blob is None:
+        return b""
+    ask.write(change.blob.encode("ascii") + b"\n")
+    ask.flush()
+    header = answer.readline().split()
+    if len(header) != 3:  # "<oid> missing", or git went away
+        raise SyncError(
+            f"git could not read the staged content of {change.path}.",
+            "Run `git status` in the vault and retry `vault sync`.",
+        )
+    data = answer.read(int(header[2]))
+    answer.read(1)  # the newline after each object
+    return data
+
 
 # A check receives the staged commit and raises RefusedError to refuse it (then nothing
 # is committed and the git index is as it was). The credential scan plugs in here.
@@ -92,10 +132,9 @@ CommitCheck = Callable[[StagedCommit], None]
 def refuse_conflict_markers(staged: StagedCommit) -> None:
     """Never commit a note that still holds git conflict markers: it would carry a
     half-resolved merge to every machine."""
-    for change in staged.changes:
-        if change.is_note and change.status != "deleted":
-            text = staged.read(change).decode("utf-8", errors="replace")
-            check_writable(text, change.path)
+    notes = [c for c in staged.changes if c.is_note and c.status != "deleted"]
+    for change, data in staged.blobs(notes):
+        check_writable(data.decode("utf-8", errors="replace"), change.path)
 
 
 def refuse_credentials(staged: StagedCommit) -> None:
@@ -104,7 +143,7 @@ def refuse_credentials(staged: StagedCommit) -> None:
     from .credential_scan import is_scanned, refuse_to_commit
 
     changed = [c for c in staged.changes if c.status != "deleted" and is_scanned(c.path)]
-    refuse_to_commit(staged.vault_dir, ((c.path, staged.read(c)) for c in changed))
+    refuse_to_commit(staged.vault_dir, ((c.path, data) for c, data in staged.blobs(changed)))
 
 
 DEFAULT_CHECKS: tuple[CommitCheck, ...] = (refuse_conflict_markers, refuse_credentials)
@@ -238,9 +277,13 @@ def open_git(vault_dir: Path, interactive: bool = True) -> Git:
 
 
 def sync_vault(
-    vault_dir: Path, options: SyncOptions, checks: Sequence[CommitCheck] = DEFAULT_CHECKS
+    vault_dir: Path,
+    options: SyncOptions,
+    checks: Sequence[CommitCheck] = DEFAULT_CHECKS,
+    network: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
 ) -> SyncReport:
     """Commit, pull and push the vault (see the module's docstring for the order).
+    ``network`` wraps each fetch and push: the caller may let other work run meanwhile.
 
     A conflict does not raise: the report names it in ``conflicts``.
 
@@ -273,7 +316,7 @@ def sync_vault(
         report.behind = git.count(f"HEAD..{report.upstream}")
         report.notices.append("Dry run: nothing committed, fetched, merged or pushed.")
         return report
-    _pull_and_push(git, options, report)
+    _pull_and_push(git, options, report, network)
     return report
 
 
@@ -397,12 +440,18 @@ def commit_message(changes: Sequence[Change], subject: str | None = None) -> str
     return "\n".join(lines) + "\n"
 
 
-def _pull_and_push(git: Git, options: SyncOptions, report: SyncReport) -> None:
+def _pull_and_push(
+    git: Git,
+    options: SyncOptions,
+    report: SyncReport,
+    network: Callable[[], AbstractContextManager[None]],
+) -> None:
     remote = git.run("config", "--get", f"branch.{report.branch}.remote", check=False)
     remote_name = str(remote.stdout).strip() or report.upstream.split("/", 1)[0]
     changed: set[str] = set(report.changed_paths)
     for _attempt in range(PUSH_ATTEMPTS):
-        git.run("fetch", "--quiet", remote_name)
+        with network():
+            git.run("fetch", "--quiet", remote_name)
         before = git.out("rev-parse", "HEAD")
         behind = git.count(f"HEAD..{report.upstream}")
         if behind:
@@ -417,12 +466,14 @@ def _pull_and_push(git: Git, options: SyncOptions, report: SyncReport) -> None:
         if not options.push or not report.ahead:
             break
         target = f"HEAD:{_branch_of(git, report)}"
-        pushed = git.run("push", "--quiet", remote_name, target, check=False)
+        with network():
+            pushed = git.run("push", "--quiet", remote_name, target, check=False)
         if pushed.returncode == 0:
             report.pushed = report.ahead
             report.ahead = 0
             break
-        git.run("fetch", "--quiet", remote_name)
+        with network():
+            git.run("fetch", "--quiet", remote_name)
         if not git.count(f"HEAD..{report.upstream}"):  # not a race: a real failure
             raise SyncError(f"git push failed: {_last_lines(pushed.stderr)}", _hint(pushed.stderr))
     report.changed_paths = sorted(changed)

@@ -15,11 +15,12 @@ auto`` syncs the vault with git on its own (``autosync.py``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +81,7 @@ class LocalHost:
         self.backfill_idle = threading.Event()
         self._stopping = threading.Event()
         self._on_report: SyncReport | None = None
+        core.keeper.lend_turn = self._lend_turn
 
     @property
     def settings(self) -> Settings:
@@ -146,6 +148,23 @@ class LocalHost:
                 self._wake.set()
                 if self.autosync is not None and call.name not in ("sync", "reindex", "refresh"):
                     self.autosync.changed()
+
+    @contextlib.contextmanager
+    def _lend_turn(self) -> Iterator[None]:
+        """Let other calls run while the current call waits on the network (`vault
+        sync`'s fetch and push touch neither the index nor, unlocked, the files), then
+        take the turn back.
+
+        Raises:
+            ConnectionAbortedError: the host closed meanwhile; the call stops there.
+        """
+        self.calls.release()
+        try:
+            yield
+        finally:
+            self.calls.acquire()
+        if self.closed:
+            raise ConnectionAbortedError("the index owner is closing")
 
     def _busy_answer(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         activity = self._core.keeper.activity

@@ -2,15 +2,18 @@
 
 It runs as a write where the index is owned, so no markvault write of this vault's
 owner is in flight meanwhile, and the vault's write lock (``gitrepo.py``) keeps out the
-writes of every other process while git changes the files. What git brought is indexed
+writes of every other process while git changes the files. While git fetches and
+pushes, the owner lends its turn: searches and writes go on (they take the write lock
+as usual), only a second sync is turned away. What git brought is indexed
 before the call returns: the next search finds it.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import IndexBusyError, UsageError
 from ..gitsync import PullMode, SyncOptions, sync_vault
 from .lifecycle import IndexKeeper
 
@@ -22,6 +25,9 @@ class GitSync:
 
     def __init__(self, keeper: IndexKeeper) -> None:
         self.keeper = keeper
+        # Held through a whole sync: other calls run while it fetches and pushes, and
+        # one of them may be another sync (git would refuse the second halfway).
+        self._running = threading.Lock()
 
     def sync(
         self,
@@ -41,11 +47,14 @@ class GitSync:
         options = SyncOptions(
             message=message, push=push, dry_run=dry_run, pull=mode, interactive=interactive
         )
+        if not self._running.acquire(blocking=False):
+            raise IndexBusyError("A vault sync is already running here.", "Retry when it is done.")
         self.keeper.activity = ("Syncing with git", 0, 0)  # what a busy answer says
         try:
-            report = sync_vault(settings.vault_dir, options)
+            report = sync_vault(settings.vault_dir, options, network=self.keeper.lend_turn)
         finally:
             self.keeper.activity = None
+            self._running.release()
         indexed = None
         if report.changed_paths and settings.db_path.exists():
             # Keywords at once; vectors too where the model is loaded (a server), else

@@ -10,7 +10,8 @@ doing (for busy answers), and the vectors the background embedding fills in.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ..chunk import fingerprint
@@ -49,6 +50,9 @@ class IndexKeeper:
         self.watcher: Watcher | None = None  # set by a host that watches the files
         self.autosync: AutoSync | None = None  # set by a host that syncs with git itself
         self.feed = ChangeFeed()  # what each sync changed, for whoever listens (feed.py)
+        # Set by the host: lets its other calls run while the current one waits on
+        # something that does not touch the index (`vault sync`'s fetch and push).
+        self.lend_turn: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
 
     @property
     def max_note_bytes(self) -> int:
