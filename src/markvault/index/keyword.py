@@ -136,8 +136,8 @@ class KeywordIndex:
             return
         wanted = ", ".join(str(int(i)) for i in chunk_ids)
         # The chunks' terms come from their tokens, by the rule that made their postings:
-        # postings are sorted by term, so each look for a chunk's rows there scans the
-        # whole table (~45 ms at 8M rows); only the delete does.
+        # postings are sorted by term, so finding a chunk's rows there scans the whole
+        # table (~45 ms at 8.4M rows), which only the delete does.
         self.con.execute(
             f"""CREATE OR REPLACE TEMP TABLE kw_old AS
             SELECT chunk_id, term, count(*)::INTEGER AS tf

@@ -309,7 +309,7 @@ def _values_sql(columns: dict[str, list[Any]], name: str) -> str | None:
         cells = [[_literal(v) for v in values] for values in columns.values()]
     except ValueError:
         return None
-    if not _first(columns):  # no rows: a typed empty relation is not needed for FROM
+    if not _first(columns):  # VALUES needs a row: one of NULLs that WHERE false drops
         nulls = ", ".join("NULL" for _ in columns)
         return f"(SELECT * FROM (VALUES ({nulls})) AS {name}({names}) WHERE false) AS {name}"
     rows = ", ".join("(" + ", ".join(row) + ")" for row in zip(*cells, strict=True))

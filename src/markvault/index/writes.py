@@ -2,8 +2,9 @@
 note in one transaction, the keyword index is updated in the same transaction when the
 change is small (``keyword.KeywordIndex``), and links are resolved afterwards.
 
-pyarrow, which the rows go in as, is imported by the methods that write: a command that
-only compares file states (the search's "index is behind" check) never loads it.
+Rows go in through ``Store.rows``: a few as SQL literals, many as an Arrow table, so
+pyarrow is imported only by a large write (a first build, a big checkout), never by a
+one-note sync or a command that only compares file states.
 """
 
 from __future__ import annotations
