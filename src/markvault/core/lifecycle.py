@@ -10,8 +10,10 @@ doing (for busy answers), and the vectors the background embedding fills in.
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
+from types import MethodType
 from typing import TYPE_CHECKING, Any
 
 from ..chunk import fingerprint
@@ -50,9 +52,24 @@ class IndexKeeper:
         self.watcher: Watcher | None = None  # set by a host that watches the files
         self.autosync: AutoSync | None = None  # set by a host that syncs with git itself
         self.feed = ChangeFeed()  # what each sync changed, for whoever listens (feed.py)
-        # Set by the host: lets its other calls run while the current one waits on
-        # something that does not touch the index (`vault sync`'s fetch and push).
-        self.lend_turn: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+        self._lend_turn: Callable[[], Callable[[], AbstractContextManager[None]] | None]
+        self._lend_turn = _nothing_lent
+
+    @property
+    def lend_turn(self) -> Callable[[], AbstractContextManager[None]]:
+        """Set by the host: lets its other calls run while the current one waits on
+        something that does not touch the index (`vault sync`'s fetch and push)."""
+        return self._lend_turn() or contextlib.nullcontext
+
+    @lend_turn.setter
+    def lend_turn(self, lend: Callable[[], AbstractContextManager[None]]) -> None:
+        # The host's method is held weakly: the host holds this keeper, and the cycle
+        # kept a dropped vault's DuckDB file open, and locked against other processes,
+        # until the garbage collector ran.
+        if isinstance(lend, MethodType):
+            self._lend_turn = weakref.WeakMethod(lend)
+        else:
+            self._lend_turn = lambda: lend
 
     @property
     def max_note_bytes(self) -> int:
@@ -230,6 +247,11 @@ class IndexKeeper:
         keep = [i for i, h in enumerate(hashes) if h in still]
         if keep:
             index.vectors.add(model, [hashes[i] for i in keep], vectors[keep])
+
+
+def _nothing_lent() -> None:
+    """``lend_turn`` where no host set one."""
+    return None
 
 
 def chunk_fingerprint(params: ChunkParams) -> str:
