@@ -363,3 +363,66 @@ def test_compaction_keeps_the_keyword_index_identical(bundled_copy: Path, tmp_pa
         assert index.meta()["kw_appended"] == "0"
         assert _keyword_state(index) == before
         assert index.keyword.bm25(["walrus"], Filters(), 10) == ranked
+
+
+def _contents(index_dir: Path) -> dict[str, list[tuple[object, ...]]]:
+    """What an index holds, free of what differs between equal indexes (chunk and term
+    ids, which an edit reuses or appends, and write times)."""
+    con = duckdb.connect(str(index_dir / "vault.duckdb"), read_only=True)
+    try:
+        note_cols = [
+            r[0]
+            for r in con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'notes' "
+                "AND column_name <> 'indexed_at' ORDER BY ordinal_position"
+            ).fetchall()
+        ]
+        queries = {
+            "notes": f"SELECT {', '.join(note_cols)} FROM notes",
+            "chunks": "SELECT * EXCLUDE (id) FROM chunks",
+            "links": "SELECT * FROM links",
+            "attachments": "SELECT * FROM attachments",
+            "vocab": "SELECT term, df, ndf FROM vocab",
+            "postings": "SELECT v.term, c.path, c.seq, p.tf, p.dl FROM postings p "
+            "JOIN vocab v USING (termid) JOIN chunks c ON c.id = p.chunk_id",
+            "kw_stats": "SELECT * FROM kw_stats",
+        }
+        return {name: sorted(con.execute(sql).fetchall()) for name, sql in queries.items()}
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("literal_rows", [256, 0], ids=["literals", "arrow"])
+def test_edits_leave_what_a_full_rebuild_gives(
+    write: WriteNotes, open_vault: OpenVault, monkeypatch: pytest.MonkeyPatch, literal_rows: int
+) -> None:
+    """Small writes go in as SQL literals, large ones through Arrow: either way an edited
+    index holds what a rebuild of the same files holds (quotes, lists, nulls, links)."""
+    from markvault.index import store
+
+    monkeypatch.setattr(store, "LITERAL_ROWS_MAX", literal_rows)
+    long = "\n\n".join(f"## Part {i}\n\n" + f"word{i} " * 300 for i in range(40))
+    vault = write(
+        {
+            "a.md": "---\ntitle: It's a 'quoted' title\ntags: [x, \"y's\"]\naliases: [Ay]\n"
+            "---\n# A\n\nsee [[b]] and [[nowhere|gone]] ünïcode 中文",
+            "b.md": "---\nfiles: []\n---\nbeta [[a#A]]",
+            "img.png": b"\x89PNG",
+            "long.md": long,
+        }
+    )
+    v = open_vault()
+    v.reindex(vectors=False)
+    (vault / "a.md").write_text("# A\n\nalpha, now linking [[c]] and ![[img.png]]\n", "utf-8")
+    (vault / "c.md").write_text("---\naliases: [Ay, 'Cee']\n---\ncharlie [[Ay]]", "utf-8")
+    (vault / "long.md").write_text(long + "\n\nappended paragraph", "utf-8")
+    (vault / "b.md").unlink()
+    (vault / "doc.pdf").write_bytes(b"%PDF")
+    report = v.reindex(vectors=False)
+    assert (report.updated, report.added, report.removed) == (2, 1, 1)
+    v.close()
+    edited = _contents(vault.parent / "index")
+    v = open_vault()
+    v.reindex(full=True, vectors=False)
+    v.close()
+    assert edited == _contents(vault.parent / "index")

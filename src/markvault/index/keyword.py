@@ -141,21 +141,29 @@ class KeywordIndex:
         if not chunk_ids:
             return
         wanted = ", ".join(str(int(i)) for i in chunk_ids)
+        # The chunks' terms come from their tokens, by the rule that made their postings:
+        # postings are sorted by term, so finding a chunk's rows there scans the whole
+        # table (~45 ms at 8.4M rows), which only the delete does.
+        self.con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE kw_old AS
+            SELECT chunk_id, term, count(*)::INTEGER AS tf
+            FROM ({_chunk_terms(f"id IN ({wanted})")}) GROUP BY chunk_id, term"""
+        )
         # Whole notes are taken out (and put back): ndf drops by the notes per term.
         self.con.execute(
             f"""UPDATE vocab SET df = vocab.df - d.n, ndf = vocab.ndf - d.notes
-            FROM (SELECT p.termid, count(*) AS n, count(DISTINCT c.path) AS notes
-                  FROM postings p JOIN chunks c ON c.id = p.chunk_id
-                  WHERE p.chunk_id IN ({wanted}) GROUP BY p.termid) d
-            WHERE vocab.termid = d.termid"""
+            FROM (SELECT k.term, count(*) AS n, count(DISTINCT c.path) AS notes
+                  FROM kw_old k JOIN (SELECT id, path FROM chunks WHERE id IN ({wanted})) c
+                  ON c.id = k.chunk_id GROUP BY k.term) d
+            WHERE vocab.term = d.term"""
         )
         self.con.execute(
-            f"""UPDATE kw_stats SET n = n - {len(chunk_ids)}, total = total - (
-                SELECT coalesce(sum(dl), 0) FROM (SELECT any_value(dl) AS dl FROM postings
-                WHERE chunk_id IN ({wanted}) GROUP BY chunk_id))"""
+            f"UPDATE kw_stats SET n = n - {len(chunk_ids)}, "
+            "total = total - (SELECT coalesce(sum(tf), 0) FROM kw_old)"
         )
         self.con.execute(f"DELETE FROM postings WHERE chunk_id IN ({wanted})")
         self.con.execute("DELETE FROM vocab WHERE df <= 0")
+        self.con.execute("DROP TABLE kw_old")
 
     def add_postings(self, chunk_ids: Sequence[int]) -> None:
         """Put freshly inserted chunks into the keyword index, tokenized exactly as the

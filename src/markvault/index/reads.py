@@ -323,6 +323,13 @@ class NoteReads:
             values = [k[:8] if short[k[:8]] == 1 else k for k in keys]
         return NameIndex(values, keys, titles, dates)
 
+    def note_and_chunk_counts(self) -> tuple[int, int]:
+        """(notes, chunks): what a sync reports, without the rest of ``stats``."""
+        row = self.con.execute(
+            "SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM chunks)"
+        ).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
     def stats(self) -> dict[str, Any]:
         one = self.con.execute(
             "SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM chunks), "
