@@ -1,6 +1,12 @@
 """Cold keyword index, this tree against a baseline tree, pair by pair in one run.
 
     python bench/bench_build.py /path/to/notes --baseline-src /tmp/base/src --pairs 3
+    python bench/bench_build.py /path/to/notes --baseline-src /work/main/src --again 5
+
+``--again N`` times instead the re-index of a built index as a new process, N pairs:
+nothing changed (no-op), then one note edited (a paragraph appended to the mid-sized
+note, as ``../shared/peers/bench.py`` picks it), each tree on a fresh copy of the same
+index; then one in-process edit of this tree split into its phases.
 
 Each pair runs ``vault --vault COPY --index EMPTY reindex --no-vectors`` once with the
 baseline's ``src/`` first on ``PYTHONPATH`` and once with this tree's (order alternating
@@ -24,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
@@ -55,10 +62,18 @@ def run_once(
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("corpus", type=Path, help="a folder of Markdown notes (copied first)")
-    p.add_argument("--baseline-src", type=Path, required=True, help="the baseline's src/")
+    p.add_argument("--baseline-src", type=Path, help="the baseline's src/ (required)")
+    p.add_argument("--phases", type=Path, metavar="INDEX", help=argparse.SUPPRESS)
     p.add_argument("--pairs", type=int, default=3)
     p.add_argument("--bin", default=str(HERE / ".venv" / "bin" / "vault"))
+    p.add_argument("--again", type=int, default=0, metavar="N", help="time N no-op/edit pairs")
     args = p.parse_args(argv)
+    if args.phases:
+        return phases(args.corpus, args.phases)
+    if args.baseline_src is None:
+        p.error("--baseline-src is required")
+    if args.again:
+        return again_main(args)
     work = Path(tempfile.mkdtemp(prefix="mv-build-"))
     try:
         vault = work / "vault"
@@ -91,6 +106,138 @@ def main(argv: list[str] | None = None) -> int:
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+# ---- re-index of a built index: no-op and one edit ------------------------------------
+
+EDIT = "\n\nBench edit: the zebra-marker paragraph was appended by the peers benchmark.\n"
+
+
+def edited_note(vault: Path) -> Path:
+    """The peers harness's pick: the middle of the notes sorted by (size, path)."""
+    notes = sorted((p.stat().st_size, str(p)) for p in vault.rglob("*.md") if p.is_file())
+    return Path(notes[len(notes) // 2][1])
+
+
+def reindex_s(vault_bin: str, src: Path, vault: Path, index: Path, home: Path) -> float:
+    """Wall seconds of one `vault reindex --no-vectors` as a new process."""
+    env = {**os.environ, "PYTHONPATH": str(src), "HOME": str(home)}
+    cmd = [vault_bin, "--vault", str(vault), "--index", str(index), "reindex", "--no-vectors"]
+    started = time.perf_counter()
+    out = subprocess.run([*cmd, "-q"], env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    if out.returncode != 0:
+        sys.exit(f"reindex failed under {src}:\n{out.stdout}\n{out.stderr}")
+    return wall
+
+
+def again_once(bin_: str, src: Path, vault: Path, work: Path, note: Path) -> tuple[float, float]:
+    """(no-op s, one-edit s) on a fresh copy of the built index, the note restored."""
+    index = work / "index"
+    shutil.rmtree(index, ignore_errors=True)
+    shutil.copytree(work / "built", index)
+    shutil.copy2(work / "note.orig", note)
+    noop = reindex_s(bin_, src, vault, index, work / "home")
+    with note.open("a", encoding="utf-8") as fh:
+        fh.write(EDIT)
+    return noop, reindex_s(bin_, src, vault, index, work / "home")
+
+
+def again_main(args: argparse.Namespace) -> int:
+    work = Path(tempfile.mkdtemp(prefix="mv-again-"))
+    try:
+        vault = work / "vault"
+        shutil.copytree(args.corpus, vault, symlinks=True)
+        (work / "home").mkdir()
+        note = edited_note(vault)
+        shutil.copy2(note, work / "note.orig")
+        trees = {"baseline": args.baseline_src.resolve(), "this": (HERE / "src").resolve()}
+        reindex_s(args.bin, trees["this"], vault, work / "built", work / "home")
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"re-index of {args.corpus} as a new process, {args.again} pairs (load {load})")
+        print(f"  edited note: {note.relative_to(vault)}")
+        ratios: dict[str, list[float]] = {"noop": [], "edit": []}
+        for i in range(args.again):
+            order = ["baseline", "this"] if i % 2 == 0 else ["this", "baseline"]
+            got = {name: again_once(args.bin, trees[name], vault, work, note) for name in order}
+            (bn, be), (tn, te) = got["baseline"], got["this"]
+            ratios["noop"].append(tn / bn)
+            ratios["edit"].append(te / be)
+            print(
+                f"  pair {i + 1}: no-op {bn:5.2f} -> {tn:5.2f} s ({tn / bn:.2f}x)   "
+                f"edit {be:5.2f} -> {te:5.2f} s ({te / be:.2f}x)   load {os.getloadavg()[0]:.2f}",
+                flush=True,
+            )
+        load_end = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(
+            f"median this/baseline: no-op {statistics.median(ratios['noop']):.2f}x, "
+            f"edit {statistics.median(ratios['edit']):.2f}x "
+            f"(load average {load} at start, {load_end} at end; {os.cpu_count()} cores)"
+        )
+        shutil.rmtree(work / "index")
+        shutil.copytree(work / "built", work / "index")
+        shutil.copy2(work / "note.orig", note)
+        with note.open("a", encoding="utf-8") as fh:
+            fh.write(EDIT)
+        env = {**os.environ, "PYTHONPATH": str(trees["this"]), "HOME": str(work / "home")}
+        me = [sys.executable, __file__, str(vault), "--phases", str(work / "index")]
+        subprocess.run(me, env=env, check=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def phases(vault: Path, index: Path) -> int:
+    """One edit's re-index in this process (``vault``'s note already edited), by phase:
+    wall ms of what the command does, from its imports to closing the index."""
+    spent: dict[str, float] = {}
+
+    def timed(owner: object, name: str, label: str) -> None:
+        fn = getattr(owner, name)
+
+        def wrapper(*a: object, **k: object) -> object:
+            started = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.perf_counter() - started
+
+        setattr(owner, name, wrapper)
+
+    started = time.perf_counter()
+    import markvault.cli  # noqa: F401  (what the command imports before it runs)
+    from markvault.config import Settings
+    from markvault.core.lifecycle import IndexKeeper
+    from markvault.files import VaultFiles
+    from markvault.index import Index, keyword, writes
+
+    spent["import the CLI"] = time.perf_counter() - started
+    t = time.perf_counter()
+    import markvault.sync as sync
+
+    spent["import the sync"] = time.perf_counter() - t
+    timed(Index, "open", "open the index")
+    timed(VaultFiles, "scan_all", "stat scan")
+    timed(writes.NoteWrites, "file_states", "the index's file states")
+    timed(sync, "read_file", "read and parse the note")
+    timed(writes.NoteWrites, "apply", "write the note (rows, postings)")
+    timed(keyword.KeywordIndex, "remove_postings", "  of which postings out")
+    timed(keyword.KeywordIndex, "add_postings", "  of which postings in")
+    timed(sync.Syncer, "_resolve_links", "resolve links")
+    timed(Index, "close", "close the index")
+    keeper = IndexKeeper(Settings.load(vault=vault, index=index, model=None))
+    t = time.perf_counter()
+    report = keeper.reindex(vectors=False)
+    keeper.close()
+    total = time.perf_counter() - t + spent["import the CLI"] + spent["import the sync"]
+    assert report.updated == 1, report
+    print("one-edit re-index of this tree in one process, by phase (wall ms):")
+    for label, sec in spent.items():
+        print(f"  {label:34s} {sec * 1000:7.1f}")
+    nested = sum(v for k, v in spent.items() if k.startswith(" "))
+    print(f"  {'other':34s} {(total - sum(spent.values()) + nested) * 1000:7.1f}")
+    print(f"  {'total':34s} {total * 1000:7.1f}")
     return 0
 
 

@@ -10,15 +10,21 @@ twice, once with this tree and once with that one (``PYTHONPATH``; same interpre
 same environment, same index), alternating which goes first, so machine load hits both
 alike; the ratio of each pair is taken and their median printed. Also printed: what
 ``import markvault.cli`` and each call import (``python -X importtime``, summed by
-package), and the load average. The owner never loads a model (``MARKVAULT_MODEL``
-names a missing folder), so it takes no CPU from the calls. Measures and prints; never
-asserts. The table goes to ``bench/out/cli.md``.
+package), the load average, and where a search without an owner spends its time, phase
+by phase (interpreter start, imports, the freshness check, DuckDB's connect, the query,
+closing, the exit; median of ``--runs`` calls per tree). Each tree compiles its own
+bytecode into a cache of its own once, before anything is timed (even with
+``PYTHONDONTWRITEBYTECODE`` set, which would recompile every changed module on every
+call). The owner never loads a model (``MARKVAULT_MODEL`` names a missing folder), so it
+takes no CPU from the calls. Measures and prints; never asserts. The table goes to
+``bench/out/cli.md``.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
 import shutil
 import statistics
@@ -46,11 +52,16 @@ def load_average() -> str:
 class Tree:
     """One source tree's way of running `vault` (this one, or a baseline's src)."""
 
-    def __init__(self, name: str, src: Path | None, site: list[str], env: dict[str, str]):
+    def __init__(
+        self, name: str, src: Path | None, site: list[str], env: dict[str, str], cache: Path
+    ):
         self.name = name
         self.env = dict(env)
         if src is not None:
             self.env["PYTHONPATH"] = str(src)
+        # Bytecode of its own, written once: neither tree pays for compiling on each call.
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)
+        self.env["PYTHONPYCACHEPREFIX"] = str(cache)
         self.site = site
 
     def argv(self, *args: str) -> list[str]:
@@ -79,6 +90,104 @@ class Tree:
                 spent[name.strip().split(".")[0]] += int(own.split(":")[1])
         top = ", ".join(f"{k} {v / 1000:.0f}" for k, v in spent.most_common(5))
         return f"{sum(spent.values()) / 1000:.0f} ms ({top})"
+
+    def phases(self, *args: str) -> dict[str, float]:
+        """Milliseconds per phase of one call (``PHASES``), made as `vault` makes it."""
+        started = time.time()
+        done = subprocess.run(
+            [sys.executable, "-c", PHASE_PROBE, *self.site, *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            check=False,
+        )
+        ended = time.time()
+        stamps = [line for line in done.stderr.splitlines() if line.startswith("{")]
+        if not stamps:
+            raise RuntimeError(f"{self.name} phases: {done.stderr[-800:]}")
+        marks = json.loads(stamps[-1])
+        spent = {"interpreter start": marks.pop("start") - started}
+        spent.update(marks.pop("spent"))
+        spent["exit"] = ended - marks.pop("end")
+        spent["the rest"] = ended - started - sum(spent.values())
+        return {k: v * 1000 for k, v in spent.items()}
+
+
+# Times each phase of one `vault` call in the child, through wrappers put on the functions
+# that do them (names both trees have); the index layer's own after it is imported. The
+# stamps are written by an exit handler: the interpreter's teardown after it is "exit".
+PHASE_PROBE = """
+import atexit, json, os, sys, time
+marks = {"start": time.time(), "spent": {}}
+t = time.time()
+import markvault.cli as cli
+marks["spent"]["import markvault.cli"] = time.time() - t
+import markvault.shared as shared
+
+def timed(owner, attr, label):
+    inner = getattr(owner, attr)
+    def wrapper(*a, **k):
+        t = time.time()
+        try:
+            return inner(*a, **k)
+        finally:
+            marks["spent"][label] = marks["spent"].get(label, 0.0) + time.time() - t
+    setattr(owner, attr, wrapper)
+
+become_owner = shared.SharedHost._become_owner
+def own(self):
+    t = time.time()
+    import markvault.core, markvault.host, markvault.search, markvault.core.freshness
+    import markvault.index.store, markvault.owner
+    marks["spent"]["import the index layer (DuckDB)"] = time.time() - t
+    timed(markvault.core.freshness.Freshness, "before_call", "freshness check")
+    timed(markvault.index.store, "connect", "DuckDB connect")
+    timed(markvault.search.Searcher, "search", "the search")
+    timed(markvault.owner.IndexOwner, "close", "closing the index")
+    return become_owner(self)
+shared.SharedHost._become_owner = own
+
+def report():
+    marks["end"] = time.time()
+    os.write(2, (json.dumps(marks) + "\\n").encode())
+atexit.register(report)
+sys.argv[0] = "vault"
+cli.run()
+"""
+PHASES = [
+    "interpreter start",
+    "import markvault.cli",
+    "import the index layer (DuckDB)",
+    "freshness check",
+    "DuckDB connect",
+    "the search",
+    "closing the index",
+    "exit",
+    "the rest",
+]
+
+
+def phase_table(trees: list[Tree], args: list[str], runs: int) -> list[str]:
+    """Median milliseconds per phase of a call, per tree (alternating, as ``measure``)."""
+    samples: list[list[dict[str, float]]] = [[] for _ in trees]
+    for turn in range(runs):
+        order = list(range(len(trees)))
+        if turn % 2:
+            order.reverse()
+        for i in order:
+            samples[i].append(trees[i].phases(*args))
+    lines = [
+        "",
+        f"Where `vault {' '.join(args[:1])}` (keyword, no owner) spends its time, median ms "
+        f"of {runs} calls:",
+        "",
+        "| phase | " + " | ".join(t.name for t in trees) + " |",
+        "| --- | " + " | ".join("---" for _ in trees) + " |",
+    ]
+    for phase in PHASES:
+        cells = [f"{statistics.median(s.get(phase, 0.0) for s in tree):.0f}" for tree in samples]
+        lines.append(f"| {phase} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def measure(trees: list[Tree], args: list[list[str]], runs: int) -> list[list[float]]:
@@ -117,12 +226,15 @@ def main(argv: list[str] | None = None) -> int:
             gen_vault.generate(vault, args.notes, 7)
         site = ["--vault", str(vault), "--index", str(work / "index")]
         env = {**os.environ, "MARKVAULT_MODEL": str(work / "no-model-here")}
-        trees = [Tree("this tree", None, site, env)]
+        trees = [Tree("this tree", None, site, env, work / "pycache-this")]
         if args.baseline_src:
-            trees.insert(0, Tree("baseline", args.baseline_src.resolve(), site, env))
+            base = args.baseline_src.resolve()
+            trees.insert(0, Tree("baseline", base, site, env, work / "pycache-baseline"))
         log("building the keyword index")
         trees[-1].time_call("reindex", "--no-vectors", "--quiet")
         searches = [["search", q, "--mode", "keyword", "--json"] for q in QUERIES]
+        for t in trees:  # writes each tree's bytecode before anything is timed
+            t.time_call(*searches[0])
         load_start = load_average()
         names = " | ".join(t.name for t in trees)
         lines = [
@@ -139,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(
             row("`vault search` (keyword), no owner", trees, measure(trees, searches, args.runs))
         )
+        log("phases of a search, no owner")
+        phases = phase_table(trees, searches[0], args.runs)
         imports = {t.name: (t.imports("--help"), t.imports(*searches[0])) for t in trees}
         log("search, with `vault watch` owning the index")
         owner = subprocess.Popen(
@@ -159,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"Imports, {t.name}: `--help` {help_imports}; `search` {search_imports}; "
                 f"`search` with an owner {owned}."
             )
+        lines.extend(phases)
         lines.append(f"\nLoad average at end: {load_average()}.")
     finally:
         if owner is not None:

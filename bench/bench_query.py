@@ -4,6 +4,8 @@ finding and ranking the postings and fetching and formatting the hits.
     python bench/bench_query.py                                # 10k notes, this tree
     python bench/bench_query.py --baseline-src /tmp/main/src   # A/B against another tree
     python bench/bench_query.py --notes 1000 --workdir /tmp/mv-query   # reuse vaults
+    python bench/bench_query.py --notes 50000 --workdir /tmp/mv-scale \
+        --shared-index /tmp/mv-scale/index-50000 --baseline-src /tmp/main/src  # one index
 
 The vault is ``gen_vault.py``'s (seeded), the ~200 queries ``bench_core.py``'s (words of
 every frequency, phrases, prefixes, boolean, CJK). Each tree indexes its own copy with
@@ -14,7 +16,9 @@ too), so machine load hits both alike; the ratio of their medians per round is p
 with its median. Wall time is what a caller waits; CPU time (``time.process_time``) moves
 less with other work on the machine. The split is the search's own ``timings_ms``:
 ``keyword`` (term lookup, BM25 over the postings, the note-level rerank) and ``fetch``
-(collapsing to notes, reading the shown chunks and their notes, snippets).
+(collapsing to notes, reading the shown chunks and their notes, snippets). A process's
+first search scores in SQL, later ones in numpy (index/bm25.py): the warm-up runs the
+first, so the figures are the warm path's; `bench_cli.py` times the one-shot path.
 Measures and prints; never asserts. The table goes to ``bench/out/query.md``.
 """
 
@@ -156,14 +160,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3, help="new processes per tree")
     p.add_argument("--baseline-src", type=Path, help="another tree's src/ to compare with")
     p.add_argument("--workdir", type=Path, help="keep vaults and indexes here (reused)")
+    p.add_argument(
+        "--shared-index",
+        type=Path,
+        help="both trees query this one index (built by this tree if missing): for large "
+        "vaults, when the trees' index schema is the same",
+    )
     args = p.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="mv-query-"))
     workdir.mkdir(parents=True, exist_ok=True)
     vault, queries_file = prepare(workdir, args.notes, args.seed, args.queries)
-    trees = [Tree("this tree", None, workdir / "index-this")]
+    shared = args.shared_index
+    trees = [Tree("this tree", None, shared or workdir / "index-this")]
     if args.baseline_src:
-        trees.insert(0, Tree("baseline", args.baseline_src.resolve(), workdir / "index-base"))
-    for tree in trees:
+        base_index = shared or workdir / "index-base"
+        trees.insert(0, Tree("baseline", args.baseline_src.resolve(), base_index))
+    for tree in trees[::-1]:  # this tree first: it builds a shared index
         tree.reindex(vault)
     load_start = load_average()
     for turn in range(args.rounds):
@@ -171,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
             log(f"round {turn + 1}: {tree.name}")
             tree.round(vault, queries_file)
     lines = table(trees, args.notes, args.queries)
+    if shared:
+        lines.append(f"\nBoth trees queried one index, {shared}.")
     lines.append(f"\nLoad average at start {load_start}, at end {load_average()}.")
     if args.workdir is None:
         import shutil

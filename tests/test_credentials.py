@@ -372,6 +372,14 @@ def test_a_token_anywhere_in_prose_is_caught(kind: str, before: str, after: str,
     assert redact(out) == out
 
 
+def test_a_version_ending_a_question_is_no_password() -> None:
+    """Found by the prose test above: the question mark kept "v1.2.3?" from reading as
+    a version, so a password-like value was reported."""
+    assert find("token: v1.2.3? ") == []
+    assert find("Which token: v1.2.3! or v2?") == []
+    assert [f.rule for f in find("password: hunter2?x")] == ["password"]
+
+
 def test_a_key_whose_random_part_repeats_letters_is_caught() -> None:
     """Found by the test above: over all 20 characters the fixed prefix's repeated A kept
     this real-looking key under the entropy floor; the random 16 are measured alone."""

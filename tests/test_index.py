@@ -135,11 +135,16 @@ def test_deleting_the_index_loses_nothing(write: WriteNotes, open_vault: OpenVau
     assert [h.path for h in open_vault().search("apple", mode="keyword").hits] == ["a.md"]
 
 
-def test_bm25_matches_a_reference_implementation(bundled_copy: Path, tmp_path: Path) -> None:
-    """BM25 over the fts postings equals Lucene's BM25 computed here from the tokens."""
+@pytest.mark.parametrize("arrays", [False, True], ids=["sql", "numpy"])
+def test_bm25_matches_a_reference_implementation(
+    bundled_copy: Path, tmp_path: Path, arrays: bool
+) -> None:
+    """BM25 over the fts postings equals Lucene's BM25 computed here from the tokens,
+    scored in SQL and in numpy (index/bm25.py)."""
     with open_local(bundled_copy, tmp_path / "index") as v:
         v.reindex(vectors=False)
         index = v.host.core().keeper.open_index(write=True)
+        index.keyword.arrays = arrays
         docs = dict(index.store.con.execute("SELECT id, fts_text FROM chunks").fetchall())
         tokens = {cid: text.split() for cid, text in docs.items()}
         n = len(tokens)
@@ -159,6 +164,68 @@ def test_bm25_matches_a_reference_implementation(bundled_copy: Path, tmp_path: P
             assert ours.keys() == expected.keys(), query
             for cid, score in expected.items():
                 assert abs(ours[cid] - score) < 1e-9, query
+
+
+@pytest.mark.parametrize("expired_inline", [20_000, 0], ids=["few-expired", "many-expired"])
+def test_numpy_and_sql_scoring_give_the_same_hits(
+    bundled_copy: Path, tmp_path: Path, expired_inline: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process's first search scores in SQL, later ones in numpy (index/bm25.py): the
+    same hits in the same order with the same scores, for every kind of query; with
+    many expired chunks SQL joins each candidate with its note, numpy drops them."""
+    monkeypatch.setattr("markvault.index.keyword.EXPIRED_INLINE_MAX", expired_inline)
+    (bundled_copy / "notes" / "expired.md").write_text(
+        "---\nvalid_until: 2020-01-01\n---\n# Search index\n\nsearch index vault note\n",
+        encoding="utf-8",
+    )
+    queries = [
+        "search index",
+        "vault note link note",
+        '"keyword search"',
+        "+vault -link note",
+        "sea* index",
+        "duckdb OR watcher",
+        "机器学习",
+        "zzqxv",
+    ]
+    with open_local(bundled_copy, tmp_path / "index") as v:
+        v.reindex(vectors=False)
+        keyword = v.host.core().keeper.open_index(write=True).keyword
+        found = []
+        for query in queries:
+            got = {}
+            for arrays in (False, True):
+                keyword.arrays = arrays
+                hits = v.search(query, mode="keyword", limit=20).hits
+                got[arrays] = [(h.path, h.chunk_id, h.snippet, h.more_chunks) for h in hits]
+                got[arrays, "scores"] = [h.score for h in hits]
+            assert got[False] == got[True], query
+            assert got[True, "scores"] == pytest.approx(got[False, "scores"], abs=1e-9), query
+            found.append(bool(got[True]))
+        assert found == [True] * (len(queries) - 1) + [False]
+        keyword.arrays = True
+        hits = v.search("search index", mode="keyword", limit=50).hits
+        assert hits and "notes/expired.md" not in {h.path for h in hits}
+
+
+def test_numpy_top_chunks_break_ties_by_id_whatever_the_ids() -> None:
+    """Chunks tied at the cut are kept by id, as SQL's ORDER BY score DESC, chunk_id
+    does; sparse ids (summed by sorting) and dense ones (counted) give the same."""
+    import numpy as np
+
+    from markvault.index import bm25
+
+    found = {"a": (1, 3, 3), "b": (2, 1, 1)}
+    for base in (0, 10**9):
+        rows = {
+            "termid": np.array([1, 1, 1, 1, 2], dtype=np.int32),
+            "chunk_id": np.array([9, 4, 7, 2, 7], dtype=np.int64) + base,
+            "tf": np.array([1, 1, 1, 2, 1], dtype=np.int32),
+            "dl": np.array([5, 5, 5, 5, 5], dtype=np.int32),
+        }
+        top = bm25.top_chunks(found, ["a", "b"], rows, (10, 50), (1.2, 0.75, 3, [base + 2]))
+        assert [cid - base for cid, _ in top] == [7, 4, 9]
+        assert top[1][1] == top[2][1] < top[0][1]
 
 
 def test_index_lives_outside_the_vault(vault_dir: Path) -> None:
@@ -296,3 +363,66 @@ def test_compaction_keeps_the_keyword_index_identical(bundled_copy: Path, tmp_pa
         assert index.meta()["kw_appended"] == "0"
         assert _keyword_state(index) == before
         assert index.keyword.bm25(["walrus"], Filters(), 10) == ranked
+
+
+def _contents(index_dir: Path) -> dict[str, list[tuple[object, ...]]]:
+    """What an index holds, free of what differs between equal indexes (chunk and term
+    ids, which an edit reuses or appends, and write times)."""
+    con = duckdb.connect(str(index_dir / "vault.duckdb"), read_only=True)
+    try:
+        note_cols = [
+            r[0]
+            for r in con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'notes' "
+                "AND column_name <> 'indexed_at' ORDER BY ordinal_position"
+            ).fetchall()
+        ]
+        queries = {
+            "notes": f"SELECT {', '.join(note_cols)} FROM notes",
+            "chunks": "SELECT * EXCLUDE (id) FROM chunks",
+            "links": "SELECT * FROM links",
+            "attachments": "SELECT * FROM attachments",
+            "vocab": "SELECT term, df, ndf FROM vocab",
+            "postings": "SELECT v.term, c.path, c.seq, p.tf, p.dl FROM postings p "
+            "JOIN vocab v USING (termid) JOIN chunks c ON c.id = p.chunk_id",
+            "kw_stats": "SELECT * FROM kw_stats",
+        }
+        return {name: sorted(con.execute(sql).fetchall()) for name, sql in queries.items()}
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("literal_rows", [256, 0], ids=["literals", "arrow"])
+def test_edits_leave_what_a_full_rebuild_gives(
+    write: WriteNotes, open_vault: OpenVault, monkeypatch: pytest.MonkeyPatch, literal_rows: int
+) -> None:
+    """Small writes go in as SQL literals, large ones through Arrow: either way an edited
+    index holds what a rebuild of the same files holds (quotes, lists, nulls, links)."""
+    from markvault.index import store
+
+    monkeypatch.setattr(store, "LITERAL_ROWS_MAX", literal_rows)
+    long = "\n\n".join(f"## Part {i}\n\n" + f"word{i} " * 300 for i in range(40))
+    vault = write(
+        {
+            "a.md": "---\ntitle: It's a 'quoted' title\ntags: [x, \"y's\"]\naliases: [Ay]\n"
+            "---\n# A\n\nsee [[b]] and [[nowhere|gone]] ünïcode 中文",
+            "b.md": "---\nfiles: []\n---\nbeta [[a#A]]",
+            "img.png": b"\x89PNG",
+            "long.md": long,
+        }
+    )
+    v = open_vault()
+    v.reindex(vectors=False)
+    (vault / "a.md").write_text("# A\n\nalpha, now linking [[c]] and ![[img.png]]\n", "utf-8")
+    (vault / "c.md").write_text("---\naliases: [Ay, 'Cee']\n---\ncharlie [[Ay]]", "utf-8")
+    (vault / "long.md").write_text(long + "\n\nappended paragraph", "utf-8")
+    (vault / "b.md").unlink()
+    (vault / "doc.pdf").write_bytes(b"%PDF")
+    report = v.reindex(vectors=False)
+    assert (report.updated, report.added, report.removed) == (2, 1, 1)
+    v.close()
+    edited = _contents(vault.parent / "index")
+    v = open_vault()
+    v.reindex(full=True, vectors=False)
+    v.close()
+    assert edited == _contents(vault.parent / "index")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -284,6 +283,8 @@ def read_credential_settings(vault_dir: Path) -> CredentialSettings:
 def _read_config_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
+    import tomllib  # only a vault with a settings file pays for the TOML parser
+
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)

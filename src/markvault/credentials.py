@@ -562,7 +562,8 @@ def _looks_like_password(value: str) -> bool:
         and " " not in value
         and _has_digit_and_letter(value)
         and not is_hash_like(value)
-        and not _VERSION_OR_DATE.fullmatch(value)
+        # a question's or exclamation's mark after a version is the sentence's
+        and not _VERSION_OR_DATE.fullmatch(value.rstrip("?!"))
     ) or _looks_random(value)
 
 

@@ -20,7 +20,9 @@ import os
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -81,7 +83,15 @@ class LocalHost:
         self.backfill_idle = threading.Event()
         self._stopping = threading.Event()
         self._on_report: SyncReport | None = None
-        core.keeper.lend_turn = self._lend_turn
+        # Through a weak reference: the keeper holding this host would keep a vault that
+        # nobody closed (and its DuckDB lock) alive until the cycle collector runs.
+        host = weakref.ref(self)
+
+        def lend_turn() -> AbstractContextManager[None]:
+            alive = host()
+            return alive._lend_turn() if alive is not None else contextlib.nullcontext()
+
+        core.keeper.lend_turn = lend_turn
 
     @property
     def settings(self) -> Settings:

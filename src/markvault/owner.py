@@ -24,6 +24,7 @@ import fcntl
 import hashlib
 import json
 import os
+import selectors
 import socket
 import socketserver
 import sys
@@ -285,8 +286,34 @@ class _FeedWriter:
 
 
 class _SocketServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """Serves until ``stop``, which wakes it at once: ``serve_forever``'s shutdown waits
+    out its poll interval, and every one-shot `vault search` owning the index closes it."""
+
     daemon_threads = True
     owner: IndexOwner
+    timeout = 0.05  # handle_request's wait for a connection that left before its accept
+
+    def __init__(self, path: str, handler: type[_Handler]) -> None:
+        self._wake_read, self._wake_write = os.pipe()  # before a failed bind closes them
+        super().__init__(path, handler)
+
+    def serve_until_stopped(self) -> None:
+        with selectors.DefaultSelector() as selector:
+            selector.register(self, selectors.EVENT_READ)
+            selector.register(self._wake_read, selectors.EVENT_READ)
+            while True:
+                ready = selector.select()
+                if any(key.fd == self._wake_read for key, _ in ready):
+                    return
+                self.handle_request()
+
+    def stop(self) -> None:
+        os.write(self._wake_write, b"\0")
+
+    def server_close(self) -> None:
+        super().server_close()
+        os.close(self._wake_read)
+        os.close(self._wake_write)
 
 
 class IndexOwner:
@@ -313,9 +340,7 @@ class IndexOwner:
         os.chmod(self.path, 0o600)
         self.lock.record(self.path)
         self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self._thread = threading.Thread(target=server.serve_until_stopped, daemon=True)
         self._thread.start()
 
     def answer(
@@ -359,7 +384,9 @@ class IndexOwner:
     def close(self) -> None:
         self.host.stop_background()  # no call starts from now on; each client fails over
         if self._server is not None:
-            self._server.shutdown()
+            self._server.stop()
+            if self._thread is not None:
+                self._thread.join()
             self._server.server_close()
             self._server = None
             with contextlib.suppress(FileNotFoundError):

@@ -14,7 +14,6 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from .chunk import chunk_note
 from .config import Settings
 from .embed import Embedder
 from .errors import MarkvaultError, RefusedError
@@ -24,9 +23,6 @@ from .gitrepo import has_conflict_markers
 from .index import Index
 from .links import LinkResolver, link_name, names_of
 from .model import NoProgress, NoteRecord, Progress, ReindexReport
-from .parse import parse_note
-from .pool import in_workers
-from .text import tokenize
 
 # Vectors are committed this many at a time: progress moves and an interrupted run
 # keeps its work, while sentence-transformers still sorts each group by length.
@@ -50,6 +46,11 @@ class Changes:
 
 
 def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> NoteRecord:
+    # Imported here: a sync that reads no file (nothing changed) never loads the parser.
+    from .chunk import chunk_note
+    from .parse import parse_note
+    from .text import tokenize
+
     note = parse_note(stat.path, text, max_frontmatter_bytes=settings.max_frontmatter_bytes)
     lines = (text[1:] if text.startswith("\ufeff") else text).split("\n")
     chunks = chunk_note(note, [line.rstrip("\r") for line in lines], settings.chunk)
@@ -102,6 +103,13 @@ def read_files(
 ) -> Iterator[tuple[FileStat, tuple[str, object]]]:
     """read_file over ``todo``, in worker processes when there are many (parsing
     Markdown is CPU-bound Python)."""
+    if len(todo) < PARALLEL_MIN_FILES:  # here, without importing the process pool
+        for st, known in todo:
+            yield st, read_file(files, settings, st, known)
+            progress.advance(1)
+        return
+    from .pool import in_workers
+
     for done in in_workers(
         todo,
         lambda item: read_file(files, settings, *item),
@@ -216,9 +224,7 @@ class Syncer:
         if vectors and embedder is not None:
             self._embed(embedder(), report, progress, embed_limit)
 
-        stats = self.index.reads.stats()
-        report.notes = stats["notes"]
-        report.chunks = stats["chunks"]
+        report.notes, report.chunks = self.index.reads.note_and_chunk_counts()
         report.notices.extend(self.index.notices)
         self.index.notices.clear()
         report.seconds = time.perf_counter() - started

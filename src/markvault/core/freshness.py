@@ -36,13 +36,15 @@ import shutil
 import time
 import unicodedata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import MarkvaultError
 from ..files import IGNORE_FILE
 from ..gitrepo import find_repo
-from ..gitsync import Git, open_git
 from .lifecycle import IndexKeeper
+
+if TYPE_CHECKING:
+    from ..gitsync import Git
 
 FRESH_MAX_FILES = 300  # changed files synced before an answer; more wait for a reindex
 # A long-lived process without a watcher checks again no sooner than this many times the
@@ -97,6 +99,8 @@ class Freshness:
             head = repo.head()
             if watched and head == state.get("head"):
                 return
+            from ..gitsync import open_git  # git vaults only
+
             git = open_git(self.keeper.settings.vault_dir, interactive=False)
             candidates = self._git_candidates(git, head, state, watched)
             if candidates is None and watched:
@@ -216,32 +220,39 @@ def stat_sum(root: str, skip: set[str]) -> list[int]:
     """[files, sum of their mtimes, sum of their sizes, folders, sum of the folders'
     mtimes] under ``root``, hidden entries and the ``skip`` folders left out. The
     freshness check's one pass over the disk: written for speed (plain locals, no
-    context manager per file), as it runs before every call on a vault without git."""
+    context manager per file), as it runs before every call on a vault without git.
+    Each folder is listed through its descriptor, so each file's stat is relative to
+    it (``fstatat``) rather than a lookup of its whole path."""
     files = mtimes = sizes = folders = folder_mtimes = 0
     stack = [root]
     while stack:
         folder = stack.pop()
         try:
-            folder_mtimes += os.stat(folder).st_mtime_ns
-            entries = os.scandir(folder)
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
         except OSError:
             continue
-        folders += 1
-        with entries:
-            for entry in entries:
-                if entry.name[0] == ".":
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.path not in skip:
-                        stack.append(entry.path)
-                    continue
-                try:
-                    st = entry.stat()  # follows a symlink, as the scan does
-                except OSError:
-                    continue
-                files += 1
-                mtimes += st.st_mtime_ns
-                sizes += st.st_size
+        try:
+            folder_mtimes += os.fstat(fd).st_mtime_ns
+            folders += 1
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name[0] == ".":
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        path = os.path.join(folder, name)
+                        if path not in skip:
+                            stack.append(path)
+                        continue
+                    try:
+                        st = entry.stat()  # follows a symlink, as the scan does
+                    except OSError:
+                        continue
+                    files += 1
+                    mtimes += st.st_mtime_ns
+                    sizes += st.st_size
+        finally:
+            os.close(fd)
     return [files, mtimes, sizes, folders, folder_mtimes]
 
 

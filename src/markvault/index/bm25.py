@@ -35,6 +35,14 @@ one with hundreds of matching chunks does not crowd the others out of a limited 
 
 The postings table (``keyword.py``) holds one row per (term, chunk) with the chunk's
 length, sorted by term; ``kw_stats`` the chunks' count and total length.
+
+A process that searches again scores in numpy instead (``postings_sql``, ``top_chunks``,
+``pool_rows``): its query terms' postings are read once, a term at a time (an equality
+on the term-sorted table reads a few row groups; ``IN`` over several terms scanned more),
+and both steps are computed from those arrays with the same formula in the same order,
+so scores differ from the SQL's only by the order of a sum's terms (tests compare both).
+That halves the postings stage of a warm query (bench/bench_query.py), but importing
+numpy costs more than a one-shot search takes, so a process's first search stays in SQL.
 """
 
 from __future__ import annotations
@@ -42,6 +50,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 CHUNKS_PER_NOTE = 3
 NOTE_WEIGHT = 0.5
@@ -163,4 +175,94 @@ def rerank(
         shown[path] += 1
         if shown[path] <= CHUNKS_PER_NOTE:
             out.append((cid, score))
+    return out
+
+
+def postings_sql(found: Mapping[str, tuple[int, int, int]], condition: str = "") -> str:
+    """SQL yielding ``(termid, chunk_id, tf, dl)``: the postings of ``found``'s terms, of
+    chunks meeting ``condition`` (as in ``scored_sql``)."""
+    # One equality per term: DuckDB prunes the term-sorted row groups for each.
+    union = " UNION ALL ".join(
+        f"SELECT termid, chunk_id, tf, dl FROM postings WHERE termid = {int(v[0])}"
+        for v in found.values()
+    )
+    return f"SELECT * FROM ({union})" + (f" WHERE {condition}" if condition else "")
+
+
+def top_chunks(
+    found: Mapping[str, tuple[int, int, int]],
+    terms: Sequence[str],
+    rows: Mapping[str, np.ndarray],
+    stats: tuple[int, int],
+    params: tuple[float, float, int, Any],
+) -> list[tuple[int, float]]:
+    """``scored_sql``'s chunks ordered as ``ORDER BY score DESC, chunk_id`` and cut to
+    ``limit``, from ``rows`` (``postings_sql`` fetched as arrays), without the chunks in
+    ``excluded`` (sorted). ``stats``: the chunks' count and total length (``kw_stats``);
+    ``params``: (k1, b, limit, excluded)."""
+    import numpy as np
+
+    k1, b, limit, excluded = params
+    n, total = stats
+    avgdl = total / max(n, 1)
+    qtf = Counter(terms)
+    weight = {
+        v[0]: (qtf[term] or 1) * math.log((n - v[1] + 0.5) / (v[1] + 0.5) + 1)
+        for term, v in found.items()
+    }
+    known = np.array(sorted(weight), dtype=np.int64)
+    w = np.array([weight[t] for t in known.tolist()])[np.searchsorted(known, rows["termid"])]
+    tf, dl = rows["tf"].astype(np.float64), rows["dl"]
+    # The SQL's own order of operations, so each term's share is the same double.
+    part = w * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+    ids, scores = _sum_by_chunk(rows["chunk_id"], part, n)
+    if len(excluded):  # sorted: a binary search each, not isin's sort of both
+        at = np.minimum(np.searchsorted(excluded, ids), len(excluded) - 1)
+        keep = np.asarray(excluded)[at] != ids
+        ids, scores = ids[keep], scores[keep]
+    if limit < len(ids):
+        # Everything tied with the limit-th score stays, for chunk ids to break the tie.
+        cut = np.partition(-scores, limit - 1)[limit - 1]
+        keep = -scores <= cut
+        ids, scores = ids[keep], scores[keep]
+    order = np.lexsort((ids, -scores))[:limit]
+    return list(zip(ids[order].tolist(), scores[order].tolist(), strict=True))
+
+
+def _sum_by_chunk(chunk: np.ndarray, part: np.ndarray, chunks: int) -> tuple[Any, Any]:
+    """(chunk ids ascending, the sum of ``part`` over each one's rows), summed in row
+    order. Ids are dense (chunks are numbered as they are stored), so a count per id
+    up to the largest is cheap; ``np.unique`` sorts, and took most of the time."""
+    import numpy as np
+
+    if len(chunk) == 0 or chunk.min() < 0 or chunk.max() > 16 * chunks + 100_000:
+        ids, at = np.unique(chunk, return_inverse=True)
+        return ids, np.bincount(at, weights=part, minlength=len(ids))
+    ids = np.flatnonzero(np.bincount(chunk))
+    return ids, np.bincount(chunk, weights=part)[ids]
+
+
+def pool_rows(
+    rows: Mapping[str, np.ndarray],
+    chunk_ids: Sequence[int],
+    notes: Mapping[int, tuple[str, int]],
+    stats: tuple[int, int],
+) -> list[tuple[Any, ...]]:
+    """``pool_sql``'s rows from ``rows`` (``postings_sql`` as arrays): the postings of
+    ``chunk_ids`` with each chunk's (path, note length) from ``notes``; ``stats``: the
+    note count and the chunks' total length."""
+    import numpy as np
+
+    chunk = rows["chunk_id"]
+    mine = np.isin(chunk, np.asarray(chunk_ids, dtype=chunk.dtype))
+    out: list[tuple[Any, ...]] = []
+    for cid, termid, tf in zip(
+        chunk[mine].tolist(),
+        rows["termid"][mine].tolist(),
+        rows["tf"][mine].tolist(),
+        strict=True,
+    ):
+        if cid in notes:
+            path, note_len = notes[cid]
+            out.append((cid, termid, tf, path, note_len, stats[0], stats[1]))
     return out

@@ -2,14 +2,16 @@
 
 Chunks are tokenized in Python (see ``text.py``) and stored as space-separated tokens;
 ``rebuild`` groups them into postings and a vocabulary in SQL, and BM25 is
-computed in SQL over only the query terms' postings, which is about three times faster
-than ``match_bm25``'s full scan. Edits update postings, document frequencies and
+computed over only the query terms' postings (in SQL, or in numpy in a process that
+searches again: bm25.py), which is about three times faster than ``match_bm25``'s full
+scan. Edits update postings, document frequencies and
 collection statistics in place (``remove_postings``, ``add_postings``); a large change
 is faster rebuilt.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -41,6 +43,10 @@ class KeywordIndex:
         self.store = store
         self.con = store.con
         self.reads = reads
+        self.arrays: bool | None = None  # score in numpy (True) or SQL; None: _use_arrays
+        self._searched = False
+        self._stats_at: tuple[int, tuple[int, int, int]] | None = None
+        self._gone: tuple[tuple[int, ...], Any] | None = None  # expired ids as an array
 
     def rebuild(self) -> None:
         """Rebuild the keyword index from the chunks' token strings; afterwards edits
@@ -135,21 +141,29 @@ class KeywordIndex:
         if not chunk_ids:
             return
         wanted = ", ".join(str(int(i)) for i in chunk_ids)
+        # The chunks' terms come from their tokens, by the rule that made their postings:
+        # postings are sorted by term, so finding a chunk's rows there scans the whole
+        # table (~45 ms at 8.4M rows), which only the delete does.
+        self.con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE kw_old AS
+            SELECT chunk_id, term, count(*)::INTEGER AS tf
+            FROM ({_chunk_terms(f"id IN ({wanted})")}) GROUP BY chunk_id, term"""
+        )
         # Whole notes are taken out (and put back): ndf drops by the notes per term.
         self.con.execute(
             f"""UPDATE vocab SET df = vocab.df - d.n, ndf = vocab.ndf - d.notes
-            FROM (SELECT p.termid, count(*) AS n, count(DISTINCT c.path) AS notes
-                  FROM postings p JOIN chunks c ON c.id = p.chunk_id
-                  WHERE p.chunk_id IN ({wanted}) GROUP BY p.termid) d
-            WHERE vocab.termid = d.termid"""
+            FROM (SELECT k.term, count(*) AS n, count(DISTINCT c.path) AS notes
+                  FROM kw_old k JOIN (SELECT id, path FROM chunks WHERE id IN ({wanted})) c
+                  ON c.id = k.chunk_id GROUP BY k.term) d
+            WHERE vocab.term = d.term"""
         )
         self.con.execute(
-            f"""UPDATE kw_stats SET n = n - {len(chunk_ids)}, total = total - (
-                SELECT coalesce(sum(dl), 0) FROM (SELECT any_value(dl) AS dl FROM postings
-                WHERE chunk_id IN ({wanted}) GROUP BY chunk_id))"""
+            f"UPDATE kw_stats SET n = n - {len(chunk_ids)}, "
+            "total = total - (SELECT coalesce(sum(tf), 0) FROM kw_old)"
         )
         self.con.execute(f"DELETE FROM postings WHERE chunk_id IN ({wanted})")
         self.con.execute("DELETE FROM vocab WHERE df <= 0")
+        self.con.execute("DROP TABLE kw_old")
 
     def add_postings(self, chunk_ids: Sequence[int]) -> None:
         """Put freshly inserted chunks into the keyword index, tokenized exactly as the
@@ -249,31 +263,15 @@ class KeywordIndex:
         found = self.term_ids(terms)
         if not found:
             return []
-        scored = bm25.scored_sql(found, terms, BM25_K1, BM25_B, condition=condition)
         # With a check still to come, over-fetch: most candidates usually pass.
         fetch = limit if verify is None else max(limit * 20, 1000)
         if per_note:  # a pool of chunks whose notes are then scored as wholes
             fetch = max(fetch, bm25.NOTE_POOL)
-        expired = (
-            self.reads.expired_chunk_ids()
-            if filters.is_empty() and not filters.include_expired
-            else ()
-        )
-        if filters.is_empty() and len(expired) <= EXPIRED_INLINE_MAX:
-            rows = self._top_without(scored, fetch, expired)
-        else:
-            where, params = filters_sql(filters)
-            sql = f"""
-                SELECT s.chunk_id, s.score FROM ({scored}) s
-                JOIN chunks c ON c.id = s.chunk_id JOIN notes n ON n.path = c.path
-                WHERE {where} ORDER BY s.score DESC, s.chunk_id LIMIT ?
-            """
-            rows = self.con.execute(sql, [*params, fetch]).fetchall()
-        ranked = [(int(r[0]), float(r[1])) for r in rows]
+        ranked, postings = self._ranked(found, terms, filters, fetch, condition)
         if chunk_scores is not None:
             chunk_scores.update(ranked)
         if per_note and ranked:
-            pool = self.con.execute(bm25.pool_sql(found, [c for c, _ in ranked])).fetchall()
+            pool = self._pool(found, [c for c, _ in ranked], postings)
             if chunk_notes is not None:
                 chunk_notes.update((row[0], row[3]) for row in pool)
             notes = bm25.note_scores(found, terms, pool, BM25_K1, BM25_B)
@@ -288,6 +286,79 @@ class KeywordIndex:
             if len(kept) >= limit:
                 break
         return kept[:limit]
+
+    def _ranked(
+        self,
+        found: dict[str, tuple[int, int, int]],
+        terms: Sequence[str],
+        filters: Filters,
+        fetch: int,
+        condition: str,
+    ) -> tuple[list[tuple[int, float]], Any]:
+        """The ``fetch`` best chunks by their own BM25, and the query terms' postings as
+        arrays when they were scored in numpy (bm25.py), else None."""
+        expired = (
+            self.reads.expired_chunk_ids()
+            if filters.is_empty() and not filters.include_expired
+            else ()
+        )
+        # numpy drops any number of expired chunks; SQL joins with the notes past a few.
+        if filters.is_empty() and self._use_arrays():
+            postings = self.con.execute(bm25.postings_sql(found, condition)).fetchnumpy()
+            stats = self._stats()
+            params = (BM25_K1, BM25_B, fetch, self._sorted_array(expired))
+            return bm25.top_chunks(found, terms, postings, stats[:2], params), postings
+        scored = bm25.scored_sql(found, terms, BM25_K1, BM25_B, condition=condition)
+        if filters.is_empty() and len(expired) <= EXPIRED_INLINE_MAX:
+            rows = self._top_without(scored, fetch, expired)
+        else:
+            where, params_sql = filters_sql(filters)
+            sql = f"""
+                SELECT s.chunk_id, s.score FROM ({scored}) s
+                JOIN chunks c ON c.id = s.chunk_id JOIN notes n ON n.path = c.path
+                WHERE {where} ORDER BY s.score DESC, s.chunk_id LIMIT ?
+            """
+            rows = self.con.execute(sql, [*params_sql, fetch]).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows], None
+
+    def _pool(
+        self, found: dict[str, tuple[int, int, int]], chunk_ids: list[int], postings: Any
+    ) -> list[Any]:
+        """``bm25.pool_sql``'s rows for ``chunk_ids``: from the postings already read
+        when there are some, else from SQL."""
+        if postings is None:
+            return self.con.execute(bm25.pool_sql(found, chunk_ids)).fetchall()
+        _, total, notes = self._stats()
+        return bm25.pool_rows(
+            postings, chunk_ids, self.reads.chunk_notes(chunk_ids), (notes, total)
+        )
+
+    def _use_arrays(self) -> bool:
+        """Whether to score in numpy: when a test says so (``arrays``), else when numpy is
+        loaded already or this process searched before (it will search again)."""
+        searched, self._searched = self._searched, True
+        if self.arrays is not None:
+            return self.arrays
+        return searched or "numpy" in sys.modules
+
+    def _sorted_array(self, ids: tuple[int, ...]) -> Any:
+        """``ids`` (sorted) as a numpy array, made again only when the tuple changes:
+        the expired chunks are tens of thousands in a large vault."""
+        import numpy as np
+
+        if self._gone is None or self._gone[0] is not ids:
+            self._gone = (ids, np.asarray(ids, dtype=np.int64))
+        return self._gone[1]
+
+    def _stats(self) -> tuple[int, int, int]:
+        """(chunks, their total length, notes), read once per write to the index."""
+        if self._stats_at is None or self._stats_at[0] != self.store.changes:
+            row = self.con.execute(
+                "SELECT n, total, (SELECT count(*) FROM notes) FROM kw_stats"
+            ).fetchone()
+            counts = (int(row[0]), int(row[1]), int(row[2])) if row else (0, 0, 0)
+            self._stats_at = (self.store.changes, counts)
+        return self._stats_at[1]
 
     def _top_without(self, scored: str, fetch: int, expired: Sequence[int]) -> list[Any]:
         """The ``fetch`` best of ``scored`` leaving out ``expired`` chunks: asks for a few
@@ -305,13 +376,7 @@ class KeywordIndex:
 
     def chunk_tokens(self, ids: Sequence[int]) -> dict[int, str]:
         """The search tokens of each chunk id."""
-        if not ids:
-            return {}
-        wanted = ", ".join(str(int(i)) for i in ids)
-        rows = self.con.execute(
-            f"SELECT id, fts_text FROM chunks WHERE id IN ({wanted})"
-        ).fetchall()
-        return {int(r[0]): r[1] for r in rows}
+        return {int(r[0]): r[1] for r in self.reads.chunk_rows(ids, "fts_text")}
 
     def terms_with_prefix(self, prefix: str, limit: int = 64) -> list[str]:
         """The most frequent indexed terms that start with ``prefix``."""

@@ -17,8 +17,9 @@ from .store import Store, dict_rows
 if TYPE_CHECKING:
     import numpy as np
 
-# What a hit shows of its note (``chunk_details``), in the order they are read.
-_NOTE_DETAILS = ("note_id", "title", "kind", "type", "hash", "file", "tags")
+# What a hit shows of its note (``chunk_details``), in the order they are read. Only
+# what is shown: each column costs a query time, a list column (tags) most.
+_NOTE_DETAILS = ("note_id", "title", "kind", "type", "hash")
 
 
 class NoteReads:
@@ -94,13 +95,22 @@ class NoteReads:
         finally:
             self.con.unregister("wanted")
 
+    def chunk_rows(self, ids: Sequence[int], columns: str) -> list[tuple[Any, ...]]:
+        """``(id, *columns)`` of each chunk id (ids that no longer exist are left out)."""
+        if not ids:
+            return []
+        wanted = ", ".join(str(int(i)) for i in ids)
+        return self.con.execute(
+            f"SELECT id, {columns} FROM chunks WHERE id IN ({wanted})"
+        ).fetchall()
+
     def chunk_paths(self, ids: Sequence[int]) -> dict[int, str]:
         """The note path of each chunk id (ids that no longer exist are left out)."""
-        if not ids:
-            return {}
-        wanted = ", ".join(str(int(i)) for i in ids)
-        rows = self.con.execute(f"SELECT id, path FROM chunks WHERE id IN ({wanted})").fetchall()
-        return {int(r[0]): r[1] for r in rows}
+        return {int(r[0]): r[1] for r in self.chunk_rows(ids, "path")}
+
+    def chunk_notes(self, ids: Sequence[int]) -> dict[int, tuple[str, int]]:
+        """The note path and note length of each chunk id."""
+        return {int(r[0]): (r[1], int(r[2])) for r in self.chunk_rows(ids, "path, note_len")}
 
     def chunk_details(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         """Everything a hit shows, for the given chunk ids."""
@@ -111,7 +121,7 @@ class NoteReads:
         # the ART index (a bound list, or a join, scans the table).
         wanted = ", ".join(str(int(i)) for i in ids)
         chunks = self.con.execute(
-            "SELECT id, path, seq, heading_path, start_line, end_line, text FROM chunks "
+            "SELECT id, path, heading_path, start_line, end_line, text FROM chunks "
             f"WHERE id IN ({wanted})"
         ).fetchall()
         if not chunks:
@@ -120,19 +130,17 @@ class NoteReads:
         notes = {
             r[0]: r[1:]
             for r in self.con.execute(
-                "SELECT path, id, title, kind, type, hash, file, tags FROM notes "
-                f"WHERE path IN ({paths})"
+                f"SELECT path, id, title, kind, type, hash FROM notes WHERE path IN ({paths})"
             ).fetchall()
         }
         details: dict[int, dict[str, Any]] = {}
-        for cid, path, seq, heading_path, start, end, text in chunks:
+        for cid, path, heading_path, start, end, text in chunks:
             note = notes.get(path)
             if note is None:  # a chunk whose note is gone (never, within a transaction)
                 continue
             details[cid] = {
                 "id": cid,
                 "path": path,
-                "seq": seq,
                 "heading_path": heading_path,
                 "start_line": start,
                 "end_line": end,
@@ -314,6 +322,13 @@ class NoteReads:
             short = Counter(k[:8] for k in keys)
             values = [k[:8] if short[k[:8]] == 1 else k for k in keys]
         return NameIndex(values, keys, titles, dates)
+
+    def note_and_chunk_counts(self) -> tuple[int, int]:
+        """(notes, chunks): what a sync reports, without the rest of ``stats``."""
+        row = self.con.execute(
+            "SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM chunks)"
+        ).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
 
     def stats(self) -> dict[str, Any]:
         one = self.con.execute(

@@ -2,12 +2,14 @@
 note in one transaction, the keyword index is updated in the same transaction when the
 change is small (``keyword.KeywordIndex``), and links are resolved afterwards.
 
-pyarrow, which the rows go in as, is imported by the methods that write: a command that
-only compares file states (the search's "index is behind" check) never loads it.
+Rows go in through ``Store.rows``: a few as SQL literals, many as an Arrow table, so
+pyarrow is imported only by a large write (a first build, a big checkout), never by a
+one-note sync or a command that only compares file states.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Iterable, Sequence
@@ -72,26 +74,20 @@ class NoteWrites:
 
     def touch(self, stats: Iterable[tuple[str, str, int, int]]) -> None:
         """Record new (file, mtime, size) for notes whose bytes did not change."""
-        import pyarrow as pa
-
         rows = list(stats)
         if not rows:
             return
-        table = pa.table(
-            {
-                "path": [r[0] for r in rows],
-                "file": [r[1] for r in rows],
-                "mtime_ns": pa.array([r[2] for r in rows], pa.int64()),
-                "size": pa.array([r[3] for r in rows], pa.int64()),
-            }
-        )
-        with self.store.transaction():
-            self.con.register("touched", table)
+        columns: dict[str, list[Any]] = {
+            "path": [r[0] for r in rows],
+            "file": [r[1] for r in rows],
+            "mtime_ns": [r[2] for r in rows],
+            "size": [r[3] for r in rows],
+        }
+        with self.store.transaction(), self.store.rows(columns, "t") as touched:
             self.con.execute(
                 "UPDATE notes SET file = t.file, mtime_ns = t.mtime_ns, size = t.size "
-                "FROM touched t WHERE notes.path = t.path"
+                f"FROM {touched} WHERE notes.path = t.path"
             )
-            self.con.unregister("touched")
 
     def begin_batches(self, notes: int) -> None:
         """A sync is about to write about ``notes`` notes in several transactions.
@@ -131,18 +127,14 @@ class NoteWrites:
         Chunk ids are kept for chunks whose text is unchanged, also across renames,
         so that ``#id`` citations survive edits elsewhere in a note.
         """
-        import pyarrow as pa
-
         paths = [r.note.path for r in records]
         gone = sorted({*paths, *removed, *(s[0] for s in skipped)})
-        with self.store.transaction():
+        with self.store.transaction(), self.store.rows({"path": gone}) as gone_rows:
             old: dict[str, list[int]] = {}
-            # Paths go in as a registered Arrow table: binding a long Python list as a
-            # parameter costs DuckDB an import attempt per element.
-            self.con.register("gone", pa.table({"path": pa.array(gone, pa.string())}))
+            in_gone = f"IN (SELECT path FROM {gone_rows})"
             old_ids: list[int] = []
             for cid, chash in self.con.execute(
-                "SELECT id, hash FROM chunks WHERE path IN (SELECT path FROM gone) ORDER BY id"
+                f"SELECT id, hash FROM chunks WHERE path {in_gone} ORDER BY id"
             ).fetchall():
                 old.setdefault(chash, []).append(cid)
                 old_ids.append(cid)
@@ -156,22 +148,19 @@ class NoteWrites:
                 ("links", "source"),
                 ("skipped", "path"),
             ):
-                self.con.execute(f"DELETE FROM {table} WHERE {column} IN (SELECT path FROM gone)")
-            self.con.unregister("gone")
+                self.con.execute(f"DELETE FROM {table} WHERE {column} {in_gone}")
             new_ids = self._insert(records, old) if records else []
             if incremental:
                 self.keyword.add_postings(new_ids)
             if skipped:
-                self.store.insert_table(
+                self.store.insert_rows(
                     "skipped",
-                    pa.table(
-                        {
-                            "path": [s[0] for s in skipped],
-                            "reason": [s[1] for s in skipped],
-                            "mtime_ns": pa.array([s[2] for s in skipped], pa.int64()),
-                            "size": pa.array([s[3] for s in skipped], pa.int64()),
-                        }
-                    ),
+                    {
+                        "path": [s[0] for s in skipped],
+                        "reason": [s[1] for s in skipped],
+                        "mtime_ns": [s[2] for s in skipped],
+                        "size": [s[3] for s in skipped],
+                    },
                 )
             if (old_ids or new_ids) and not incremental:
                 self.store.set_meta(fts_dirty="1")
@@ -181,8 +170,6 @@ class NoteWrites:
 
     def _insert(self, records: Sequence[NoteRecord], old: dict[str, list[int]]) -> list[int]:
         """Insert notes, chunks and links; returns the chunk ids inserted."""
-        import pyarrow as pa
-
         n_chunks = sum(len(r.chunks) for r in records)
         fresh = iter(
             r[0]
@@ -251,9 +238,9 @@ class NoteWrites:
                 links["style"].append(link.style)
                 links["line"].append(link.line)
                 links["target_name"].append(link_name(link.target))
-        self.store.insert_table("notes", pa.table(notes), extra="now()")
-        self.store.insert_table("chunks", pa.table(chunks))
-        self.store.insert_table("links", pa.table(links), extra="NULL")
+        self.store.insert_rows("notes", notes, extra="now()")
+        self.store.insert_rows("chunks", chunks)
+        self.store.insert_rows("links", links, extra="NULL")
         return list(chunks["id"])
 
     def note_link_keys(self) -> list[tuple[str, list[str]]]:
@@ -265,20 +252,17 @@ class NoteWrites:
 
     def set_attachments(self, added: Iterable[str], removed: Iterable[str]) -> None:
         """Record files other than notes that appeared or went."""
-        import pyarrow as pa
-
         added, removed = sorted(set(added)), sorted(set(removed))
         if not added and not removed:
             return
         with self.store.transaction():
             if removed:
-                self.con.register("gone", pa.table({"path": pa.array(removed, pa.string())}))
-                self.con.execute("DELETE FROM attachments WHERE path IN (SELECT path FROM gone)")
-                self.con.unregister("gone")
+                with self.store.rows({"path": removed}) as gone:
+                    self.con.execute(
+                        f"DELETE FROM attachments WHERE path IN (SELECT path FROM {gone})"
+                    )
             if added:
-                self.store.insert_table(
-                    "attachments", pa.table({"path": pa.array(added, pa.string())})
-                )
+                self.store.insert_rows("attachments", {"path": added})
 
     def links_to_resolve(
         self,
@@ -289,39 +273,30 @@ class NoteWrites:
         """(rowid, source, target, style) of links: all of them (``sources`` None), or
         those written in ``sources``, naming a file called one of ``names``
         (``links.link_name``) or pointing at one of ``targets``."""
-        import pyarrow as pa
-
         sql = "SELECT rowid, source, target, style FROM links"
         if sources is None:
             return self.con.execute(sql).fetchall()
-        for table, values in (("src", sources), ("nm", names), ("tg", targets)):
-            self.con.register(table, pa.table({"v": pa.array(sorted(set(values)), pa.string())}))
-        try:
+        with contextlib.ExitStack() as stack:
+            src, nm, tg = (
+                stack.enter_context(self.store.rows({"v": sorted(set(values))}, name))
+                for name, values in (("src", sources), ("nm", names), ("tg", targets))
+            )
             return self.con.execute(
-                sql + " WHERE source IN (SELECT v FROM src) OR target_name IN (SELECT v FROM nm) "
-                "OR target_path IN (SELECT v FROM tg)"
+                f"{sql} WHERE source IN (SELECT v FROM {src}) OR target_name IN (SELECT v "
+                f"FROM {nm}) OR target_path IN (SELECT v FROM {tg})"
             ).fetchall()
-        finally:
-            for table in ("src", "nm", "tg"):
-                self.con.unregister(table)
 
     def set_link_targets(self, resolved: Sequence[tuple[int, str | None]]) -> None:
-        import pyarrow as pa
-
         if not resolved:
             return
-        table = pa.table(
-            {
-                "rid": pa.array([r[0] for r in resolved], pa.int64()),
-                "tp": pa.array([r[1] for r in resolved], pa.string()),
-            }
-        )
-        with self.store.transaction():
-            self.con.register("resolved", table)
+        columns: dict[str, list[Any]] = {
+            "rid": [r[0] for r in resolved],
+            "tp": [r[1] for r in resolved],
+        }
+        with self.store.transaction(), self.store.rows(columns, "r") as rows:
             self.con.execute(
-                "UPDATE links SET target_path = r.tp FROM resolved r WHERE links.rowid = r.rid"
+                f"UPDATE links SET target_path = r.tp FROM {rows} WHERE links.rowid = r.rid"
             )
-            self.con.unregister("resolved")
 
 
 def _note_row(rec: NoteRecord) -> dict[str, Any]:
