@@ -203,14 +203,14 @@ def profile_build(corpus: Path, workdir: Path, stages: Stages, alternatives: boo
 
     index = Index.open(settings, write=True, chunk_fingerprint=chunk_fingerprint(settings.chunk))
     timings: dict[str, float] = {"insert": 0.0}
-    original_insert_table = index.store.insert_table
+    original_insert_rows = index.store.insert_rows
 
-    def timed_insert_table(name: str, table: Any, extra: str | None = None) -> None:
+    def timed_insert_rows(name: str, columns: Any, extra: str | None = None) -> None:
         started = time.perf_counter()
-        original_insert_table(name, table, extra)
+        original_insert_rows(name, columns, extra)
         timings["insert"] += time.perf_counter() - started
 
-    index.store.insert_table = timed_insert_table  # type: ignore[method-assign]
+    index.store.insert_rows = timed_insert_rows  # type: ignore[method-assign]
     with stages.stage("apply (rows -> Arrow -> INSERT)") as s:
         index.writes.apply(records, [], [])
         s.note = f"of which INSERT {timings['insert']:.2f} s wall"
