@@ -86,6 +86,25 @@ def test_a_vault_without_git_is_checked_by_a_stat_walk(tmp_path: Path) -> None:
     assert found(vault, "walrus") == ["notes/b.md"]
 
 
+def test_a_repository_with_no_commit_yet_is_checked_by_the_walks_sum(tmp_path: Path) -> None:
+    """`git init` and nothing committed: there is no commit to diff from, so the check
+    keeps the stat walk's sum (not a full comparison with the index on every command)."""
+    vault = tmp_path / "fresh" / "vault"
+    write(vault, "notes/a.md", "# A\n\nFirst text.\n")
+    git(vault, "init", "-q")
+    assert run_cli(vault, "reindex", "--no-vectors").returncode == 0
+    assert found(vault, "walrus") == []
+    (state_file,) = (tmp_path / "fresh").rglob("*.fresh.json")
+    assert "walk" in json.loads(state_file.read_text(encoding="utf-8"))
+    write(vault, "notes/a.md", "# A\n\nA walrus now.\n")
+    assert found(vault, "walrus") == ["notes/a.md"]
+    git(vault, "add", "-A")
+    git(vault, "commit", "-q", "-m", "first")  # from now on git says what changed
+    write(vault, "notes/b.md", "# B\n\nA walrus too.\n")
+    assert sorted(found(vault, "walrus")) == ["notes/a.md", "notes/b.md"]
+    assert "head" in json.loads(state_file.read_text(encoding="utf-8"))
+
+
 def test_many_changes_answer_from_the_old_index_with_a_note(
     clone: Clone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

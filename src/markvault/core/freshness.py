@@ -12,10 +12,11 @@ what changed:
   deleted and not committed; the files dirty at the last check are looked at again (a
   `git checkout -- note.md` puts one back). Only those files are statted and compared
   with the index.
-- **Any other vault:** one stat walk of the vault, summed up (files, mtimes, sizes, and
-  folders' mtimes, which change when a file is added, removed or renamed) and compared
-  with the sum at the last check; only when it differs, the walk that compares each
-  file with the index (as `vault status`' pending count does).
+- **Any other vault** (a repository with no commit yet too): one stat walk of the
+  vault, summed up (files, mtimes, sizes, and folders' mtimes, which change when a file
+  is added, removed or renamed) and compared with the sum at the last check; only when
+  it differs, the walk that compares each file with the index (as `vault status`'
+  pending count does).
 
 With a watcher running in this process (a `vault mcp` server, `vault watch`) edits are
 the watcher's, and only the commit is compared: a pull lands before the watcher's
@@ -87,7 +88,10 @@ class Freshness:
         repo = find_repo(self.keeper.settings.vault_dir)
         state = self._load()
         new_state: dict[str, Any] = {}
-        if repo is None or shutil.which("git") is None:
+        head = repo.head() if repo is not None and shutil.which("git") is not None else None
+        if repo is None or head is None:
+            # No git, or no commit yet (`git init` and nothing committed): git cannot say
+            # what changed since a commit, so the walk's sum does.
             if watched:
                 return
             fingerprint = self._fingerprint()
@@ -96,7 +100,6 @@ class Freshness:
             changed = self._changed_by_walk()
             new_state = {"walk": fingerprint}
         else:
-            head = repo.head()
             if watched and head == state.get("head"):
                 return
             from ..gitsync import open_git  # git vaults only
