@@ -71,7 +71,7 @@ class NoteReads:
         if not paths:
             return {}
         rows = self._query_paths(
-            paths, "SELECT n.path, n.date FROM notes n JOIN wanted USING (path)"
+            paths, "SELECT n.path, n.date FROM notes n JOIN {wanted} USING (path)"
         )
         return {r[0]: r[1] for r in rows}
 
@@ -80,20 +80,16 @@ class NoteReads:
         if not paths:
             return {}
         rows = self._query_paths(
-            paths, "SELECT n.path, n.id, n.topic FROM notes n JOIN wanted USING (path)"
+            paths, "SELECT n.path, n.id, n.topic FROM notes n JOIN {wanted} USING (path)"
         )
         return {r[0]: (r[1], r[2]) for r in rows}
 
     def _query_paths(self, paths: Sequence[str], sql: str) -> list[tuple[Any, ...]]:
-        """Run ``sql`` with the table ``wanted(path)`` holding ``paths`` (a bound list of
-        thousands of strings is slow to bind)."""
-        import pyarrow as pa  # only here: most reads need no Arrow table
-
-        self.con.register("wanted", pa.table({"path": pa.array(list(paths), pa.string())}))
-        try:
-            return self.con.execute(sql).fetchall()
-        finally:
-            self.con.unregister("wanted")
+        """Run ``sql`` with ``{wanted}`` standing for a relation ``wanted(path)`` holding
+        ``paths`` (``Store.rows``: a bound list of thousands of strings is slow to bind,
+        and a few paths need no Arrow table)."""
+        with self.store.rows({"path": list(paths)}, "wanted") as wanted:
+            return self.con.execute(sql.format(wanted=wanted)).fetchall()
 
     def chunk_rows(self, ids: Sequence[int], columns: str) -> list[tuple[Any, ...]]:
         """``(id, *columns)`` of each chunk id (ids that no longer exist are left out)."""
@@ -216,9 +212,9 @@ class NoteReads:
         ``paths`` (NFC vault-relative): what a freshness check compares with the disk."""
         rows = self._query_paths(
             sorted(set(paths)),
-            "SELECT path, mtime_ns, size FROM notes WHERE path IN (SELECT path FROM wanted) "
+            "SELECT path, mtime_ns, size FROM notes WHERE path IN (SELECT path FROM {wanted}) "
             "UNION ALL SELECT path, mtime_ns, size FROM skipped "
-            "WHERE path IN (SELECT path FROM wanted)",
+            "WHERE path IN (SELECT path FROM {wanted})",
         )
         return {r[0]: (int(r[1]), int(r[2])) for r in rows}
 

@@ -97,10 +97,7 @@ class NoteWrites:
         change is too large for the keyword index's in-place update, the index is marked
         for one rebuild at the end: each batch alone would fit and be applied in place.
         """
-        row = self.con.execute(
-            "SELECT (SELECT count(*) FROM chunks), (SELECT count(*) FROM notes)"
-        ).fetchone()
-        chunks, known = (int(row[0]), int(row[1])) if row else (0, 0)
+        known, chunks = self.reads.note_and_chunk_counts()
         per_note = chunks / known if known else 1.0
         with self.store.transaction():
             self.store.set_meta(links_pending="1")
