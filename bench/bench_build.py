@@ -31,9 +31,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 HERE = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
 
 
 def run_once(
@@ -83,9 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         load = " ".join(f"{x:.2f}" for x in os.getloadavg())
         print(f"cold keyword index of {args.corpus}, {args.pairs} pairs (load average {load})")
         ratios: dict[str, list[float]] = {"wall": [], "rss": [], "cpu": []}
-        for i in range(args.pairs):
-            order = ["baseline", "this"] if i % 2 == 0 else ["this", "baseline"]
-            got = {name: run_once(args.bin, trees[name], vault, work) for name in order}
+        for i, got in alternating(
+            args.pairs, lambda name: run_once(args.bin, trees[name], vault, work)
+        ):
             (bw, br, bs, bc), (tw, tr, ts, tc) = got["baseline"], got["this"]
             ratios["wall"].append(tw / bw)
             ratios["rss"].append(tr / br)
@@ -112,6 +115,14 @@ def main(argv: list[str] | None = None) -> int:
 # ---- re-index of a built index: no-op and one edit ------------------------------------
 
 EDIT = "\n\nBench edit: the zebra-marker paragraph was appended by the peers benchmark.\n"
+
+
+def alternating(pairs: int, run: Callable[[str], T]) -> Iterator[tuple[int, dict[str, T]]]:
+    """``pairs`` runs of each tree ("baseline", "this"), pair by pair, the first of each
+    pair alternating so that neither tree always meets a warmer cache."""
+    for i in range(pairs):
+        order = ["baseline", "this"] if i % 2 == 0 else ["this", "baseline"]
+        yield i, {name: run(name) for name in order}
 
 
 def edited_note(vault: Path) -> Path:
@@ -158,9 +169,9 @@ def again_main(args: argparse.Namespace) -> int:
         print(f"re-index of {args.corpus} as a new process, {args.again} pairs (load {load})")
         print(f"  edited note: {note.relative_to(vault)}")
         ratios: dict[str, list[float]] = {"noop": [], "edit": []}
-        for i in range(args.again):
-            order = ["baseline", "this"] if i % 2 == 0 else ["this", "baseline"]
-            got = {name: again_once(args.bin, trees[name], vault, work, note) for name in order}
+        for i, got in alternating(
+            args.again, lambda name: again_once(args.bin, trees[name], vault, work, note)
+        ):
             (bn, be), (tn, te) = got["baseline"], got["this"]
             ratios["noop"].append(tn / bn)
             ratios["edit"].append(te / be)
