@@ -14,8 +14,10 @@ from pair to pair), under ``/usr/bin/time -v``: wall seconds and the peak RSS of
 largest process (the parent; workers are smaller), and the CPU seconds (user + system)
 of the parent alone (the workers are not its children: forkserver), which holds the
 writes and the keyword rebuild; steadier than wall on a busy machine.
-Prints each pair, the median of the ratios (this tree / baseline) and the load average.
-Measures and prints; never asserts.
+Prints each pair, the median of the ratios (this tree / baseline) and the load average,
+then the tables whose columns or rows (each with its row id: the stored order) differ
+between the two trees' indexes ("none": the same index). Measures and prints; never
+asserts.
 
 Get a baseline tree with ``git archive <commit> src | tar -x -C /tmp/base``.
 """
@@ -40,10 +42,9 @@ T = TypeVar("T")
 
 
 def run_once(
-    vault_bin: str, src: Path, vault: Path, work: Path
+    vault_bin: str, src: Path, vault: Path, work: Path, index: Path
 ) -> tuple[float, float, float, float]:
-    """(wall s, peak RSS MB, index MB, CPU s) of one cold keyword build."""
-    index = work / "index"
+    """(wall s, peak RSS MB, index MB, CPU s) of one cold keyword build into ``index``."""
     shutil.rmtree(index, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": str(src), "HOME": str(work / "home")}
     cmd = ["/usr/bin/time", "-v", vault_bin, "--vault", str(vault), "--index", str(index)]
@@ -87,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cold keyword index of {args.corpus}, {args.pairs} pairs (load average {load})")
         ratios: dict[str, list[float]] = {"wall": [], "rss": [], "cpu": []}
         for i, got in alternating(
-            args.pairs, lambda name: run_once(args.bin, trees[name], vault, work)
+            args.pairs,
+            lambda name: run_once(args.bin, trees[name], vault, work, work / f"index-{name}"),
         ):
             (bw, br, bs, bc), (tw, tr, ts, tc) = got["baseline"], got["this"]
             ratios["wall"].append(tw / bw)
@@ -107,9 +109,59 @@ def main(argv: list[str] | None = None) -> int:
             f"CPU {statistics.median(ratios['cpu']):.2f}x "
             f"(load average {load} at start, {load_end} at end; {os.cpu_count()} cores)"
         )
+        differing = differing_tables(work / "index-baseline", work / "index-this")
+        print(f"tables differing from the baseline's index: {differing or 'none'}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+# Columns that differ from build to build whatever the code: when it ran.
+VOLATILE = {"notes": ["indexed_at"], "meta": []}
+
+
+def differing_tables(baseline: Path, this: Path) -> list[str]:
+    """The tables of two index folders whose columns (names, types) or rows differ, in
+    both directions, rows compared as multisets and in their stored order; the time a
+    note was indexed and the ``last_sync`` meta row are left out."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        con.execute(f"ATTACH '{baseline / 'vault.duckdb'}' AS a (READ_ONLY)")
+        con.execute(f"ATTACH '{this / 'vault.duckdb'}' AS b (READ_ONLY)")
+        tables = {
+            db: {
+                r[0]: r[1]
+                for r in con.execute(
+                    "SELECT table_name, list(column_name || ' ' || data_type ORDER BY "
+                    "column_index) FROM duckdb_columns() WHERE database_name = ? "
+                    "GROUP BY table_name",
+                    [db],
+                ).fetchall()
+            }
+            for db in ("a", "b")
+        }
+        differing = sorted(set(tables["a"]) ^ set(tables["b"]))
+        for name in sorted(set(tables["a"]) & set(tables["b"])):
+            if tables["a"][name] != tables["b"][name] or not _same_rows(con, name):
+                differing.append(name)
+        return differing
+    finally:
+        con.close()
+
+
+def _same_rows(con: object, table: str) -> bool:
+    """Whether ``a.table`` and ``b.table`` hold the same rows in the same order."""
+    where = "WHERE key <> 'last_sync'" if table == "meta" else ""
+    drop = VOLATILE.get(table, [])
+    cols = f"* EXCLUDE ({', '.join(drop)})" if drop else "*"
+    one, two = (f"SELECT rowid AS r, {cols} FROM {db}.{table} {where}" for db in ("a", "b"))
+    row = con.execute(  # type: ignore[attr-defined]
+        f"SELECT (SELECT count(*) FROM ({one} EXCEPT ALL {two})) + "
+        f"(SELECT count(*) FROM ({two} EXCEPT ALL {one}))"
+    ).fetchone()
+    return bool(row) and row[0] == 0
 
 
 # ---- re-index of a built index: no-op and one edit ------------------------------------

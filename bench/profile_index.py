@@ -44,6 +44,7 @@ from markvault.index import Index
 from markvault.links import LinkResolver
 from markvault.model import NoteRecord
 from markvault.parse import parse_note
+from markvault.sync import note_terms
 from markvault.text import tokenize
 
 
@@ -177,6 +178,10 @@ def profile_build(corpus: Path, workdir: Path, stages: Stages, alternatives: boo
         n_tokens = sum(t.count(" ") + 1 for ts in tokens for t in ts if t)
         s.note = f"{n_tokens / 1e6:.1f} M tokens"
 
+    with stages.stage("count terms (postings per note)") as s:
+        counted = [note_terms(ts) for ts in tokens]
+        s.note = f"{sum(len(c) for _, c in counted) / 12e6:.1f} M postings"
+
     records = [
         NoteRecord(
             replace(note, body="", blocks=(), sections=(), code_lines=frozenset()),
@@ -186,12 +191,14 @@ def profile_build(corpus: Path, workdir: Path, stages: Stages, alternatives: boo
             h,
             st.mtime_ns,
             st.size,
+            terms=terms,
+            term_counts=counts,
         )
-        for (st, _, _), note, chunks, toks, h in zip(
-            raw, notes, chunked, tokens, hashes, strict=True
+        for (st, _, _), note, chunks, toks, h, (terms, counts) in zip(
+            raw, notes, chunked, tokens, hashes, counted, strict=True
         )
     ]
-    del raw, notes, chunked, tokens
+    del raw, notes, chunked, tokens, counted
     gc.collect()
 
     with stages.stage("pickle round trip (workers -> parent)") as s:
@@ -211,7 +218,7 @@ def profile_build(corpus: Path, workdir: Path, stages: Stages, alternatives: boo
         timings["insert"] += time.perf_counter() - started
 
     index.store.insert_rows = timed_insert_rows  # type: ignore[method-assign]
-    with stages.stage("apply (rows -> Arrow -> INSERT)") as s:
+    with stages.stage("apply (rows -> Arrow -> INSERT, stage postings)") as s:
         index.writes.apply(records, [], [])
         s.note = f"of which INSERT {timings['insert']:.2f} s wall"
     n_records = len(records)

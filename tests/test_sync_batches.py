@@ -221,3 +221,35 @@ def _limit_mib(con: duckdb.DuckDBPyConnection) -> float:
     row = con.execute("SELECT current_setting('memory_limit')").fetchone()
     number, unit = str(row[0] if row else "").split()
     return float(number) * {"KiB": 2**-10, "MiB": 1, "GiB": 2**10, "TiB": 2**20}[unit]
+
+
+def test_a_first_build_from_the_counted_postings_equals_a_rebuild_from_the_tokens(
+    write: WriteNotes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first build sorts the postings the readers counted (keyword.stage) instead of
+    splitting every chunk's tokens again; a rebuild from the tokens gives the same rows."""
+    files = notes(40)
+    files["notes/mixed.md"] = "# Straße\n\nΚαλημέρα 東京 naïve repeat repeat, l'été\n\n## Empty\n"
+    files["notes/blank.md"] = "---\ntitle: only a title\n---\n"
+    vault = write(files)
+    monkeypatch.setattr(keyword, "KW_DELTA_MIN", 0)  # rebuilt, as a large first build is
+    monkeypatch.setattr(sync, "APPLY_BATCH", 7)
+    from_tokens = keyword.KeywordIndex._postings_from_tokens
+    calls: list[int] = []  # chunks each rebuild from the tokens found
+
+    def counted(self: keyword.KeywordIndex) -> None:
+        row = self.con.execute("SELECT count(*) FROM chunks").fetchone()
+        calls.extend([row[0]] if row and row[0] else [])
+        from_tokens(self)
+
+    monkeypatch.setattr(keyword.KeywordIndex, "_postings_from_tokens", counted)
+    with open_local(vault, tmp_path / "index") as v:
+        v.reindex(vectors=False)
+        staged = tables(v)
+    assert not calls  # the staged rows were used (an empty index's rebuild aside)
+    with open_local(vault, tmp_path / "index") as v:
+        v.host.core().keeper.open_index(write=True).keyword.rebuild()
+        rebuilt = tables(v)
+    assert calls
+    assert_same_tables(staged, rebuilt)
+    assert len(staged["vocab"]) > 40

@@ -201,6 +201,12 @@ class NoteRecord:
     mtime_ns: int
     size: int
     conflicted: bool = False  # holds git conflict markers (told to the change feed)
+    # The note's distinct search terms and its postings over them, (chunk position, term
+    # position, count) as int32 triples (``sync.note_terms``): a first build's keyword
+    # index is sorted from these instead of splitting every chunk's tokens again. None:
+    # not counted (the keyword index is then rebuilt from the tokens).
+    terms: tuple[str, ...] = ()
+    term_counts: bytes | None = None
 
 
 # Search scopes (``Filters.scope``): session notes, or parts of them told apart by the

@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import time
 import unicodedata
+from array import array
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -56,7 +58,35 @@ def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> 
     chunks = chunk_note(note, [line.rstrip("\r") for line in lines], settings.chunk)
     # Title and heading path are searchable with every chunk of the note.
     tokens = [" ".join(tokenize(f"{note.title} {c.context}\n{c.text}")) for c in chunks]
-    return NoteRecord(note, chunks, tokens, stat.file, content_hash(data), stat.mtime_ns, stat.size)
+    terms, counts = note_terms(tokens)
+    return NoteRecord(
+        note,
+        chunks,
+        tokens,
+        stat.file,
+        content_hash(data),
+        stat.mtime_ns,
+        stat.size,
+        terms=terms,
+        term_counts=counts,
+    )
+
+
+def note_terms(chunk_tokens: Sequence[str]) -> tuple[tuple[str, ...], bytes]:
+    """A note's distinct terms, and its postings as three int32 arrays end to end: each
+    (chunk position, term position, count) of a term in a chunk. Counted here, in the
+    worker that tokenized the note, by the rule the keyword index splits ``fts_text``
+    with (``keyword._chunk_terms``: on single spaces, empty strings dropped)."""
+    ids: defaultdict[str, int] = defaultdict()
+    ids.default_factory = ids.__len__  # a new term gets the next position
+    seqs, terms, counts = array("i"), array("i"), array("i")
+    for seq, text in enumerate(chunk_tokens):
+        found = Counter(text.split(" "))
+        found.pop("", None)
+        seqs.extend(array("i", [seq]) * len(found))
+        terms.extend(map(ids.__getitem__, found))
+        counts.extend(found.values())
+    return tuple(ids), seqs.tobytes() + terms.tobytes() + counts.tobytes()
 
 
 # A sync reading more notes than this (a first build, a large checkout) writes them this

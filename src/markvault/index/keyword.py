@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..model import Filters
+from ..model import Filters, NoteRecord
 from . import bm25
 from .filters import filters_sql, sql_string
 from .reads import NoteReads
@@ -47,61 +47,20 @@ class KeywordIndex:
         self._searched = False
         self._stats_at: tuple[int, tuple[int, int, int]] | None = None
         self._gone: tuple[tuple[int, ...], Any] | None = None  # expired ids as an array
+        self._staged: _Staged | None = None  # a first build's postings (``stage``)
 
     def rebuild(self) -> None:
-        """Rebuild the keyword index from the chunks' token strings; afterwards edits
-        update it in place (``add_postings``)."""
-        # Our tokens are final (split on whitespace only, no stemming, no folding), so
-        # the postings are a GROUP BY of the split token strings: the fts extension's
-        # create_fts_index gave the same rows but first stored every token occurrence
-        # (twice the time, and most of a first build's peak memory). Tokens are grouped
-        # a slice of the chunks at a time (DuckDB's hash table for one slice, not the
-        # vault), each row with its note's number for the note frequencies.
-        row = self.con.execute("SELECT count(*), min(id), max(id) FROM chunks").fetchone()
-        count, low, high = (int(row[0]), row[1], row[2]) if row and row[0] else (0, 0, 0)
-        step = (high - low) // max(1, -(-count // KW_REBUILD_SLICE)) + 1
+        """Rebuild the keyword index: from the postings staged while a first build wrote
+        its chunks (``stage``) when they cover every chunk, else from the chunks' token
+        strings; afterwards edits update it in place (``add_postings``)."""
+        staged, self._staged = self._staged, None
         with self.store.transaction():
-            self.con.execute(
-                "CREATE OR REPLACE TEMP TABLE kw_notes AS SELECT id AS chunk_id, "
-                "dense_rank() OVER (ORDER BY path)::INTEGER AS note FROM chunks"
-            )
-            self.con.execute(
-                "CREATE OR REPLACE TEMP TABLE kw_all "
-                "(chunk_id BIGINT, note INTEGER, term VARCHAR, tf INTEGER)"
-            )
-            for first in range(low, high + 1, step):
-                self.con.execute(
-                    f"""INSERT INTO kw_all SELECT chunk_id, any_value(note), term,
-                        count(*)::INTEGER
-                    FROM ({_chunk_terms("id >= ? AND id < ?")}) JOIN kw_notes USING (chunk_id)
-                    GROUP BY chunk_id, term""",
-                    [first, first + step],
-                )
-            # df counts chunks, ndf notes (bm25.py scores both).
-            self.con.execute(
-                """CREATE OR REPLACE TEMP TABLE kw_terms AS
-                SELECT term, sum(n)::INTEGER AS df, count(*)::INTEGER AS ndf
-                FROM (SELECT term, count(*) AS n FROM kw_all GROUP BY term, note)
-                GROUP BY term"""
-            )
-            # The term dictionary and one row per (term, chunk) with the chunk's length,
-            # both sorted by term so that a query reads only its terms' row groups.
-            self.con.execute(
-                """CREATE OR REPLACE TABLE vocab AS
-                SELECT term, (row_number() OVER (ORDER BY term))::INTEGER AS termid, df, ndf
-                FROM kw_terms ORDER BY term"""
-            )
-            self.index_terms()
-            self.con.execute(
-                """CREATE OR REPLACE TABLE postings AS
-                SELECT v.termid, k.chunk_id, k.tf, s.dl
-                FROM kw_all k JOIN vocab v USING (term) JOIN (
-                    SELECT chunk_id, sum(tf)::INTEGER AS dl FROM kw_all GROUP BY chunk_id
-                ) s USING (chunk_id)
-                ORDER BY v.termid, k.chunk_id"""
-            )
-            for table in ("kw_notes", "kw_all", "kw_terms"):
-                self.con.execute(f"DROP TABLE {table}")
+            if staged is None or not staged.covers(self.con):
+                self._postings_from_tokens()
+            else:
+                staged.write_postings(self.con, self.index_terms)
+            for table in ("kw_stage", "kw_all", "kw_terms", "kw_notes"):
+                self.con.execute(f"DROP TABLE IF EXISTS {table}")
             # Every chunk counts as a document, also one without a single token.
             self.con.execute(
                 "CREATE OR REPLACE TABLE kw_stats AS SELECT "
@@ -111,6 +70,73 @@ class KeywordIndex:
             )
             self.store.set_meta(fts_dirty="0", kw_appended="0")
         self.store.forget_tables()
+
+    def stage(self, records: Sequence[NoteRecord], chunk_ids: Sequence[int], dropped: int) -> None:
+        """Keep the postings the workers counted for ``records`` (whose chunks were just
+        inserted as ``chunk_ids``, ``dropped`` chunks deleted) for the coming rebuild.
+        Staging starts when these are the only chunks (a first build) and stops for
+        good at any deletion or any record not counted: the staged rows must then be
+        exactly the chunks table's when the rebuild comes (``_Staged.covers``)."""
+        if dropped or any(r.term_counts is None for r in records):
+            self._staged = None
+            return
+        if self._staged is None:
+            row = self.con.execute("SELECT count(*) FROM chunks").fetchone()
+            if not chunk_ids or (row[0] if row else 0) != len(chunk_ids):
+                return
+            self._staged = _Staged(self.con)
+        self._staged.add(self.con, records, chunk_ids)
+
+    def _postings_from_tokens(self) -> None:
+        """Postings and vocabulary grouped in SQL from the chunks' token strings."""
+        # Our tokens are final (split on whitespace only, no stemming, no folding), so
+        # the postings are a GROUP BY of the split token strings: the fts extension's
+        # create_fts_index gave the same rows but first stored every token occurrence
+        # (twice the time, and most of a first build's peak memory). Tokens are grouped
+        # a slice of the chunks at a time (DuckDB's hash table for one slice, not the
+        # vault), each row with its note's number for the note frequencies.
+        row = self.con.execute("SELECT count(*), min(id), max(id) FROM chunks").fetchone()
+        count, low, high = (int(row[0]), row[1], row[2]) if row and row[0] else (0, 0, 0)
+        step = (high - low) // max(1, -(-count // KW_REBUILD_SLICE)) + 1
+        self.con.execute(
+            "CREATE OR REPLACE TEMP TABLE kw_notes AS SELECT id AS chunk_id, "
+            "dense_rank() OVER (ORDER BY path)::INTEGER AS note FROM chunks"
+        )
+        self.con.execute(
+            "CREATE OR REPLACE TEMP TABLE kw_all "
+            "(chunk_id BIGINT, note INTEGER, term VARCHAR, tf INTEGER)"
+        )
+        for first in range(low, high + 1, step):
+            self.con.execute(
+                f"""INSERT INTO kw_all SELECT chunk_id, any_value(note), term,
+                    count(*)::INTEGER
+                FROM ({_chunk_terms("id >= ? AND id < ?")}) JOIN kw_notes USING (chunk_id)
+                GROUP BY chunk_id, term""",
+                [first, first + step],
+            )
+        # df counts chunks, ndf notes (bm25.py scores both).
+        self.con.execute(
+            """CREATE OR REPLACE TEMP TABLE kw_terms AS
+            SELECT term, sum(n)::INTEGER AS df, count(*)::INTEGER AS ndf
+            FROM (SELECT term, count(*) AS n FROM kw_all GROUP BY term, note)
+            GROUP BY term"""
+        )
+        # The term dictionary and one row per (term, chunk) with the chunk's length,
+        # both sorted by term so that a query reads only its terms' row groups.
+        self.con.execute(
+            """CREATE OR REPLACE TABLE vocab AS
+            SELECT term, (row_number() OVER (ORDER BY term))::INTEGER AS termid, df, ndf
+            FROM kw_terms ORDER BY term"""
+        )
+        self.index_terms()
+        self.con.execute(
+            """CREATE OR REPLACE TABLE postings AS
+            SELECT v.termid, k.chunk_id, k.tf, s.dl
+            FROM kw_all k JOIN vocab v USING (term) JOIN (
+                SELECT chunk_id, sum(tf)::INTEGER AS dl FROM kw_all GROUP BY chunk_id
+            ) s USING (chunk_id)
+            ORDER BY v.termid, k.chunk_id"""
+        )
 
     def index_terms(self) -> None:
         """Index the vocabulary by term: a query's terms are then found in a fraction of a
@@ -138,6 +164,7 @@ class KeywordIndex:
     def remove_postings(self, chunk_ids: Sequence[int]) -> None:
         """Take chunks out of the keyword index: postings, document frequencies and the
         collection statistics BM25 reads."""
+        self._staged = None  # staged rows no longer match the chunks
         if not chunk_ids:
             return
         wanted = ", ".join(str(int(i)) for i in chunk_ids)
@@ -168,6 +195,7 @@ class KeywordIndex:
     def add_postings(self, chunk_ids: Sequence[int]) -> None:
         """Put freshly inserted chunks into the keyword index, tokenized exactly as the
         full rebuild tokenizes them (whitespace-separated tokens of ``fts_text``)."""
+        self._staged = None  # staged rows no longer match the chunks
         if not chunk_ids:
             return
         wanted = ", ".join(str(int(i)) for i in chunk_ids)
@@ -400,3 +428,124 @@ def _chunk_terms(where: str) -> str:
     return f"""SELECT * FROM (
         SELECT id AS chunk_id, unnest(string_split(fts_text, ' ')) AS term
         FROM chunks WHERE {where}) WHERE term <> ''"""
+
+
+class _Staged:
+    """Postings of the chunks a first build wrote, as the workers counted them
+    (``sync.note_terms``), with term ids of this process's own numbering: the rows go to
+    a temporary table batch by batch (DuckDB spills it past its memory cap), the terms'
+    document and note frequencies are summed here, and the rebuild then only renumbers
+    the terms in sorted order and sorts the rows (``write_postings``). It gives the
+    rows ``_postings_from_tokens`` gives, in a fraction of the time."""
+
+    def __init__(self, con: Any) -> None:
+        self.term_ids: dict[str, int] = {}
+        self.df: Any = None  # per term id: chunks with the term
+        self.ndf: Any = None  # notes with the term
+        self.chunks = 0
+        self.rows = 0
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE kw_stage "
+            "(gid INTEGER, chunk_id BIGINT, tf INTEGER, dl INTEGER)"
+        )
+
+    def add(self, con: Any, records: Sequence[NoteRecord], chunk_ids: Sequence[int]) -> None:
+        import numpy as np
+        import pyarrow as pa
+
+        ids = self.term_ids
+        gids = np.fromiter(  # each record's terms by this process's numbering
+            (ids.setdefault(t, len(ids)) for r in records for t in r.terms), np.int32
+        )
+        triples = [np.frombuffer(r.term_counts or b"", np.int32).reshape(3, -1) for r in records]
+        sizes = [t.shape[1] for t in triples]
+        seq, local, tf = np.concatenate(triples, axis=1) if triples else np.zeros((3, 0), np.int32)
+        firsts = np.cumsum([0, *(len(r.terms) for r in records)])[:-1]
+        chunk_firsts = np.cumsum([0, *(len(r.chunks) for r in records)])
+        chunk = seq + np.repeat(chunk_firsts[:-1], sizes)
+        term = gids[local + np.repeat(firsts, sizes)]
+        dl = np.bincount(chunk, weights=tf, minlength=int(chunk_firsts[-1])).astype(np.int32)
+        self.df = _summed(self.df, np.bincount(term, minlength=len(ids)))
+        self.ndf = _summed(self.ndf, np.bincount(gids, minlength=len(ids)))
+        table = pa.table(
+            {
+                "gid": term,
+                "chunk_id": np.asarray(chunk_ids, np.int64)[chunk],
+                "tf": tf,
+                "dl": dl[chunk],
+            }
+        )
+        con.register("kw_incoming", table)
+        try:
+            con.execute("INSERT INTO kw_stage SELECT * FROM kw_incoming")
+        finally:
+            con.unregister("kw_incoming")
+        self.chunks += len(chunk_ids)
+        self.rows += len(term)
+
+    def covers(self, con: Any) -> bool:
+        """Whether the staged rows are still exactly those of the chunks table (nothing
+        rolled back or written past ``stage`` since)."""
+        row = con.execute(
+            "SELECT (SELECT count(*) FROM chunks), (SELECT count(*) FROM duckdb_tables() "
+            "WHERE temporary AND table_name = 'kw_stage')"
+        ).fetchone()
+        if row is None or row[0] != self.chunks or not row[1]:
+            return False
+        staged = con.execute("SELECT count(*) FROM kw_stage").fetchone()
+        return staged is not None and staged[0] == self.rows
+
+    def write_postings(self, con: Any, index_terms: Callable[[], None]) -> None:
+        """The vocabulary (term ids in term order) and postings sorted by term id."""
+        import numpy as np
+        import pyarrow as pa
+
+        n = len(self.term_ids)
+        table = pa.table(
+            {
+                "gid": np.arange(n, dtype=np.int32),
+                "term": pa.array(list(self.term_ids), pa.string()),
+                "df": _sized(self.df, n).astype(np.int32),
+                "ndf": _sized(self.ndf, n).astype(np.int32),
+            }
+        )
+        con.register("kw_incoming", table)
+        try:
+            con.execute(
+                """CREATE OR REPLACE TEMP TABLE kw_terms AS
+                SELECT gid, term, (row_number() OVER (ORDER BY term))::INTEGER AS termid,
+                       df, ndf
+                FROM kw_incoming"""
+            )
+        finally:
+            con.unregister("kw_incoming")
+        con.execute(
+            "CREATE OR REPLACE TABLE vocab AS SELECT term, termid, df, ndf FROM kw_terms "
+            "ORDER BY term"
+        )
+        index_terms()
+        con.execute(
+            """CREATE OR REPLACE TABLE postings AS
+            SELECT t.termid, s.chunk_id, s.tf, s.dl
+            FROM kw_stage s JOIN kw_terms t USING (gid)
+            ORDER BY t.termid, s.chunk_id"""
+        )
+
+
+def _summed(total: Any, more: Any) -> Any:
+    """Per-term counts so far plus ``more`` (which may be longer: new terms)."""
+    if total is None:
+        return more
+    if len(total) < len(more):
+        total = _sized(total, len(more))
+    total[: len(more)] += more
+    return total
+
+
+def _sized(counts: Any, n: int) -> Any:
+    import numpy as np
+
+    out = np.zeros(n, np.int64)
+    if counts is not None:
+        out[: len(counts)] = counts
+    return out

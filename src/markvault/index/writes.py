@@ -149,6 +149,8 @@ class NoteWrites:
             new_ids = self._insert(records, old) if records else []
             if incremental:
                 self.keyword.add_postings(new_ids)
+            else:
+                self.keyword.stage(records, new_ids, len(old_ids))
             if skipped:
                 self.store.insert_rows(
                     "skipped",
