@@ -44,6 +44,7 @@ from markvault.index import Index
 from markvault.links import LinkResolver
 from markvault.model import NoteRecord
 from markvault.parse import parse_note
+from markvault.rows import NoteRows
 from markvault.sync import note_terms
 from markvault.text import tokenize
 
@@ -201,10 +202,16 @@ def profile_build(corpus: Path, workdir: Path, stages: Stages, alternatives: boo
     del raw, notes, chunked, tokens, counted
     gc.collect()
 
+    with stages.stage("rows (worker side, per note)"):
+        rows = [NoteRows.of(r) for r in records]
+    del records
+    gc.collect()
+
     with stages.stage("pickle round trip (workers -> parent)") as s:
-        blobs = [pickle.dumps(records[i : i + 64]) for i in range(0, len(records), 64)]
+        blobs = [pickle.dumps(rows[i : i + 64]) for i in range(0, len(rows), 64)]
         size = sum(len(b) for b in blobs)
         records = [r for b in blobs for r in pickle.loads(b)]
+        del rows
         del blobs
         s.note = f"{size / 2**20:.0f} MiB pickled"
 
@@ -218,7 +225,7 @@ def profile_build(corpus: Path, workdir: Path, stages: Stages, alternatives: boo
         timings["insert"] += time.perf_counter() - started
 
     index.store.insert_rows = timed_insert_rows  # type: ignore[method-assign]
-    with stages.stage("apply (rows -> Arrow -> INSERT, stage postings)") as s:
+    with stages.stage("apply (columns -> Arrow -> INSERT, stage postings)") as s:
         index.writes.apply(records, [], [])
         s.note = f"of which INSERT {timings['insert']:.2f} s wall"
     n_records = len(records)

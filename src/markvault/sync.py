@@ -25,6 +25,7 @@ from .gitrepo import has_conflict_markers
 from .index import Index
 from .links import LinkResolver, link_name, names_of
 from .model import NoProgress, NoteRecord, Progress, ReindexReport
+from .rows import NoteRows
 
 # Vectors are committed this many at a time: progress moves and an interrupted run
 # keeps its work, while sentence-transformers still sorts each group by length.
@@ -36,7 +37,7 @@ class Changes:
     """What a scan found and has not written yet (a large scan writes its records as
     it reads them: see ``Syncer.scan_changes``)."""
 
-    records: list[NoteRecord]
+    records: list[NoteRows]
     removed: list[str]
     skipped: list[tuple[str, str, int, int]]
     touched: list[tuple[str, str, int, int]]
@@ -101,7 +102,7 @@ READ_BATCH = 64  # files a worker reads per turn
 def read_file(
     files: VaultFiles, settings: Settings, st: FileStat, known_hash: str | None
 ) -> tuple[str, object]:
-    """Read and build one note: ("record", NoteRecord), ("touched", None) when the bytes
+    """Read and build one note: ("record", NoteRows), ("touched", None) when the bytes
     are unchanged, ("skipped", reason) or ("retry", message)."""
     try:
         data, text = files.read(st.file, settings.max_note_bytes)
@@ -112,9 +113,8 @@ def read_file(
     if known_hash is not None and known_hash == content_hash(data):
         return "touched", None
     record = build_record(st, data, text, settings)
-    # The body and block structure were only needed for chunking: keep pickles small.
-    slim = replace(record.note, body="", blocks=(), sections=(), code_lines=frozenset())
-    return "record", replace(record, note=slim, conflicted=has_conflict_markers(text))
+    # Rows, not the parsed note's objects: they pickle back from a worker much faster.
+    return "record", NoteRows.of(replace(record, conflicted=has_conflict_markers(text)))
 
 
 def _read_batch(
@@ -203,12 +203,12 @@ class Syncer:
             stored = None
         if stored is not None:
             stored.begin_batches(len(to_read))
-        batch: list[NoteRecord] = []
+        batch: list[NoteRows] = []
         progress.start("Reading notes", len(to_read))
         todo = [(st, known[st.path][3] if st.path in known else None) for st in to_read]
         for st, (outcome, value) in read_files(self.files, self.settings, todo, progress):
             if outcome == "record":
-                assert isinstance(value, NoteRecord)
+                assert isinstance(value, NoteRows)
                 if stored is None:
                     changes.records.append(value)
                     continue
@@ -365,10 +365,8 @@ class Written:
     conflicted: bool
 
     @classmethod
-    def of(cls, rec: NoteRecord) -> Written:
-        note = rec.note
-        topic = note.fields.get("topic")
-        return cls(note.path, note.id, topic, rec.hash, tuple(note.aliases), rec.conflicted)
+    def of(cls, rec: NoteRows) -> Written:
+        return cls(rec.path, rec.note_id, rec.topic, rec.hash, rec.aliases, rec.conflicted)
 
 
 class StoredNotes:
@@ -399,7 +397,7 @@ class StoredNotes:
 
     def store(
         self,
-        records: Sequence[NoteRecord],
+        records: Sequence[NoteRows],
         known: dict[str, tuple[str, int, int, str]],
         removed: Sequence[str] = (),
         skipped: Sequence[tuple[str, str, int, int]] = (),
@@ -408,19 +406,19 @@ class StoredNotes:
         ``known``: the index's file states before the sync."""
         self.read_aliases()
         if self.feed_listening:
-            replaced = [r.note.path for r in records] + [*removed] + [s[0] for s in skipped]
+            replaced = [r.path for r in records] + [*removed] + [s[0] for s in skipped]
             self.before.update(self.index.reads.note_keys([p for p in replaced if p in known]))
         removed_hashes = {known[p][3] for p in removed if p in known}
         report = self.report
         for rec in records:
-            path = rec.note.path
+            path = rec.path
             if path in known:
                 report.updated += 1
             elif rec.hash in removed_hashes:
                 report.renamed += 1
             else:
                 report.added += 1
-            report.warnings.extend({"path": path, "message": p} for p in rec.note.problems)
+            report.warnings.extend({"path": path, "message": p} for p in rec.problems)
             self.written.append(Written.of(rec))
         self.index.writes.apply(records, removed, skipped)
         self.wrote = True

@@ -12,10 +12,13 @@ is faster rebuilt.
 from __future__ import annotations
 
 import sys
+from collections import defaultdict
 from collections.abc import Callable, Sequence
+from itertools import chain
 from typing import Any
 
-from ..model import Filters, NoteRecord
+from ..model import Filters
+from ..rows import NoteRows
 from . import bm25
 from .filters import filters_sql, sql_string
 from .reads import NoteReads
@@ -71,7 +74,7 @@ class KeywordIndex:
             self.store.set_meta(fts_dirty="0", kw_appended="0")
         self.store.forget_tables()
 
-    def stage(self, records: Sequence[NoteRecord], chunk_ids: Sequence[int], dropped: int) -> None:
+    def stage(self, records: Sequence[NoteRows], chunk_ids: Sequence[int], dropped: int) -> None:
         """Keep the postings the workers counted for ``records`` (whose chunks were just
         inserted as ``chunk_ids``, ``dropped`` chunks deleted) for the coming rebuild.
         Staging starts when these are the only chunks (a first build) and stops for
@@ -439,7 +442,8 @@ class _Staged:
     rows ``_postings_from_tokens`` gives, in a fraction of the time."""
 
     def __init__(self, con: Any) -> None:
-        self.term_ids: dict[str, int] = {}
+        self.term_ids: defaultdict[str, int] = defaultdict()
+        self.term_ids.default_factory = self.term_ids.__len__
         self.df: Any = None  # per term id: chunks with the term
         self.ndf: Any = None  # notes with the term
         self.chunks = 0
@@ -449,19 +453,19 @@ class _Staged:
             "(gid INTEGER, chunk_id BIGINT, tf INTEGER, dl INTEGER)"
         )
 
-    def add(self, con: Any, records: Sequence[NoteRecord], chunk_ids: Sequence[int]) -> None:
+    def add(self, con: Any, records: Sequence[NoteRows], chunk_ids: Sequence[int]) -> None:
         import numpy as np
         import pyarrow as pa
 
+        terms_in = chain.from_iterable(r.terms for r in records)
+        # Each record's terms by this process's numbering (a new term: the next number).
+        gids = np.fromiter(map(self.term_ids.__getitem__, terms_in), np.int32)
         ids = self.term_ids
-        gids = np.fromiter(  # each record's terms by this process's numbering
-            (ids.setdefault(t, len(ids)) for r in records for t in r.terms), np.int32
-        )
         triples = [np.frombuffer(r.term_counts or b"", np.int32).reshape(3, -1) for r in records]
         sizes = [t.shape[1] for t in triples]
         seq, local, tf = np.concatenate(triples, axis=1) if triples else np.zeros((3, 0), np.int32)
         firsts = np.cumsum([0, *(len(r.terms) for r in records)])[:-1]
-        chunk_firsts = np.cumsum([0, *(len(r.chunks) for r in records)])
+        chunk_firsts = np.cumsum([0, *(r.chunk_count for r in records)])
         chunk = seq + np.repeat(chunk_firsts[:-1], sizes)
         term = gids[local + np.repeat(firsts, sizes)]
         dl = np.bincount(chunk, weights=tf, minlength=int(chunk_firsts[-1])).astype(np.int32)

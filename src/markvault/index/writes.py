@@ -10,45 +10,16 @@ one-note sync or a command that only compares file states.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import Any
 
-from ..links import link_name
-from ..model import NoteRecord
+from ..rows import CHUNK_COLUMNS, LINK_COLUMNS, NOTE_COLUMNS, NoteRows
 from .keyword import KeywordIndex
 from .reads import NoteReads
 from .store import Store
 from .vectors import VectorIndex
-
-_NOTE_COLUMNS = [
-    "path",
-    "file",
-    "id",
-    "title",
-    "kind",
-    "type",
-    "tags",
-    "tags_lc",
-    "aliases",
-    "topic",
-    "project",
-    "status",
-    "created",
-    "updated",
-    "valid_until",
-    "superseded_by",
-    "source",
-    "files",
-    "concepts",
-    "metadata",
-    "problems",
-    "hash",
-    "mtime_ns",
-    "size",
-    "date",
-]
 
 
 class NoteWrites:
@@ -115,7 +86,7 @@ class NoteWrites:
 
     def apply(
         self,
-        records: Sequence[NoteRecord],
+        records: Sequence[NoteRows],
         removed: Sequence[str],
         skipped: Sequence[tuple[str, str, int, int]] = (),
     ) -> None:
@@ -124,7 +95,7 @@ class NoteWrites:
         Chunk ids are kept for chunks whose text is unchanged, also across renames,
         so that ``#id`` citations survive edits elsewhere in a note.
         """
-        paths = [r.note.path for r in records]
+        paths = [r.path for r in records]
         gone = sorted({*paths, *removed, *(s[0] for s in skipped)})
         with self.store.transaction(), self.store.rows({"path": gone}) as gone_rows:
             old: dict[str, list[int]] = {}
@@ -135,7 +106,7 @@ class NoteWrites:
             ).fetchall():
                 old.setdefault(chash, []).append(cid)
                 old_ids.append(cid)
-            new_count = sum(len(r.chunks) for r in records)
+            new_count = sum(r.chunk_count for r in records)
             incremental = self.keyword.delta_fits(len(old_ids) + new_count)
             if incremental:
                 self.keyword.remove_postings(old_ids)
@@ -167,80 +138,33 @@ class NoteWrites:
         self.vectors.forget()
         self.reads.forget_names()
 
-    def _insert(self, records: Sequence[NoteRecord], old: dict[str, list[int]]) -> list[int]:
-        """Insert notes, chunks and links; returns the chunk ids inserted."""
-        n_chunks = sum(len(r.chunks) for r in records)
-        fresh = iter(
+    def _insert(self, records: Sequence[NoteRows], old: dict[str, list[int]]) -> list[int]:
+        """Insert notes, chunks and links; returns the chunk ids inserted: those of
+        ``old`` (chunk hash -> ids of the chunks replaced) for unchanged text, else new."""
+        rows = zip(*(r.note for r in records), strict=True)
+        notes = {c: list(v) for c, v in zip(NOTE_COLUMNS, rows, strict=True)}
+        chunks: dict[str, list[Any]] = {"id": []}
+        for i, column in enumerate(CHUNK_COLUMNS):
+            chunks[column] = list(chain.from_iterable(r.chunks[i] for r in records))
+        links = {
+            column: list(chain.from_iterable(r.links[i] for r in records))
+            for i, column in enumerate(LINK_COLUMNS)
+        }
+        hashes = chunks["hash"]
+        fresh = [
             r[0]
             for r in self.con.execute(
-                "SELECT nextval('chunk_ids') FROM range(?)", [n_chunks]
+                "SELECT nextval('chunk_ids') FROM range(?)", [len(hashes)]
             ).fetchall()
-        )
-        notes: dict[str, list[Any]] = {c: [] for c in _NOTE_COLUMNS}
-        chunks: dict[str, list[Any]] = {
-            c: []
-            for c in [
-                "id",
-                "path",
-                "seq",
-                "heading_path",
-                "start_line",
-                "end_line",
-                "text",
-                "context",
-                "hash",
-                "fts_text",
-                "note_len",
-            ]
-        }
-        links: dict[str, list[Any]] = {
-            c: []
-            for c in [
-                "source",
-                "target",
-                "heading",
-                "block",
-                "alias",
-                "embed",
-                "style",
-                "line",
-                "target_name",
-            ]
-        }
-        for rec in records:
-            note = rec.note
-            row = _note_row(rec)
-            for column in _NOTE_COLUMNS:
-                notes[column].append(row[column])
-            # Search tokens in all its chunks: the note's length for BM25 (bm25.py).
-            note_len = sum(t.count(" ") + 1 for t in rec.chunk_tokens if t)
-            for chunk, tokens in zip(rec.chunks, rec.chunk_tokens, strict=True):
-                reuse = old.get(chunk.hash)
-                chunks["id"].append(reuse.pop(0) if reuse else next(fresh))
-                chunks["path"].append(note.path)
-                chunks["seq"].append(chunk.seq)
-                chunks["heading_path"].append(list(chunk.heading_path))
-                chunks["start_line"].append(chunk.start_line)
-                chunks["end_line"].append(chunk.end_line)
-                chunks["text"].append(chunk.text)
-                chunks["context"].append(chunk.context)
-                chunks["hash"].append(chunk.hash)
-                chunks["fts_text"].append(tokens)
-                chunks["note_len"].append(note_len)
-            for link in note.links:
-                links["source"].append(note.path)
-                links["target"].append(link.target)
-                links["heading"].append(link.heading)
-                links["block"].append(link.block)
-                links["alias"].append(link.alias)
-                links["embed"].append(link.embed)
-                links["style"].append(link.style)
-                links["line"].append(link.line)
-                links["target_name"].append(link_name(link.target))
+        ]
+        if old:
+            new = iter(fresh)
+            fresh = [(reuse.pop(0) if (reuse := old.get(h)) else next(new)) for h in hashes]
+        chunks["id"] = ids = fresh
         self.store.insert_rows("notes", notes, extra="now()")
         self.store.insert_rows("chunks", chunks)
         self.store.insert_rows("links", links, extra="NULL")
-        return list(chunks["id"])
+        return list(ids)
 
     def note_link_keys(self) -> list[tuple[str, list[str]]]:
         """(path, aliases) of every note, for link resolution."""
@@ -296,37 +220,3 @@ class NoteWrites:
             self.con.execute(
                 f"UPDATE links SET target_path = r.tp FROM {rows} WHERE links.rowid = r.rid"
             )
-
-
-def _note_row(rec: NoteRecord) -> dict[str, Any]:
-    """The ``notes`` row of a record."""
-    note, f = rec.note, rec.note.fields
-    return {
-        "path": note.path,
-        "file": rec.file,
-        "id": note.id,
-        "title": note.title,
-        "kind": note.kind,
-        "type": note.type,
-        "tags": list(note.tags),
-        "tags_lc": [t.lower() for t in note.tags],
-        "aliases": list(note.aliases),
-        "topic": f.get("topic"),
-        "project": f.get("project"),
-        "status": f.get("status"),
-        "created": f.get("created"),
-        "updated": f.get("updated"),
-        "valid_until": f.get("valid_until"),
-        "superseded_by": f.get("superseded_by"),
-        "source": f.get("source"),
-        "files": f.get("files", []),
-        "concepts": f.get("concepts", []),
-        "metadata": json.dumps(note.metadata, ensure_ascii=False),
-        "problems": list(note.problems),
-        "hash": rec.hash,
-        "mtime_ns": rec.mtime_ns,
-        "size": rec.size,
-        "date": f.get("updated")
-        or f.get("created")
-        or time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(rec.mtime_ns / 1e9)),
-    }
