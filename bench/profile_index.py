@@ -181,7 +181,8 @@ def profile_build(corpus: Path, workdir: Path, stages: Stages, alternatives: boo
 
     with stages.stage("count terms (postings per note)") as s:
         counted = [note_terms(ts) for ts in tokens]
-        s.note = f"{sum(len(c) for _, c in counted) / 12e6:.1f} M postings"
+        pairs = sum(len(c) // 4 - len(ts) for (_, c), ts in zip(counted, tokens, strict=True))
+        s.note = f"{pairs / 2e6:.1f} M postings"
 
     records = [
         NoteRecord(

@@ -74,20 +74,21 @@ def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> 
 
 
 def note_terms(chunk_tokens: Sequence[str]) -> tuple[tuple[str, ...], bytes]:
-    """A note's distinct terms, and its postings as three int32 arrays end to end: each
-    (chunk position, term position, count) of a term in a chunk. Counted here, in the
-    worker that tokenized the note, by the rule the keyword index splits ``fts_text``
-    with (``keyword._chunk_terms``: on single spaces, empty strings dropped)."""
+    """A note's distinct terms, and its postings as int32 arrays end to end: how many
+    terms each chunk has, then the term (its position in the note's terms) and count of
+    each. Counted here, in the worker that tokenized the note, by the rule the keyword
+    index splits ``fts_text`` with (``keyword._chunk_terms``: on single spaces, empty
+    strings dropped)."""
     ids: defaultdict[str, int] = defaultdict()
     ids.default_factory = ids.__len__  # a new term gets the next position
-    seqs, terms, counts = array("i"), array("i"), array("i")
-    for seq, text in enumerate(chunk_tokens):
+    sizes, terms, counts = array("i"), array("i"), array("i")
+    for text in chunk_tokens:
         found = Counter(text.split(" "))
         found.pop("", None)
-        seqs.extend(array("i", [seq]) * len(found))
+        sizes.append(len(found))
         terms.extend(map(ids.__getitem__, found))
         counts.extend(found.values())
-    return tuple(ids), seqs.tobytes() + terms.tobytes() + counts.tobytes()
+    return tuple(ids), sizes.tobytes() + terms.tobytes() + counts.tobytes()
 
 
 # A sync reading more notes than this (a first build, a large checkout) writes them this

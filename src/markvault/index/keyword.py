@@ -83,6 +83,8 @@ class KeywordIndex:
         if dropped or any(r.term_counts is None for r in records):
             self._staged = None
             return
+        if not records:
+            return
         if self._staged is None:
             row = self.con.execute("SELECT count(*) FROM chunks").fetchone()
             if not chunk_ids or (row[0] if row else 0) != len(chunk_ids):
@@ -461,14 +463,15 @@ class _Staged:
         # Each record's terms by this process's numbering (a new term: the next number).
         gids = np.fromiter(map(self.term_ids.__getitem__, terms_in), np.int32)
         ids = self.term_ids
-        triples = [np.frombuffer(r.term_counts or b"", np.int32).reshape(3, -1) for r in records]
-        sizes = [t.shape[1] for t in triples]
-        seq, local, tf = np.concatenate(triples, axis=1) if triples else np.zeros((3, 0), np.int32)
+        parts = [np.frombuffer(r.term_counts or b"", np.int32) for r in records]
+        sizes = np.concatenate([p[: r.chunk_count] for p, r in zip(parts, records, strict=True)])
+        pairs = [p[r.chunk_count :].reshape(2, -1) for p, r in zip(parts, records, strict=True)]
+        local, tf = np.concatenate(pairs, axis=1) if pairs else np.zeros((2, 0), np.int32)
         firsts = np.cumsum([0, *(len(r.terms) for r in records)])[:-1]
-        chunk_firsts = np.cumsum([0, *(r.chunk_count for r in records)])
-        chunk = seq + np.repeat(chunk_firsts[:-1], sizes)
-        term = gids[local + np.repeat(firsts, sizes)]
-        dl = np.bincount(chunk, weights=tf, minlength=int(chunk_firsts[-1])).astype(np.int32)
+        per_note = [p.shape[1] for p in pairs]
+        chunk = np.repeat(np.arange(len(sizes)), sizes)
+        term = gids[local + np.repeat(firsts, per_note)]
+        dl = np.bincount(chunk, weights=tf, minlength=len(sizes)).astype(np.int32)
         self.df = _summed(self.df, np.bincount(term, minlength=len(ids)))
         self.ndf = _summed(self.ndf, np.bincount(gids, minlength=len(ids)))
         table = pa.table(
