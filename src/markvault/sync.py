@@ -406,9 +406,10 @@ class StoredNotes:
         """Write ``records``, drop ``removed`` and note ``skipped`` in one transaction;
         ``known``: the index's file states before the sync."""
         self.read_aliases()
+        paths = [r.path for r in records] + [*removed] + [s[0] for s in skipped]
+        replaced = [p for p in paths if p in known]
         if self.feed_listening:
-            replaced = [r.path for r in records] + [*removed] + [s[0] for s in skipped]
-            self.before.update(self.index.reads.note_keys([p for p in replaced if p in known]))
+            self.before.update(self.index.reads.note_keys(replaced))
         removed_hashes = {known[p][3] for p in removed if p in known}
         report = self.report
         for rec in records:
@@ -421,7 +422,8 @@ class StoredNotes:
                 report.added += 1
             report.warnings.extend({"path": path, "message": p} for p in rec.problems)
             self.written.append(Written.of(rec))
-        self.index.writes.apply(records, removed, skipped)
+        # None of them in the index (a first build): nothing there to look up or delete.
+        self.index.writes.apply(records, removed, skipped, unindexed=not replaced)
         self.wrote = True
 
 

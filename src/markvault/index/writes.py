@@ -21,6 +21,10 @@ from .reads import NoteReads
 from .store import Store
 from .vectors import VectorIndex
 
+# The tables holding a note's rows, by the column naming the note; and the skipped files'.
+_NOTE_ROWS = (("notes", "path"), ("chunks", "path"), ("links", "source"))
+_SKIPPED_ROWS = (("skipped", "path"),)
+
 
 class NoteWrites:
     """Stores synced notes: records, removals, skipped files, file facts, link targets."""
@@ -89,11 +93,15 @@ class NoteWrites:
         records: Sequence[NoteRows],
         removed: Sequence[str],
         skipped: Sequence[tuple[str, str, int, int]] = (),
+        *,
+        unindexed: bool = False,
     ) -> None:
         """Replace the given notes, remove others, and record skipped files, atomically.
 
         Chunk ids are kept for chunks whose text is unchanged, also across renames,
-        so that ``#id`` citations survive edits elsewhere in a note.
+        so that ``#id`` citations survive edits elsewhere in a note. ``unindexed``: the
+        caller knows that no path given is a note of the index (a first build's
+        batches): its notes, chunks and links are not searched for them.
         """
         paths = [r.path for r in records]
         gone = sorted({*paths, *removed, *(s[0] for s in skipped)})
@@ -101,21 +109,20 @@ class NoteWrites:
             old: dict[str, list[int]] = {}
             in_gone = f"IN (SELECT path FROM {gone_rows})"
             old_ids: list[int] = []
-            for cid, chash in self.con.execute(
-                f"SELECT id, hash FROM chunks WHERE path {in_gone} ORDER BY id"
-            ).fetchall():
+            for cid, chash in (
+                ()
+                if unindexed
+                else self.con.execute(
+                    f"SELECT id, hash FROM chunks WHERE path {in_gone} ORDER BY id"
+                ).fetchall()
+            ):
                 old.setdefault(chash, []).append(cid)
                 old_ids.append(cid)
             new_count = sum(r.chunk_count for r in records)
             incremental = self.keyword.delta_fits(len(old_ids) + new_count)
             if incremental:
                 self.keyword.remove_postings(old_ids)
-            for table, column in (
-                ("notes", "path"),
-                ("chunks", "path"),
-                ("links", "source"),
-                ("skipped", "path"),
-            ):
+            for table, column in _SKIPPED_ROWS if unindexed else _NOTE_ROWS + _SKIPPED_ROWS:
                 self.con.execute(f"DELETE FROM {table} WHERE {column} {in_gone}")
             new_ids = self._insert(records, old) if records else []
             if incremental:
