@@ -15,6 +15,7 @@ from array import array
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from .config import Settings
 from .embed import Embedder
@@ -22,10 +23,12 @@ from .errors import MarkvaultError, RefusedError
 from .feed import ChangeFeed, NoteChange
 from .files import FileStat, VaultFiles, content_hash
 from .gitrepo import has_conflict_markers
-from .index import Index
 from .links import LinkResolver, link_name, names_of
 from .model import NoProgress, NoteRecord, Progress, ReindexReport
 from .rows import NoteRows
+
+if TYPE_CHECKING:  # the workers that read notes import this module: not DuckDB
+    from .index import Index
 
 # Vectors are committed this many at a time: progress moves and an interrupted run
 # keeps its work, while sentence-transformers still sorts each group by length.
