@@ -175,11 +175,16 @@ class StopAfter(NoProgress):
             raise KeyboardInterrupt
 
 
+@pytest.mark.parametrize("rebuilt", [False, True], ids=["in-place", "rebuilt"])
 def test_an_interrupted_batched_build_is_finished_by_the_next_sync(
-    write: WriteNotes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    write: WriteNotes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rebuilt: bool
 ) -> None:
+    """Also when the keyword index is rebuilt at the end (from the postings staged by
+    both runs' batches, as a large first build's is)."""
     vault = write(notes(40))
     whole, _ = build(vault, tmp_path / "whole")
+    if rebuilt:
+        monkeypatch.setattr(keyword, "KW_DELTA_MIN", 0)
     monkeypatch.setattr(sync, "APPLY_BATCH", 5)
     with open_local(vault, tmp_path / "stopped") as v:
         with pytest.raises(KeyboardInterrupt):

@@ -15,14 +15,16 @@ import sys
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model import Filters
-from ..rows import NoteRows
 from . import bm25
 from .filters import filters_sql, sql_string
 from .reads import NoteReads
 from .store import Store
+
+if TYPE_CHECKING:  # a search never writes: it need not import the rows module
+    from ..rows import NoteRows
 
 # Changes up to this many chunks (or this share of all) update the keyword index in
 # place; larger ones rebuild it. Appended rows are re-sorted past these limits.
@@ -84,6 +86,9 @@ class KeywordIndex:
             self._staged = None
             return
         if not records:
+            return
+        if self._staged is not None and not self._staged.covers(self.con, len(chunk_ids)):
+            self._staged = None  # a write was rolled back since: its rows are gone
             return
         if self._staged is None:
             row = self.con.execute("SELECT count(*) FROM chunks").fetchone()
@@ -490,14 +495,14 @@ class _Staged:
         self.chunks += len(chunk_ids)
         self.rows += len(term)
 
-    def covers(self, con: Any) -> bool:
-        """Whether the staged rows are still exactly those of the chunks table (nothing
-        rolled back or written past ``stage`` since)."""
+    def covers(self, con: Any, adding: int = 0) -> bool:
+        """Whether the staged rows are still exactly those of the chunks table but the
+        ``adding`` chunks just inserted (nothing rolled back or written past ``stage``)."""
         row = con.execute(
             "SELECT (SELECT count(*) FROM chunks), (SELECT count(*) FROM duckdb_tables() "
             "WHERE temporary AND table_name = 'kw_stage')"
         ).fetchone()
-        if row is None or row[0] != self.chunks or not row[1]:
+        if row is None or row[0] != self.chunks + adding or not row[1]:
             return False
         staged = con.execute("SELECT count(*) FROM kw_stage").fetchone()
         return staged is not None and staged[0] == self.rows
