@@ -109,13 +109,8 @@ class NoteWrites:
             old: dict[str, list[int]] = {}
             in_gone = f"IN (SELECT path FROM {gone_rows})"
             old_ids: list[int] = []
-            for cid, chash in (
-                ()
-                if unindexed
-                else self.con.execute(
-                    f"SELECT id, hash FROM chunks WHERE path {in_gone} ORDER BY id"
-                ).fetchall()
-            ):
+            sql = f"SELECT id, hash FROM chunks WHERE path {in_gone} ORDER BY id"
+            for cid, chash in [] if unindexed else self.con.execute(sql).fetchall():
                 old.setdefault(chash, []).append(cid)
                 old_ids.append(cid)
             new_count = sum(r.chunk_count for r in records)
