@@ -62,6 +62,26 @@ def test_rename_keeps_chunk_ids(write: WriteNotes, open_vault: OpenVault) -> Non
     assert (hit.path, hit.chunk_id) == ("new.md", before)
 
 
+def test_warm_search_sees_a_rename_and_an_edit(write: WriteNotes, open_vault: OpenVault) -> None:
+    """A process that searches again keeps each chunk's note in arrays (reads.py): a
+    rename keeps the chunk ids but moves them to another note, and an edit changes the
+    note's length; the next search reads them again."""
+    vault = write({"old.md": "# Title\n\nsome unchanged text", "b.md": "unchanged words"})
+    v = open_vault()
+    v.reindex(vectors=False)
+    v.host.core().keeper.open_index(write=True).keyword.arrays = True
+    assert {h.path for h in v.search("unchanged", mode="keyword").hits} == {"old.md", "b.md"}
+    (vault / "old.md").rename(vault / "new.md")
+    (vault / "b.md").write_text("unchanged words, and many more words besides these")
+    v.reindex(vectors=False)
+    warm = [(h.path, h.score) for h in v.search("unchanged", mode="keyword").hits]
+    v.host.core().keeper.open_index(write=True).keyword.arrays = False
+    cold = [(h.path, h.score) for h in v.search("unchanged", mode="keyword").hits]
+    assert {p for p, _ in warm} == {"new.md", "b.md"}
+    assert [p for p, _ in warm] == [p for p, _ in cold]
+    assert [s for _, s in warm] == pytest.approx([s for _, s in cold], abs=1e-9)
+
+
 def test_indexer_never_writes_the_vault(bundled_copy: Path, tmp_path: Path) -> None:
     before = checksums(bundled_copy)
     with open_local(bundled_copy, tmp_path / "index") as v:
