@@ -129,7 +129,13 @@ class NoteReads:
         ).fetchall()
         if not chunks:
             return {}
-        notes = self._note_details({r[1] for r in chunks})
+        paths = ", ".join(sql_string(p) for p in {r[1] for r in chunks})
+        notes = {
+            r[0]: r[1:]
+            for r in self.con.execute(
+                f"SELECT path, id, title, kind, type, hash FROM notes WHERE path IN ({paths})"
+            ).fetchall()
+        }
         details: dict[int, dict[str, Any]] = {}
         for cid, path, heading_path, start, end, text in chunks:
             note = notes.get(path)
@@ -145,20 +151,6 @@ class NoteReads:
                 **dict(zip(_NOTE_DETAILS, note, strict=True)),
             }
         return details
-
-    def _note_details(self, paths: set[str]) -> dict[str, tuple[Any, ...]]:
-        """What a hit shows of each note in ``paths`` (``_NOTE_DETAILS``): kept with the
-        chunks' notes while those are current (a process that searches again), else read
-        by key."""
-        kept = self._chunk_notes
-        if kept is not None and kept[0] == self.store.changes:
-            shown = kept[1].details
-            return {p: shown[p] for p in paths if p in shown}
-        literals = ", ".join(sql_string(p) for p in paths)
-        rows = self.con.execute(
-            f"SELECT path, id, title, kind, type, hash FROM notes WHERE path IN ({literals})"
-        ).fetchall()
-        return {r[0]: r[1:] for r in rows}
 
     def find_notes(self, column: str, value: str, casefold: bool = False) -> list[dict[str, Any]]:
         """Notes whose ``column`` (path, id or file) equals ``value``."""
@@ -381,8 +373,8 @@ class NoteReads:
 
 
 class _ChunkNotes:
-    """Every chunk's note (path, length) by chunk id, in sorted arrays (24 bytes a
-    chunk), and what a hit shows of each note (``_NOTE_DETAILS``, by path)."""
+    """Every chunk's note (path, length) by chunk id, in sorted arrays: 20 bytes a chunk
+    and a path a note."""
 
     def __init__(self, con: Any) -> None:
         import numpy as np
@@ -395,15 +387,10 @@ class _ChunkNotes:
         self.ids = np.asarray(rows["id"], dtype=np.int64)[order]
         self.note = np.asarray(rows["note"], dtype=np.int64)[order]
         self.note_len = np.asarray(rows["note_len"], dtype=np.int64)[order]
-        # With what a hit shows of each: a lookup by key cost each search ~1 ms.
-        notes = con.execute("SELECT rowid, path, id, title, kind, type, hash FROM notes").fetchall()
+        notes = con.execute("SELECT rowid, path FROM notes").fetchall()
         self.paths: list[str] = [""] * (max((r[0] for r in notes), default=-1) + 1)
-        self.details: dict[str, tuple[Any, ...]] = {}
-        same: dict[str, str] = {}  # one string for each kind and type, not one a note
-        for rowid, path, note_id, title, kind, type_, hash_ in notes:
+        for rowid, path in notes:
             self.paths[rowid] = path
-            kind, type_ = same.setdefault(kind, kind), same.setdefault(type_, type_)
-            self.details[path] = (note_id, title, kind, type_, hash_)
 
     def lookup(self, ids: Sequence[int]) -> dict[int, tuple[str, int]]:
         import numpy as np
