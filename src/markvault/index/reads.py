@@ -32,6 +32,7 @@ class NoteReads:
         self._expired: tuple[str, int, tuple[int, ...]] | None = None
         self._names: dict[str, NameIndex | Counter[str]] = {}  # completions, until notes change
         self._chunk_notes: tuple[int, _ChunkNotes] | None = None  # (store.changes, map)
+        self._notes_asked = -1  # store.changes when chunk_notes was last asked
 
     def forget_names(self) -> None:
         """Notes changed: the names kept for completions are stale."""
@@ -107,12 +108,18 @@ class NoteReads:
 
     def chunk_notes(self, ids: Sequence[int]) -> dict[int, tuple[str, int]]:
         """The note path and note length of each chunk id (ids that no longer exist are
-        left out), from every chunk's kept in arrays until the index changes: a warm
-        search asks for ~200 at a time, which an ``IN`` list cost DuckDB ~2-3 ms to plan
-        and look up. Loading them costs about one such search (~10 ms for 130k chunks);
-        only a process that searches again (in numpy: keyword.py) asks."""
-        if self._chunk_notes is None or self._chunk_notes[0] != self.store.changes:
-            self._chunk_notes = (self.store.changes, _ChunkNotes(self.con))
+        left out). A warm search (in numpy: keyword.py) asks for ~200 at a time, which an
+        ``IN`` list cost DuckDB ~2-3 ms to plan and look up; so the second time it is
+        asked with no write in between, every chunk's is read into arrays (~15 ms for
+        130k chunks, ~16 bytes each), kept until the index changes."""
+        changes = self.store.changes
+        if self._chunk_notes is not None and self._chunk_notes[0] == changes:
+            return self._chunk_notes[1].lookup(ids)
+        if self._notes_asked != changes:  # a write may come before the next search
+            self._notes_asked = changes
+            rows = self.chunk_rows(ids, "path, note_len")
+            return {int(r[0]): (r[1], int(r[2])) for r in rows}
+        self._chunk_notes = (changes, _ChunkNotes(self.con))
         return self._chunk_notes[1].lookup(ids)
 
     def chunk_details(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
@@ -373,7 +380,7 @@ class NoteReads:
 
 
 class _ChunkNotes:
-    """Every chunk's note (path, length) by chunk id, in sorted arrays: 20 bytes a chunk
+    """Every chunk's note (path, length) by chunk id, in sorted arrays: 16 bytes a chunk
     and a path a note."""
 
     def __init__(self, con: Any) -> None:
@@ -385,8 +392,8 @@ class _ChunkNotes:
         ).fetchnumpy()
         order = np.argsort(rows["id"], kind="stable")
         self.ids = np.asarray(rows["id"], dtype=np.int64)[order]
-        self.note = np.asarray(rows["note"], dtype=np.int64)[order]
-        self.note_len = np.asarray(rows["note_len"], dtype=np.int64)[order]
+        self.note = np.asarray(rows["note"], dtype=np.int32)[order]
+        self.note_len = np.asarray(rows["note_len"], dtype=np.int32)[order]
         notes = con.execute("SELECT rowid, path FROM notes").fetchall()
         self.paths: list[str] = [""] * (max((r[0] for r in notes), default=-1) + 1)
         for rowid, path in notes:
