@@ -62,7 +62,8 @@ def worker(vault: Path, index: Path, queries_file: Path) -> None:
     queries = json.loads(queries_file.read_text(encoding="utf-8"))
     opened = open_local(vault, index)
     try:
-        second, third = [], []  # the first two in numpy (see the docstring)
+        second: list[float] = []  # the first two searches in numpy (see the docstring)
+        third: list[float] = []
         for n, (_, query) in enumerate(queries[:WARMUP]):
             started = time.perf_counter()
             opened.search(query, mode="keyword", limit=10)
