@@ -62,10 +62,15 @@ def test_rename_keeps_chunk_ids(write: WriteNotes, open_vault: OpenVault) -> Non
     assert (hit.path, hit.chunk_id) == ("new.md", before)
 
 
-def test_warm_search_sees_a_rename_and_an_edit(write: WriteNotes, open_vault: OpenVault) -> None:
-    """A process that searches again keeps each chunk's note in arrays (reads.py): a
-    rename keeps the chunk ids but moves them to another note, and an edit changes the
-    note's length; the searches after them read them again."""
+@pytest.mark.parametrize("kept", [20_000, 0], ids=["details-kept", "details-by-key"])
+def test_warm_search_sees_a_rename_and_an_edit(
+    write: WriteNotes, open_vault: OpenVault, kept: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that searches again keeps each chunk's note in arrays, and in a small
+    vault what hits show of the notes (reads.py): a rename keeps the chunk ids but moves
+    them to another note, an edit changes the note's length and hash; the searches after
+    them read them again."""
+    monkeypatch.setattr("markvault.index.reads.NOTE_DETAILS_KEPT", kept)
     vault = write({"old.md": "# Title\n\nsome unchanged text", "b.md": "unchanged words"})
     v = open_vault()
     v.reindex(vectors=False)
@@ -81,9 +86,8 @@ def test_warm_search_sees_a_rename_and_an_edit(write: WriteNotes, open_vault: Op
     cold = v.search("unchanged", mode="keyword").hits
     assert {h.path for h in cold} == {"new.md", "b.md"}
     for hits in warm:
-        assert [(h.path, h.chunk_id, h.snippet) for h in hits] == [
-            (h.path, h.chunk_id, h.snippet) for h in cold
-        ]
+        shown = [(h.path, h.id, h.title, h.hash, h.chunk_id, h.snippet) for h in cold]
+        assert [(h.path, h.id, h.title, h.hash, h.chunk_id, h.snippet) for h in hits] == shown
         assert [h.score for h in hits] == pytest.approx([h.score for h in cold], abs=1e-9)
 
 

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 # What a hit shows of its note (``chunk_details``), in the order they are read. Only
 # what is shown: each column costs a query time, a list column (tags) most.
 _NOTE_DETAILS = ("note_id", "title", "kind", "type", "hash")
+# Up to this many notes, a process that searches again keeps them all (``_ChunkNotes``).
+NOTE_DETAILS_KEPT = 20_000
 
 
 class NoteReads:
@@ -136,13 +138,7 @@ class NoteReads:
         ).fetchall()
         if not chunks:
             return {}
-        paths = ", ".join(sql_string(p) for p in {r[1] for r in chunks})
-        notes = {
-            r[0]: r[1:]
-            for r in self.con.execute(
-                f"SELECT path, id, title, kind, type, hash FROM notes WHERE path IN ({paths})"
-            ).fetchall()
-        }
+        notes = self._note_details({r[1] for r in chunks})
         details: dict[int, dict[str, Any]] = {}
         for cid, path, heading_path, start, end, text in chunks:
             note = notes.get(path)
@@ -158,6 +154,20 @@ class NoteReads:
                 **dict(zip(_NOTE_DETAILS, note, strict=True)),
             }
         return details
+
+    def _note_details(self, paths: set[str]) -> dict[str, tuple[Any, ...]]:
+        """What a hit shows of each note in ``paths`` (``_NOTE_DETAILS``): kept with the
+        chunks' notes while those are current in a vault of up to ``NOTE_DETAILS_KEPT``
+        notes, else read by key."""
+        kept = self._chunk_notes
+        if kept is not None and kept[0] == self.store.changes and kept[1].details is not None:
+            shown = kept[1].details
+            return {p: shown[p] for p in paths if p in shown}
+        literals = ", ".join(sql_string(p) for p in paths)
+        rows = self.con.execute(
+            f"SELECT path, id, title, kind, type, hash FROM notes WHERE path IN ({literals})"
+        ).fetchall()
+        return {r[0]: r[1:] for r in rows}
 
     def find_notes(self, column: str, value: str, casefold: bool = False) -> list[dict[str, Any]]:
         """Notes whose ``column`` (path, id or file) equals ``value``."""
@@ -380,8 +390,8 @@ class NoteReads:
 
 
 class _ChunkNotes:
-    """Every chunk's note (path, length) by chunk id, in sorted arrays: 16 bytes a chunk
-    and a path a note."""
+    """Every chunk's note (path, length) by chunk id, in sorted arrays (16 bytes a chunk
+    and a path a note), and in a smaller vault what a hit shows of each note."""
 
     def __init__(self, con: Any) -> None:
         import numpy as np
@@ -398,6 +408,12 @@ class _ChunkNotes:
         self.paths: list[str] = [""] * (max((r[0] for r in notes), default=-1) + 1)
         for rowid, path in notes:
             self.paths[rowid] = path
+        # What a hit shows of each note too, in a vault small enough: a lookup by key
+        # costs a search ~1 ms; keeping them, ~600 bytes a note.
+        self.details: dict[str, tuple[Any, ...]] | None = None
+        if len(notes) <= NOTE_DETAILS_KEPT:
+            shown = con.execute("SELECT path, id, title, kind, type, hash FROM notes").fetchall()
+            self.details = {r[0]: r[1:] for r in shown}
 
     def lookup(self, ids: Sequence[int]) -> dict[int, tuple[str, int]]:
         import numpy as np
