@@ -112,8 +112,9 @@ class NoteReads:
         """The note path and note length of each chunk id (ids that no longer exist are
         left out). A warm search (in numpy: keyword.py) asks for ~200 at a time, which an
         ``IN`` list cost DuckDB ~2-3 ms to plan and look up; so the second time it is
-        asked with no write in between, every chunk's is read into arrays (~15 ms for
-        130k chunks, ~16 bytes each), kept until the index changes."""
+        asked with no write in between, every chunk's is read into arrays (~16 bytes a
+        chunk; that search takes ~150 ms longer at 10k notes: bench/README.md), kept
+        until the index changes."""
         changes = self.store.changes
         if self._chunk_notes is not None and self._chunk_notes[0] == changes:
             return self._chunk_notes[1].lookup(ids)
