@@ -66,6 +66,7 @@ class Outline(NamedTuple):
     # (kind, first line, last line, heading level, heading text); lines 0-based in the body
     blocks: list[tuple[str, int, int, int, str]]
     # (source, first line, inside a heading) of each paragraph, heading and table cell
+    # that holds a tag's or a link's marker (see ``_marked``)
     inlines: list[tuple[str, int, bool]]
 
 
