@@ -74,6 +74,7 @@ DOUBT = {
     "definitions": "[ref]: /url\n    indented #x\n\n[r2]: <a b> 'title'\ntext [[y]]\n",
     "empty items": "- \n\n\n- item #t\n\n-\n\n---\n*\n  \n",
     "empty last item": "- a\n- \n\n## H\n",
+    "lone surrogate": "a \udc80 #x [[y]]\n",
 }
 
 

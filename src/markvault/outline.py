@@ -80,7 +80,7 @@ def outline(body: str) -> Outline:
         return outline_reference(src)  # see _Doubt
     try:
         return _Walk(src).run()
-    except _Doubt:
+    except (_Doubt, UnicodeEncodeError):  # a lone surrogate (text from a client) has no UTF-8
         return outline_reference(src)
 
 
