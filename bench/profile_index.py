@@ -2,6 +2,7 @@
 
     python bench/profile_index.py /path/to/notes                 # stages of a cold build
     python bench/profile_index.py /path/to/notes --alternatives  # + the ways before, same run
+    python bench/profile_index.py /path/to/notes --parse-check   # + markdown-it-py's parse
     python bench/profile_index.py /path/to/notes --hot parse     # cProfile of one stage
 
 Runs the stages of ``vault reindex --no-vectors`` one after the other in this one process
@@ -21,7 +22,6 @@ import argparse
 import cProfile
 import gc
 import io
-import logging
 import os
 import pickle
 import pstats
@@ -135,7 +135,9 @@ class Stages:
         return "\n".join(lines)
 
 
-def profile_build(corpus: Path, workdir: Path, stages: Stages, alternatives: bool) -> None:
+def profile_build(
+    corpus: Path, workdir: Path, stages: Stages, alternatives: bool, parse_check: bool = False
+) -> None:
     vault_dir = workdir / "vault"
     if not vault_dir.exists():
         shutil.copytree(corpus, vault_dir, symlinks=True)
@@ -156,7 +158,7 @@ def profile_build(corpus: Path, workdir: Path, stages: Stages, alternatives: boo
     with stages.stage("content hash (blake2b)"):
         hashes = [content_hash(data) for _, data, _ in raw]
 
-    with stages.stage("parse (frontmatter + markdown-it)") as s:
+    with stages.stage("parse (frontmatter + outline)") as s:
         notes = [
             parse_note(st.path, text, max_frontmatter_bytes=settings.max_frontmatter_bytes)
             for st, _, text in raw
@@ -254,6 +256,7 @@ def profile_build(corpus: Path, workdir: Path, stages: Stages, alternatives: boo
     if alternatives:
         alternative_rebuild(index, stages)
         alternative_postings(con, stages)
+    if alternatives or parse_check:
         alternative_parse(files, stats, settings, stages)
     index.close()
     size = sum(p.stat().st_size for p in index_dir.glob("*.duckdb*"))
@@ -284,23 +287,25 @@ REGEX_SPLIT = "string_split_regex(fts_text, '\\s+')"
 def alternative_parse(
     files: VaultFiles, stats: list[Any], settings: Settings, stages: Stages
 ) -> None:
-    """The parse stage with markdown-it's debug logging (as before) and without (now),
-    pair by pair on the same notes."""
+    """The parse stage with markdown-it-py's block parse (before) and pulldown-cmark's
+    outline (now), pair by pair on the same notes; then how many notes' ParsedNote differ
+    between the two (0: none; the reference is markdown-it-py)."""
     texts = [(st.path, files.read(st.file, settings.max_note_bytes)[1]) for st in stats]
-    modules = [
-        m
-        for name, m in sys.modules.items()
-        if name.startswith("markdown_it.rules_block.") and hasattr(m, "LOGGER")
-    ]
-    quiet = {m: vars(m)["LOGGER"] for m in modules}
-    for label, logged in (("with debug logging (before)", True), ("without", False)) * 2:
-        for m in modules:
-            vars(m)["LOGGER"] = logging.getLogger(m.__name__) if logged else quiet[m]
-        with stages.stage(f"alt: parse {label}"):
+    cap = settings.max_frontmatter_bytes
+    for label, reference in (("markdown-it-py (before)", True), ("pulldown-cmark", False)) * 2:
+        with stages.stage(f"alt: parse, {label}"):
             for path, text in texts:
-                parse_note(path, text, max_frontmatter_bytes=settings.max_frontmatter_bytes)
-    for m in modules:
-        vars(m)["LOGGER"] = quiet[m]
+                parse_note(path, text, max_frontmatter_bytes=cap, reference=reference)
+    with stages.stage("alt: parse, both, compared") as s:
+        differing = [
+            path
+            for path, text in texts
+            if parse_note(path, text, max_frontmatter_bytes=cap)
+            != parse_note(path, text, max_frontmatter_bytes=cap, reference=True)
+        ]
+        s.note = f"notes whose ParsedNote differs from markdown-it-py's: {len(differing)}"
+    for path in differing[:20]:
+        print(f"    differs: {path}", flush=True)
 
 
 def alternative_postings(con: Any, stages: Stages) -> None:
@@ -369,7 +374,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--alternatives",
         action="store_true",
-        help="also time other postings builds and the parse with debug logging",
+        help="also time other postings builds and markdown-it-py's parse (with a check)",
+    )
+    p.add_argument(
+        "--parse-check",
+        action="store_true",
+        help="also time markdown-it-py's parse and count notes it reads otherwise",
     )
     p.add_argument("--hot", help="cProfile the stage whose name contains this word")
     p.add_argument("--label", help="title of the printed table")
@@ -380,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"profile of a cold keyword build of {args.corpus} (load average {load})", flush=True)
     try:
-        profile_build(args.corpus, workdir, stages, args.alternatives)
+        profile_build(args.corpus, workdir, stages, args.alternatives, args.parse_check)
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)

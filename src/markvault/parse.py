@@ -8,35 +8,14 @@ from __future__ import annotations
 
 import posixpath
 import re
-import sys
 import unicodedata
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import unquote
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
-
 from .frontmatter import load_frontmatter, opens_block, split_frontmatter
 from .model import KINDS, Block, Link, ParsedNote, Section
-
-# Block structure only: inline parsing would cost a third of indexing time, and tags and
-# links are read from each block's inline source with the patterns below.
-_md = MarkdownIt("commonmark", {"html": True}).enable("table").disable("inline")
-
-
-class _NoDebug:
-    """A logger that drops debug lines without asking the logging module."""
-
-    def debug(self, *args: object) -> None:
-        pass
-
-
-# markdown-it's block rules log a debug line each time one is tried (about ten million
-# calls on a 90 MB vault, a tenth of the block parse): markvault never shows them.
-for _name, _module in list(sys.modules.items()):
-    if _name.startswith("markdown_it.rules_block.") and hasattr(_module, "LOGGER"):
-        vars(_module)["LOGGER"] = _NoDebug()
+from .outline import Outline, outline, outline_reference
 
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n|]*?)(?:\\?\|([^\[\]\n]*))?\]\]")
@@ -62,8 +41,12 @@ DATE_FIELDS = ("created", "updated", "valid_until")
 LIST_FIELDS = ("tags", "aliases", "files", "concepts")
 
 
-def parse_note(path: str, text: str, *, max_frontmatter_bytes: int = 64 * 1024) -> ParsedNote:
-    """Parse one note. ``path`` is vault-relative (POSIX); ``text`` is the decoded file."""
+def parse_note(
+    path: str, text: str, *, max_frontmatter_bytes: int = 64 * 1024, reference: bool = False
+) -> ParsedNote:
+    """Parse one note. ``path`` is vault-relative (POSIX); ``text`` is the decoded file.
+    ``reference`` reads the Markdown with markdown-it-py, the parser the fast one is held
+    to (tests and bench/profile_index.py compare the two)."""
     path = unicodedata.normalize("NFC", path)
     problems: list[str] = []
     if text.startswith("\ufeff"):
@@ -83,9 +66,9 @@ def parse_note(path: str, text: str, *, max_frontmatter_bytes: int = 64 * 1024) 
                 problems.append(problem)
 
     fields = _recognised_fields(metadata, problems)
-    tokens = _md.parse(body)
-    sections, h1, code_lines, blocks = _structure(tokens, body_line)
-    inline_tags, links = _tags_and_links(tokens, body_line, path)
+    shape = outline_reference(body) if reference else outline(body)
+    sections, h1, code_lines, blocks = _structure(shape, body_line)
+    inline_tags, links = _tags_and_links(shape, body_line, path)
 
     folder_kind = FOLDER_KINDS.get(path.split("/", 1)[0]) if "/" in path else None
     kind = fields.pop("kind", None) or folder_kind or "note"
@@ -159,63 +142,51 @@ def _recognised_fields(meta: dict[str, Any], problems: list[str]) -> dict[str, A
 
 
 def _structure(
-    tokens: list[Token], body_line: int
+    shape: Outline, body_line: int
 ) -> tuple[list[Section], str | None, set[int], list[Block]]:
     sections: list[Section] = []
     blocks: list[Block] = []
     h1: str | None = None
     code: set[int] = set()
-    for i, tok in enumerate(tokens):
-        if tok.level != 0 or not tok.map or tok.nesting == -1:
-            continue
-        start, end = body_line + tok.map[0], body_line + tok.map[1] - 1
-        if tok.type == "heading_open":
-            text = tokens[i + 1].content.strip()
-            level = int(tok.tag[1])
+    for kind, first, last, level, text in shape.blocks:
+        start, end = body_line + first, body_line + last
+        if kind == "heading":
             sections.append(Section(level, text, start))
             blocks.append(Block("heading", start, end, level, text))
             if level == 1 and h1 is None and text:
                 h1 = text
-        elif tok.type in ("fence", "code_block"):
-            code.update(range(start, end + 1))
-            blocks.append(Block("code", start, end))
         else:
-            blocks.append(Block("text", start, end))
+            if kind == "code":
+                code.update(range(start, end + 1))
+            blocks.append(Block(kind, start, end))
     return sections, h1, code, blocks
 
 
-def _tags_and_links(tokens: list[Token], body_line: int, path: str) -> tuple[list[str], list[Link]]:
+def _tags_and_links(shape: Outline, body_line: int, path: str) -> tuple[list[str], list[Link]]:
     tags: list[str] = []
     links: list[Link] = []
-    in_heading = False
-    for tok in tokens:
-        if tok.type == "heading_open":
-            in_heading = True
-        elif tok.type == "heading_close":
-            in_heading = False
-        elif tok.type == "inline" and tok.map:
-            first = body_line + tok.map[0]
-            content = tok.content
-            # Each pattern needs its marker; most blocks have none, and a substring test
-            # is far cheaper than a regular-expression scan that finds nothing.
-            if "`" in content:
-                content = _INLINE_CODE.sub(lambda m: " " * len(m.group()), content)
-            if "[[" in content:
-                for m in _WIKILINK.finditer(content):
-                    line = first + content.count("\n", 0, m.start())
-                    links.append(_wikilink(m.group(1), m.group(2), m.group(3), line))
-            if not in_heading and "#" in content:
-                for m in _TAG.finditer(content):
-                    tag = _clean_tag(m.group(1))
-                    if tag:
-                        tags.append(tag)
-            if "](" not in content:
-                continue
-            for m in _MD_LINK.finditer(content):
+    for content, row, in_heading in shape.inlines:
+        first = body_line + row
+        # Each pattern needs its marker; most blocks have none, and a substring test
+        # is far cheaper than a regular-expression scan that finds nothing.
+        if "`" in content:
+            content = _INLINE_CODE.sub(lambda m: " " * len(m.group()), content)
+        if "[[" in content:
+            for m in _WIKILINK.finditer(content):
                 line = first + content.count("\n", 0, m.start())
-                link = _markdown_link(m.group(2) or m.group(3) or "", path, line, m.group(1))
-                if link:
-                    links.append(link)
+                links.append(_wikilink(m.group(1), m.group(2), m.group(3), line))
+        if not in_heading and "#" in content:
+            for m in _TAG.finditer(content):
+                tag = _clean_tag(m.group(1))
+                if tag:
+                    tags.append(tag)
+        if "](" not in content:
+            continue
+        for m in _MD_LINK.finditer(content):
+            line = first + content.count("\n", 0, m.start())
+            link = _markdown_link(m.group(2) or m.group(3) or "", path, line, m.group(1))
+            if link:
+                links.append(link)
     return tags, links
 
 

@@ -1,0 +1,245 @@
+"""Markdown body -> its top-level blocks and the source of its inline runs. Pure, no I/O.
+
+``parse.py`` needs little of a Markdown parse: each top-level block with its lines (and a
+heading's level and text), and the source of each paragraph, heading and table cell with
+its first line, which it searches for tags and links. pulldown-cmark (``pyromark``, in
+Rust) finds these several times faster than markdown-it-py's block parser, which stays
+the reference: ``outline_reference`` reads the same ``Outline`` from markdown-it-py, and
+tests/test_parse_outline.py and ``bench/profile_index.py --alternatives`` hold the two
+equal. Two things differ by design and no tag or link pattern can see them: a run is the
+raw source, so a line inside a list keeps its indent where markdown-it strips it, and runs
+without a tag's or link's marker are left out on both sides. Where the two parsers could
+disagree (see ``_Doubt``), the note is read by markdown-it-py: about 1-2% of notes.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from bisect import bisect_right
+from collections.abc import Iterable
+from functools import cache
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import pyromark
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+
+
+class _NoDebug:
+    """A logger that drops debug lines without asking the logging module."""
+
+    def debug(self, *args: object) -> None:
+        pass
+
+
+@cache
+def _markdown_it() -> MarkdownIt:
+    """markdown-it-py, imported when first needed (a block quote, a table, the reference)."""
+    from markdown_it import MarkdownIt
+
+    # markdown-it's block rules log a debug line each time one is tried (about ten
+    # million calls on a 90 MB vault, a tenth of its block parse): markvault shows none.
+    for name, module in list(sys.modules.items()):
+        if name.startswith("markdown_it.rules_block.") and hasattr(module, "LOGGER"):
+            vars(module)["LOGGER"] = _NoDebug()
+    # Block structure only: inline parsing is left to the tag and link patterns.
+    return MarkdownIt("commonmark", {"html": True}).enable("table").disable("inline")
+
+
+_OPTIONS = pyromark.Options.ENABLE_TABLES
+_NEWLINES = re.compile(r"\r\n?")
+# Events whose ranges are inline source (the rest open or close blocks).
+_INLINE = frozenset(
+    ("Emphasis", "Strong", "Strikethrough", "Link", "Image", "Superscript", "Subscript")
+)
+_TEXT = frozenset(("Text", "Code", "InlineHtml", "InlineMath", "FootnoteReference"))
+_VERBATIM = frozenset(("CodeBlock", "HtmlBlock", "MetadataBlock"))
+# Inside these markdown-it's content is not the raw source: it strips a quote's ">" and
+# splits a table's rows into cells.
+_STRIPPED = frozenset(("BlockQuote", "Table"))
+
+
+class Outline(NamedTuple):
+    # (kind, first line, last line, heading level, heading text); lines 0-based in the body
+    blocks: list[tuple[str, int, int, int, str]]
+    # (source, first line, inside a heading) of each paragraph, heading and table cell
+    # that holds a tag's or a link's marker (see ``_marked``)
+    inlines: list[tuple[str, int, bool]]
+
+
+def outline(body: str) -> Outline:
+    """The body's outline through pulldown-cmark, equal to ``outline_reference``'s."""
+    # markdown-it's normalisation, so that lines and sources are the ones it would see
+    src = _NEWLINES.sub("\n", body) if "\r" in body else body
+    if "\0" in src:
+        src = src.replace("\0", "\ufffd")
+    if ("]:" in src and _DEFINITION.search(src)) or ("|" in src and _table_row(src)):
+        return outline_reference(src)  # see _Doubt
+    try:
+        return _Walk(src).run()
+    except (_Doubt, UnicodeEncodeError):  # a lone surrogate (text from a client) has no UTF-8
+        return outline_reference(src)
+
+
+class _Doubt(Exception):
+    """markdown-it-py reads the note: pulldown-cmark may split it into other blocks (link
+    reference definitions, empty list items, tables), or markdown-it's content is not the
+    raw source (block quotes strip their ``>``, tables split cells at ``|``)."""
+
+
+class _Walk:
+    """One pass over pulldown-cmark's events (byte ranges) building an ``Outline``."""
+
+    def __init__(self, src: str) -> None:
+        self.src = src
+        self.data = src.encode()
+        self.ascii = len(self.data) == len(src)
+        self.starts = [0, *accumulate(map((1).__add__, map(len, self.data.split(b"\n"))))]
+        self.out = Outline([], [])
+        self.stack = ["Document"]  # the open blocks
+        self.headings = 0  # how many of them are headings
+        self.top_start = 0  # the current top-level block's first byte
+        self.fresh_item = False  # the last event opened a list item
+        self.previous = -1  # the last line of the top-level block before
+
+    def line_of(self, offset: int) -> int:
+        return bisect_right(self.starts, offset) - 1
+
+    def run(self) -> Outline:
+        start = end = -1  # the current inline run's bytes
+        events: Iterable[tuple[Any, Any]] = pyromark.events_with_range(
+            self.src, options=_OPTIONS, merge_text=True
+        )
+        for ev, r in events:
+            if type(ev) is str:  # SoftBreak, HardBreak, Rule
+                if ev == "Rule":
+                    if len(self.stack) == 1:
+                        self.top_start = r["start"]
+                        self.top("Rule", None, r["end"])
+                    continue
+            else:
+                key, value = ev.popitem()
+                if key == "Start" or key == "End":
+                    name = value if type(value) is str else next(iter(value))
+                    if name not in _INLINE:
+                        if start >= 0:
+                            self.flush(start, end)
+                            start = -1
+                        if key == "Start":
+                            self.open(name, r["start"])
+                        else:
+                            self.close(name, value, r["end"])
+                        continue
+                elif key not in _TEXT or self.stack[-1] in _VERBATIM:
+                    continue  # block HTML, code, task markers: no inline source
+            if start < 0:
+                start = r["start"]
+                self.fresh_item = False
+            end = r["end"]  # an inline container's end event closes after its text
+        return self.out
+
+    def open(self, name: str, start: int) -> None:
+        if name in _STRIPPED:
+            raise _Doubt
+        if len(self.stack) == 1:
+            self.top_start = start
+        self.fresh_item = name == "Item"
+        self.headings += name == "Heading"
+        self.stack.append(name)
+
+    def close(self, name: str, value: object, end: int) -> None:
+        self.stack.pop()
+        self.headings -= name == "Heading"
+        if self.fresh_item and name == "Item":
+            raise _Doubt  # markdown-it ends a list at an empty item its own way
+        self.fresh_item = False
+        if len(self.stack) == 1:
+            self.top(name, value, end)
+
+    def flush(self, start: int, end: int) -> None:
+        data = self.data
+        if start > 0 and data[start - 1] == 0x5C:  # an escape's backslash: "\#"
+            start -= 1
+        if (
+            data.find(b"#", start, end) < 0
+            and data.find(b"](", start, end) < 0
+            and data.find(b"[[", start, end) < 0
+        ):
+            return  # no tag or link can be in it
+        text = self.src[start:end] if self.ascii else self.data[start:end].decode()
+        self.out.inlines.append((text, self.line_of(start), self.headings > 0))
+
+    def top(self, name: str, value: Any, end: int) -> None:
+        data, starts = self.data, self.starts
+        first = bisect_right(starts, self.top_start) - 1
+        last = bisect_right(starts, end) - 1
+        # A range may end past the next line's indent; markdown-it's map does not.
+        if end == starts[last] or not data[starts[last] : end].strip(b" \t"):
+            last = max(first, last - 1)
+        previous, self.previous = self.previous, last
+        if first > previous + 1 and data[starts[previous + 1] : starts[first]].strip(b" \t\n"):
+            raise _Doubt  # lines between blocks that pulldown-cmark skipped
+        if name == "Heading":
+            level = int(value["Heading"][1])
+            self.out.blocks.append(("heading", first, last, level, self.heading(first, last)))
+        else:
+            self.out.blocks.append(("code" if name == "CodeBlock" else "text", first, last, 0, ""))
+
+    def heading(self, first: int, last: int) -> str:
+        """The heading's text as markdown-it's heading and lheading rules read it."""
+        starts = self.starts
+        if first < last:  # setext: the lines above the underline
+            return self.data[starts[first] : starts[last] - 1].decode().strip()
+        line = self.data[starts[first] : starts[first + 1] - 1].decode()
+        pos = len(line) - len(line.lstrip(" "))
+        pos += len(line) - pos - len(line[pos:].lstrip("#"))  # past the opening #s
+        end = max(pos, len(line.rstrip(" \t")))
+        before = pos + len(line[pos:end].rstrip("#"))  # before a closing run of #s
+        if before > pos and line[before - 1] in " \t":
+            end = before
+        return line[pos:end].strip()
+
+
+def outline_reference(body: str) -> Outline:
+    """The outline from markdown-it-py's block parse: what ``outline`` is held to."""
+    tokens = _markdown_it().parse(body)
+    out = Outline([], [])
+    in_heading = False
+    for i, tok in enumerate(tokens):
+        if tok.type == "inline":
+            if tok.map and _marked(tok.content):
+                out.inlines.append((tok.content, tok.map[0], in_heading))
+            continue
+        in_heading = tok.type == "heading_open" or (in_heading and tok.type != "heading_close")
+        if tok.level != 0 or not tok.map or tok.nesting == -1:
+            continue
+        start, end = tok.map[0], tok.map[1] - 1
+        if tok.type == "heading_open":
+            text = tokens[i + 1].content.strip()
+            out.blocks.append(("heading", start, end, int(tok.tag[1]), text))
+        else:
+            kind = "code" if tok.type in ("fence", "code_block") else "text"
+            out.blocks.append((kind, start, end, 0, ""))
+    return out
+
+
+def _marked(text: str) -> bool:
+    """Whether a tag or a link could be in ``text``: each needs one of these."""
+    return "#" in text or "](" in text or "[[" in text
+
+
+# A line that may be a link reference definition, and one that may be a table's delimiter
+# row (markdown-it's rules, loosely: they only have to find every candidate).
+_DEFINITION = re.compile(r"^ {0,3}\[[^\n]*\]:", re.M)
+_DELIMITER_ROW = re.compile(r"\n[ \t>]*[-:|][-:| \t]*(?=\n|$)")
+
+
+def _table_row(src: str) -> bool:
+    """Whether a line may be a table's delimiter row: under a line with a ``|``."""
+    for m in _DELIMITER_ROW.finditer(src):
+        if "|" in src[src.rfind("\n", 0, m.start()) + 1 : m.start()]:
+            return True
+    return False
