@@ -426,3 +426,20 @@ def test_edits_leave_what_a_full_rebuild_gives(
     v.reindex(full=True, vectors=False)
     v.close()
     assert edited == _contents(vault.parent / "index")
+
+
+def test_duckdb_reports_the_version_importlib_metadata_gives() -> None:
+    """store.py hands duckdb its version module ready (no importlib.metadata on a search):
+    what duckdb says of itself stays what its package metadata says."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, markvault.index.store, duckdb\n"
+        "spared = 'importlib.metadata' not in sys.modules\n"
+        "from importlib.metadata import version\n"
+        "both = f\"{version('duckdb')} (with duckdb {duckdb.__duckdb_version__})\"\n"
+        "print(duckdb.__version__ == version('duckdb'), spared, duckdb.version() == both)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True", "True"], out.stdout + out.stderr
