@@ -6,8 +6,8 @@
 ``--again N`` times instead the re-index of a built index as a new process, N pairs:
 nothing changed (no-op), then one note edited (a paragraph appended to the mid-sized
 note, as ``../shared/peers/bench.py`` picks it), each tree on a fresh copy of the index
-it built itself, wall and CPU; then one in-process edit of this tree split into its
-phases.
+it built itself, wall and CPU; then one in-process edit of each tree, twice, split into
+its phases.
 
 Each pair runs ``vault --vault COPY --index EMPTY reindex --no-vectors`` once with the
 baseline's ``src/`` first on ``PYTHONPATH`` and once with this tree's (order alternating
@@ -212,17 +212,24 @@ def again_main(args: argparse.Namespace) -> int:
             f"{sizes['baseline'] / 2**20:.1f} -> {sizes['this'] / 2**20:.1f} MiB "
             f"(load average {load} at start, {load_end} at end; {os.cpu_count()} cores)"
         )
-        shutil.rmtree(work / "index")
-        shutil.copytree(work / "built-this", work / "index")
-        shutil.copy2(work / "note.orig", note)
-        with note.open("a", encoding="utf-8") as fh:
-            fh.write(EDIT)
-        env = {**os.environ, "PYTHONPATH": str(trees["this"]), "HOME": str(work / "home")}
-        me = [sys.executable, __file__, str(vault), "--phases", str(work / "index")]
-        subprocess.run(me, env=env, check=True)
+        for _, _ in alternating(2, lambda name: phases_of(name, trees[name], vault, work, note)):
+            pass
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def phases_of(name: str, src: Path, vault: Path, work: Path, note: Path) -> None:
+    """One edit by ``src``'s tree on a fresh copy of the index it built, by phase."""
+    shutil.rmtree(work / "index")
+    shutil.copytree(work / f"built-{name}", work / "index")
+    shutil.copy2(work / "note.orig", note)
+    with note.open("a", encoding="utf-8") as fh:
+        fh.write(EDIT)
+    env = {**os.environ, "PYTHONPATH": str(src), "HOME": str(work / "home")}
+    me = [sys.executable, __file__, str(vault), "--phases", str(work / "index")]
+    print(f"{name}:", flush=True)
+    subprocess.run(me, env=env, check=True)
 
 
 def phases(vault: Path, index: Path) -> int:
@@ -269,7 +276,7 @@ def phases(vault: Path, index: Path) -> int:
     keeper.close()
     total = time.perf_counter() - t + spent["import the CLI"] + spent["import the sync"]
     assert report.updated == 1, report
-    print("one-edit re-index of this tree in one process, by phase (wall ms):")
+    print("one-edit re-index in one process, by phase (wall ms):")
     for label, sec in spent.items():
         print(f"  {label:34s} {sec * 1000:7.1f}")
     nested = sum(v for k, v in spent.items() if k.startswith(" "))
