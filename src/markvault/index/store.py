@@ -25,7 +25,7 @@ DUCKDB_RELEASE = "1.5.5"
 def _known_duckdb_version() -> None:
     """duckdb's ``__init__`` asks importlib.metadata for its own version
     (duckdb/_version.py): importing that and the email parser it reads with costs a
-    one-shot `vault search` ~15 ms, a twentieth of it. Where the duckdb that import will
+    one-shot `vault search` ~15 ms of its ~200. Where the duckdb that import will
     find is that release (its dist-info beside it, its engine's version), the module is
     given ready, with the same three names and values."""
     if "duckdb" in sys.modules:
@@ -297,8 +297,7 @@ class Store:
         # Every table at once, in one statement without parameters: a one-shot `vault
         # search` asks once. duckdb_tables(), not information_schema: binding that view
         # costs a new connection ~8 ms; a bound parameter costs the first statement of a
-        # process ~5 ms more (DuckDB's check for pandas values) and a filter on the
-        # function's output another few.
+        # process ~5 ms more (DuckDB's check for pandas values).
         rows = self.con.execute(
             "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = "
             "current_database()"
@@ -452,7 +451,10 @@ def load_extension(con: duckdb.DuckDBPyConnection, name: str) -> None:
 
 
 def _is_lock_error(exc: BaseException) -> bool:
-    return "lock" in str(exc).lower()
+    """Another process holds the file, or another connection of this one has it attached
+    (the index is busy, not broken: never rebuilt for it)."""
+    text = str(exc).lower()
+    return "lock" in text or "already attached" in text
 
 
 def _remove_db(path: Path) -> None:
