@@ -286,8 +286,8 @@ def clear_caches(*modules: Any) -> None:
     for module in modules:
         if hasattr(module, "_stems"):
             module._stems.clear()
-        if hasattr(module, "_word_pieces"):
-            module._word_pieces.cache_clear()
+        if hasattr(module, "_recent_pieces"):
+            module._recent_pieces.cache_clear()
 
 
 def alternative_chunking(
@@ -310,13 +310,16 @@ def alternative_chunking(
         clear_caches(chunker, tokenizer)
         with stages.stage(f"alt: chunk, {label}") as s:
             chunked = [
-                chunker.chunk_note(n, ls, settings.chunk) for n, ls in zip(notes, lines)
+                chunker.chunk_note(n, ls, settings.chunk)
+                for n, ls in zip(notes, lines, strict=True)
             ]
         with stages.stage(f"alt: tokenize, {label}") as t:
             tokens = fts_texts(notes, chunked, tokenizer.tokenize)
-        key = [[vars(c) for c in cs] for cs in chunked]
-        s.note = f"notes differing: {sum(a != [vars(c) for c in b] for a, b in zip(key, ours[0]))}"
-        t.note = f"notes differing: {sum(a != b for a, b in zip(tokens, ours[1]))}"
+        pairs = zip(chunked, ours[0], strict=True)
+        s.note = (
+            f"notes differing: {sum(list(map(vars, a)) != list(map(vars, b)) for a, b in pairs)}"
+        )
+        t.note = f"notes differing: {sum(a != b for a, b in zip(tokens, ours[1], strict=True))}"
         print(f"    {label}: chunk {s.note}, tokenize {t.note}", flush=True)
 
 

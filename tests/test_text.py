@@ -45,7 +45,7 @@ def test_ascii_text_is_tokenized_as_every_other_text() -> None:
     """ASCII text takes a faster pattern; its tokens are those of the general one, here
     reached by appending a Cyrillic word (non-ASCII text) and dropping its token."""
     rng = random.Random(12)
-    alphabet = "abcXYZ019_-'.:#/ \t\n`*[]()\x00\x7f~"
+    alphabet = "abcXYZ019_-'.:#/ \t\n\x0b\x1c\x1f`*[]()\x00\x7f~"
     words = ["running", "Runs", "API2", "x_y", "don't", "C++", "e-mail", "Caf"]
     for _ in range(500):
         parts = [rng.choice(words) for _ in range(rng.randint(0, 4))]
@@ -53,4 +53,32 @@ def test_ascii_text_is_tokenized_as_every_other_text() -> None:
         text = " ".join(rng.sample(parts, len(parts)))
         general = tokenize(text + " \u0436")
         assert general[-1] == "\u0436"
+        assert tokenize(text) == general[:-1], text
+
+
+def test_text_without_cjk_is_tokenized_as_text_with_it() -> None:
+    """Non-ASCII text without Han, Kana or Hangul takes a shorter way; its tokens are
+    those of the general one, reached by appending a Han character and dropping it."""
+    rng = random.Random(13)
+    words = [
+        "Café",
+        "ёжик",
+        "Ёлка",
+        "naïve",
+        "Straße",
+        "ǅemal",
+        "x²",
+        "١٢٣",
+        "Ωmega",
+        "e\u0301",
+        "नमस्ते",
+        "ﬁle",
+    ]
+    alphabet = "abc019_-'. \t\n\u00a0\u2003\u2028·«»—"
+    for _ in range(500):
+        parts = [rng.choice(words) for _ in range(rng.randint(1, 5))]
+        parts.append("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 20))))
+        text = " ".join(rng.sample(parts, len(parts)))
+        general = tokenize(text + " \u65e5")
+        assert general[-1] == "\u65e5"
         assert tokenize(text) == general[:-1], text

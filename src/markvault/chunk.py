@@ -85,8 +85,14 @@ def _ascii_pieces(text: str) -> int:
     return len(data.translate(None, _ASCII_NOT_MARKS)) + words + longs
 
 
-# Long lines split at words meet the same words again and again (markup, tables).
-_word_pieces = functools.lru_cache(maxsize=1 << 16)(estimate_pieces)
+_recent_pieces = functools.lru_cache(maxsize=8192)(estimate_pieces)
+
+
+def _known_pieces(text: str) -> int:
+    """``estimate_pieces`` through a small cache: the notes of one collection repeat
+    blocks, headings and words (a reference's "## Parameters" and option tables, the
+    words of markup). Texts of up to 1 KiB are cached, so it holds 8 MiB at most."""
+    return _recent_pieces(text) if len(text) <= 1024 else estimate_pieces(text)
 
 
 def fingerprint(params: ChunkParams, model: str) -> str:
@@ -103,22 +109,26 @@ def fingerprint(params: ChunkParams, model: str) -> str:
 def chunk_note(note: ParsedNote, lines: list[str], params: ChunkParams) -> list[Chunk]:
     """Chunks of ``note``; ``lines`` are the file's lines (index 0 is line 1)."""
     builder = _Builder(note, lines, params)
-    stack: list[Block] = []
+    stack: list[tuple[Block, int]] = []  # the open headings, each with its path's pieces
     for block in note.blocks:
         if block.kind == "heading":
             if not builder.only_headings():
                 builder.flush()
-            stack = [b for b in stack if b.level < block.level] + [block]
-            builder.set_path(tuple(b.heading for b in stack))
-            builder.add_piece(block.start, block.end, builder.text(block.start, block.end))
+            stack = [h for h in stack if h[0].level < block.level]
+            # " > " between the headings is one mark (see set_path).
+            cost = (stack[-1][1] + 1 if stack else 0) + _known_pieces(block.heading)
+            stack.append((block, cost))
+            builder.set_path(tuple(h[0].heading for h in stack), cost)
+            text = builder.text(block.start, block.end)
+            builder.add_piece(block.start, block.end, text, _known_pieces(text))
             continue
         text = builder.text(block.start, block.end)
-        size = estimate_pieces(text)
+        size = _known_pieces(text)
         if builder.full(size):
             builder.flush()
-        if size <= builder.budget() or block.kind == "code":
+        if size <= builder.budget or block.kind == "code":
             builder.add_block(block.start, block.end, text, size)
-            if size > builder.budget():
+            if size > builder.budget:
                 builder.flush()
         else:
             builder.add_oversized(block)
@@ -139,22 +149,25 @@ class _Builder:
         self._parts: list[tuple[int, int, str]] = []
         self._headings_only = True
         self.pieces = 0
-        self._context_cost = estimate_pieces(note.title)
+        self._title_pieces = _known_pieces(note.title)
+        # Pieces a chunk may hold: the heading context is read by the model too.
+        self.budget = params.max_pieces - self._title_pieces
 
     def text(self, start: int, end: int) -> str:
+        if start == end and start <= len(self.lines):
+            return self.lines[start - 1].rstrip()
         return "\n".join(self.lines[start - 1 : end]).rstrip()
 
-    def set_path(self, path: tuple[str, ...]) -> None:
+    def set_path(self, path: tuple[str, ...], path_pieces: int) -> None:
+        """``path_pieces``: the estimate of " > ".join(path). Estimates add up across
+        white space, so the context "title > h1 > h2" is the sum of its parts' and the
+        marks', and a heading's estimate is made once for all the headings below it."""
         self.path = path
-        # The heading context is read by the model too, so it counts against the budget.
-        self._context_cost = estimate_pieces(" > ".join((self.note.title, *path)))
-
-    def budget(self) -> int:
-        return self.params.max_pieces - self._context_cost
+        self.budget = self.params.max_pieces - (self._title_pieces + 1 + path_pieces)
 
     def full(self, size: int) -> bool:
         """Would ``size`` more pieces overflow a chunk that has more than headings?"""
-        return self.pieces + size > self.budget() and not self._headings_only
+        return self.pieces + size > self.budget and not self._headings_only
 
     def only_headings(self) -> bool:
         return self._headings_only
@@ -179,8 +192,8 @@ class _Builder:
 
     def _split_line(self, line: str) -> list[tuple[str, int]]:
         """(piece, its estimated size) of ``line``, each piece within the budget."""
-        limit = self.budget()
-        size = estimate_pieces(line)
+        limit = self.budget
+        size = _known_pieces(line)
         if size <= limit:
             return [(line, size)]
         out: list[tuple[str, int]] = []
@@ -197,7 +210,7 @@ class _Builder:
             size = 0
             for word in _AFTER_SPACE.split(sentence):
                 words.append(word)
-                size += _word_pieces(word)
+                size += _known_pieces(word)
                 if size >= limit - 8:
                     out.append(("".join(words), size))
                     words, size = [], 0
@@ -210,7 +223,7 @@ class _Builder:
             return
         start = self._parts[0][0]
         end = self._parts[-1][1]
-        text = "\n".join(p[2] for p in self._parts if p[2]).strip("\n")
+        text = "\n".join([p[2] for p in self._parts if p[2]]).strip("\n")
         path = list(self.path)
         if self.note.frontmatter_title and (not path or path[0] != self.note.title):
             path.insert(0, self.note.title)
