@@ -27,9 +27,9 @@ _WORDS_AND_MARKS = re.compile(r"\w+|[^\w\s]")
 # where a word does).
 _LONG_ASCII = re.compile(r"\b[A-Za-z0-9]{7}([A-Za-z0-9]{4})?")
 _NON_ASCII_LETTER = re.compile(r"[^\x00-\x7f\s\u2000-\u206f\u3000-\u303f\uff00-\uff0f]")
-# White space as the `regex` package's \s (Unicode White_Space), which these split on
-# before: the standard library's \s also takes \x1c-\x1f. Its engine is several times
-# faster at these lookbehinds.
+# White space as the `regex` package's \s (Unicode White_Space), which these splits used
+# before; the standard library's \s also matches \x1c-\x1f. The standard engine is
+# several times faster at these lookbehinds.
 _SPACE = r"[^\S\x1c-\x1f]"
 _SENTENCE_END = re.compile(rf"(?<=[.!?。！？；;]){_SPACE}+|(?<=[。！？])")
 _AFTER_SPACE = re.compile(rf"(?<={_SPACE})")
@@ -91,7 +91,7 @@ _recent_pieces = functools.lru_cache(maxsize=8192)(estimate_pieces)
 def _known_pieces(text: str) -> int:
     """``estimate_pieces`` through a small cache: the notes of one collection repeat
     blocks, headings and words (a reference's "## Parameters" and option tables, the
-    words of markup). Texts of up to 1 KiB are cached, so it holds 8 MiB at most."""
+    words of markup). It keeps at most 8,192 texts of up to 1,024 characters."""
     return _recent_pieces(text) if len(text) <= 1024 else estimate_pieces(text)
 
 
