@@ -25,13 +25,12 @@ import Stemmer
 TOKENIZER_VERSION = "1"
 
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}ー"
-# One pass finds CJK runs and words of every other script (marks stay with their letter).
-_SEGMENT = regex.compile(rf"([{_CJK}]+)|[\p{{L}}\p{{N}}\p{{M}}--[{_CJK}]]+", regex.V1)
-# _SEGMENT with the word as a group of its own, for findall (no match object per word).
+# One pass finds CJK runs (group 1) and words of every other script (group 2; marks stay
+# with their letter), as findall's pairs (no match object per word).
 _SEGMENTS = regex.compile(rf"([{_CJK}]+)|([\p{{L}}\p{{N}}\p{{M}}--[{_CJK}]]+)", regex.V1)
 _CJK_CHAR = regex.compile(rf"[{_CJK}]")
 _WORD = regex.compile(r"[\p{L}\p{N}\p{M}]+")
-# What _SEGMENT finds in normalized ASCII text (lower case, no marks, no CJK) are the
+# What _SEGMENTS finds in normalized ASCII text (lower case, no marks, no CJK) are the
 # runs of [a-z0-9]: every other byte becomes a space and str.split cuts there, several
 # times faster than a pattern's findall (most notes are ASCII).
 _ASCII_WORD_CHARS = (string.ascii_lowercase + string.digits).encode()
@@ -81,7 +80,7 @@ def tokenize(text: str) -> list[str]:
     if text.isascii():
         words = text.encode("ascii").translate(_ASCII_NOT_WORD).decode("ascii").split()
         return list(map(_stem, words))
-    if _CJK_CHAR.search(text) is None:  # then _SEGMENT's words are _WORD's
+    if _CJK_CHAR.search(text) is None:  # then _SEGMENTS' words are _WORD's
         return list(map(_stem, _WORD.findall(text)))
     out: list[str] = []
     for cjk, word in _SEGMENTS.findall(text):
@@ -103,10 +102,9 @@ def word_tokens(text: str) -> list[tuple[str, str]]:
     stemming beside the token ``tokenize`` makes of it (a CJK bigram is both). For
     queries, whose words are looked up in stop word lists."""
     out: list[tuple[str, str]] = []
-    for match in _SEGMENT.finditer(normalize(text)):
-        cjk = match.group(1)
-        if cjk is None:
-            out.append((match.group(), _stem(match.group())))
+    for cjk, word in _SEGMENTS.findall(normalize(text)):
+        if word:
+            out.append((word, _stem(word)))
         else:
             out.extend((g, g) for g in _cjk_grams(cjk))
     return out
