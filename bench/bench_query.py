@@ -6,10 +6,15 @@ finding and ranking the postings and fetching and formatting the hits.
     python bench/bench_query.py --notes 1000 --workdir /tmp/mv-query   # reuse vaults
     python bench/bench_query.py --notes 50000 --workdir /tmp/mv-scale \
         --shared-index /tmp/mv-scale/index-50000 --baseline-src /tmp/main/src  # one index
+    python bench/bench_query.py --vault /tmp/peers-work/corpora/hub \
+        --query-file /tmp/peers-work/results-hub.json --baseline-src /tmp/main/src
 
 The vault is ``gen_vault.py``'s (seeded), the ~200 queries ``bench_core.py``'s (words of
-every frequency, phrases, prefixes, boolean, CJK). Each tree indexes its own copy with
-its own code (``vault reindex --no-vectors``), then runs in a new process per round:
+every frequency, phrases, prefixes, boolean, CJK); or an existing vault (``--vault``)
+with the queries of ``--query-file`` (a JSON list of strings, or the peers harness's
+results file, whose ``queries`` are phrases of the corpus's titles). Each tree indexes
+the vault with its own code (``vault reindex --no-vectors``) into its own index, then
+runs in a new process per round:
 10 warm-up queries, then every query once through ``Vault.search(mode="keyword",
 limit=10)``. With ``--baseline-src`` the two trees' rounds alternate (which goes first
 too), so machine load hits both alike; the ratio of their medians per round is printed
@@ -18,7 +23,10 @@ less with other work on the machine. The split is the search's own ``timings_ms`
 ``keyword`` (term lookup, BM25 over the postings, the note-level rerank) and ``fetch``
 (collapsing to notes, reading the shown chunks and their notes, snippets). A process's
 first search scores in SQL, later ones in numpy (index/bm25.py): the warm-up runs the
-first, so the figures are the warm path's; `bench_cli.py` times the one-shot path.
+first, so the figures are the warm path's; `bench_cli.py` times the one-shot path. The
+second and third warm-up queries are timed on their own: the first in numpy imports it,
+the second reads every chunk's note into arrays (index/reads.py) that later searches
+look up; after a write to the index, the second search after it reads them again.
 Measures and prints; never asserts. The table goes to ``bench/out/query.md``.
 """
 
@@ -54,8 +62,13 @@ def worker(vault: Path, index: Path, queries_file: Path) -> None:
     queries = json.loads(queries_file.read_text(encoding="utf-8"))
     opened = open_local(vault, index)
     try:
-        for _, query in queries[:WARMUP]:
+        second: list[float] = []  # the first two searches in numpy (see the docstring)
+        third: list[float] = []
+        for n, (_, query) in enumerate(queries[:WARMUP]):
+            started = time.perf_counter()
             opened.search(query, mode="keyword", limit=10)
+            if n in (1, 2):
+                (second if n == 1 else third).append((time.perf_counter() - started) * 1000)
         wall, cpu, postings, fetch = [], [], [], []
         for _, query in queries:
             started, began_cpu = time.perf_counter(), time.process_time()
@@ -66,7 +79,9 @@ def worker(vault: Path, index: Path, queries_file: Path) -> None:
             fetch.append(result.timings_ms.get("fetch", 0.0))
     finally:
         opened.close()
-    print(json.dumps({"wall": wall, "cpu": cpu, "postings": postings, "fetch": fetch}))
+    figures = {"wall": wall, "cpu": cpu, "postings": postings, "fetch": fetch}
+    figures.update(second=second, third=third)
+    print(json.dumps(figures))
 
 
 class Tree:
@@ -123,10 +138,20 @@ def prepare(workdir: Path, notes: int, seed: int, queries: int) -> tuple[Path, P
     return vault, queries_file
 
 
-def table(trees: list[Tree], notes: int, queries: int) -> list[str]:
+def given(workdir: Path, vault: Path, query_file: Path) -> tuple[Path, Path]:
+    """(an existing vault, a file of (class, query) pairs from ``query_file``)."""
+    loaded = json.loads(query_file.read_text(encoding="utf-8"))
+    texts = loaded["queries"] if isinstance(loaded, dict) else loaded
+    queries_file = workdir / f"queries-{vault.resolve().name}.json"
+    queries_file.write_text(json.dumps([["given", q] for q in texts]), encoding="utf-8")
+    return vault, queries_file
+
+
+def table(trees: list[Tree], corpus: str) -> list[str]:
     names = " | ".join(t.name for t in trees)
+    queries = len(trees[0].rounds[0]["wall"])
     lines = [
-        f"Warm keyword queries at {notes:,} notes ({queries} queries x {len(trees[0].rounds)} "
+        f"Warm keyword queries on {corpus} ({queries} queries x {len(trees[0].rounds)} "
         f"rounds, after {WARMUP} warm-up queries each); {os.cpu_count()} cores.",
         "",
         f"| figure | {names} |" + (" ratio (this / baseline) |" if len(trees) == 2 else ""),
@@ -137,6 +162,8 @@ def table(trees: list[Tree], notes: int, queries: int) -> list[str]:
         ("p50, CPU", "cpu"),
         ("postings (term lookup, BM25, rerank), p50", "postings"),
         ("fetching hits (notes, chunks, snippets), p50", "fetch"),
+        ("a process's second search (imports numpy), median", "second"),
+        ("its third (reads every chunk's note), median", "third"),
     ]
     for label, key in figures:
         cells = [f"{t.median(key):.2f} ms" for t in trees]
@@ -158,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--rounds", type=int, default=3, help="new processes per tree")
+    p.add_argument("--vault", type=Path, help="an existing vault instead of a generated one")
+    p.add_argument("--query-file", type=Path, help="its queries (with --vault)")
     p.add_argument("--baseline-src", type=Path, help="another tree's src/ to compare with")
     p.add_argument("--workdir", type=Path, help="keep vaults and indexes here (reused)")
     p.add_argument(
@@ -169,7 +198,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="mv-query-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    vault, queries_file = prepare(workdir, args.notes, args.seed, args.queries)
+    if args.vault and not args.query_file:
+        p.error("--vault needs --query-file")
+    if args.vault:
+        vault, queries_file = given(workdir, args.vault, args.query_file)
+    else:
+        vault, queries_file = prepare(workdir, args.notes, args.seed, args.queries)
     shared = args.shared_index
     trees = [Tree("this tree", None, shared or workdir / "index-this")]
     if args.baseline_src:
@@ -182,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         for tree in trees if turn % 2 == 0 else trees[::-1]:
             log(f"round {turn + 1}: {tree.name}")
             tree.round(vault, queries_file)
-    lines = table(trees, args.notes, args.queries)
+    lines = table(trees, vault.name if args.vault else f"{args.notes:,} notes")
     if shared:
         lines.append(f"\nBoth trees queried one index, {shared}.")
     lines.append(f"\nLoad average at start {load_start}, at end {load_average()}.")

@@ -62,6 +62,35 @@ def test_rename_keeps_chunk_ids(write: WriteNotes, open_vault: OpenVault) -> Non
     assert (hit.path, hit.chunk_id) == ("new.md", before)
 
 
+@pytest.mark.parametrize("kept", [20_000, 0], ids=["details-kept", "details-by-key"])
+def test_warm_search_sees_a_rename_and_an_edit(
+    write: WriteNotes, open_vault: OpenVault, kept: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that searches again keeps each chunk's note in arrays, and in a small
+    vault what hits show of the notes (reads.py): a rename keeps the chunk ids but moves
+    them to another note, an edit changes the note's length and hash; the searches after
+    them read them again."""
+    monkeypatch.setattr("markvault.index.reads.NOTE_DETAILS_KEPT", kept)
+    vault = write({"old.md": "# Title\n\nsome unchanged text", "b.md": "unchanged words"})
+    v = open_vault()
+    v.reindex(vectors=False)
+    keyword = v.host.core().keeper.open_index(write=True).keyword
+    keyword.arrays = True
+    for _ in range(2):  # looked up by key, then every chunk's note read into arrays
+        assert {h.path for h in v.search("unchanged", mode="keyword").hits} == {"old.md", "b.md"}
+    (vault / "old.md").rename(vault / "new.md")
+    (vault / "b.md").write_text("unchanged words, and many more words besides these")
+    v.reindex(vectors=False)
+    warm = [v.search("unchanged", mode="keyword").hits for _ in range(3)]
+    keyword.arrays = False
+    cold = v.search("unchanged", mode="keyword").hits
+    assert {h.path for h in cold} == {"new.md", "b.md"}
+    for hits in warm:
+        shown = [(h.path, h.id, h.title, h.hash, h.chunk_id, h.snippet) for h in cold]
+        assert [(h.path, h.id, h.title, h.hash, h.chunk_id, h.snippet) for h in hits] == shown
+        assert [h.score for h in hits] == pytest.approx([h.score for h in cold], abs=1e-9)
+
+
 def test_indexer_never_writes_the_vault(bundled_copy: Path, tmp_path: Path) -> None:
     before = checksums(bundled_copy)
     with open_local(bundled_copy, tmp_path / "index") as v:
@@ -210,13 +239,14 @@ def test_numpy_and_sql_scoring_give_the_same_hits(
 
 def test_numpy_top_chunks_break_ties_by_id_whatever_the_ids() -> None:
     """Chunks tied at the cut are kept by id, as SQL's ORDER BY score DESC, chunk_id
-    does; sparse ids (summed by sorting) and dense ones (counted) give the same."""
+    does; dense ids (counted), few rows among many ids and sparse ids (both summed by
+    sorting) give the same."""
     import numpy as np
 
     from markvault.index import bm25
 
     found = {"a": (1, 3, 3), "b": (2, 1, 1)}
-    for base in (0, 10**9):
+    for base in (0, 100, 10**9):
         rows = {
             "termid": np.array([1, 1, 1, 1, 2], dtype=np.int32),
             "chunk_id": np.array([9, 4, 7, 2, 7], dtype=np.int64) + base,

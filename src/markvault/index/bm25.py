@@ -232,10 +232,17 @@ def top_chunks(
 def _sum_by_chunk(chunk: np.ndarray, part: np.ndarray, chunks: int) -> tuple[Any, Any]:
     """(chunk ids ascending, the sum of ``part`` over each one's rows), summed in row
     order. Ids are dense (chunks are numbered as they are stored), so a count per id
-    up to the largest is cheap; ``np.unique`` sorts, and took most of the time."""
+    up to the largest is cheap for many rows; for fewer than a tenth as many rows as
+    ids (most queries' terms), ``np.unique``'s sort is cheaper (0.04 against 0.27 ms
+    for 1,000 rows among 130k ids). Both sum each id's rows in row order."""
     import numpy as np
 
-    if len(chunk) == 0 or chunk.min() < 0 or chunk.max() > 16 * chunks + 100_000:
+    if (
+        len(chunk) == 0
+        or chunk.min() < 0
+        or chunk.max() > 16 * chunks + 100_000
+        or len(chunk) * 10 < chunk.max()
+    ):
         ids, at = np.unique(chunk, return_inverse=True)
         return ids, np.bincount(at, weights=part, minlength=len(ids))
     ids = np.flatnonzero(np.bincount(chunk))

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 # What a hit shows of its note (``chunk_details``), in the order they are read. Only
 # what is shown: each column costs a query time, a list column (tags) most.
 _NOTE_DETAILS = ("note_id", "title", "kind", "type", "hash")
+# Up to this many notes, a process that searches again keeps them all (``_ChunkNotes``).
+NOTE_DETAILS_KEPT = 20_000
 
 
 class NoteReads:
@@ -31,6 +33,8 @@ class NoteReads:
         # (day, store.changes, ids): chunks not current, until a day or a write passes
         self._expired: tuple[str, int, tuple[int, ...]] | None = None
         self._names: dict[str, NameIndex | Counter[str]] = {}  # completions, until notes change
+        self._chunk_notes: tuple[int, _ChunkNotes] | None = None  # (store.changes, map)
+        self._notes_asked = -1  # store.changes when chunk_notes was last asked
 
     def forget_names(self) -> None:
         """Notes changed: the names kept for completions are stale."""
@@ -105,8 +109,21 @@ class NoteReads:
         return {int(r[0]): r[1] for r in self.chunk_rows(ids, "path")}
 
     def chunk_notes(self, ids: Sequence[int]) -> dict[int, tuple[str, int]]:
-        """The note path and note length of each chunk id."""
-        return {int(r[0]): (r[1], int(r[2])) for r in self.chunk_rows(ids, "path, note_len")}
+        """The note path and note length of each chunk id (ids that no longer exist are
+        left out). A warm search (in numpy: keyword.py) asks for ~200 at a time, which an
+        ``IN`` list cost DuckDB ~2-3 ms to plan and look up; so the second time it is
+        asked with no write in between, every chunk's is read into arrays (~16 bytes a
+        chunk; that search takes ~150 ms longer at 10k notes: bench/README.md), kept
+        until the index changes."""
+        changes = self.store.changes
+        if self._chunk_notes is not None and self._chunk_notes[0] == changes:
+            return self._chunk_notes[1].lookup(ids)
+        if self._notes_asked != changes:  # a write may come before the next search
+            self._notes_asked = changes
+            rows = self.chunk_rows(ids, "path, note_len")
+            return {int(r[0]): (r[1], int(r[2])) for r in rows}
+        self._chunk_notes = (changes, _ChunkNotes(self.con))
+        return self._chunk_notes[1].lookup(ids)
 
     def chunk_details(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         """Everything a hit shows, for the given chunk ids."""
@@ -122,13 +139,7 @@ class NoteReads:
         ).fetchall()
         if not chunks:
             return {}
-        paths = ", ".join(sql_string(p) for p in {r[1] for r in chunks})
-        notes = {
-            r[0]: r[1:]
-            for r in self.con.execute(
-                f"SELECT path, id, title, kind, type, hash FROM notes WHERE path IN ({paths})"
-            ).fetchall()
-        }
+        notes = self._note_details({r[1] for r in chunks})
         details: dict[int, dict[str, Any]] = {}
         for cid, path, heading_path, start, end, text in chunks:
             note = notes.get(path)
@@ -144,6 +155,20 @@ class NoteReads:
                 **dict(zip(_NOTE_DETAILS, note, strict=True)),
             }
         return details
+
+    def _note_details(self, paths: set[str]) -> dict[str, tuple[Any, ...]]:
+        """What a hit shows of each note in ``paths`` (``_NOTE_DETAILS``): kept with the
+        chunks' notes while those are current in a vault of up to ``NOTE_DETAILS_KEPT``
+        notes, else read by key."""
+        kept = self._chunk_notes
+        if kept is not None and kept[0] == self.store.changes and kept[1].details is not None:
+            shown = kept[1].details
+            return {p: shown[p] for p in paths if p in shown}
+        literals = ", ".join(sql_string(p) for p in paths)
+        rows = self.con.execute(
+            f"SELECT path, id, title, kind, type, hash FROM notes WHERE path IN ({literals})"
+        ).fetchall()
+        return {r[0]: r[1:] for r in rows}
 
     def find_notes(self, column: str, value: str, casefold: bool = False) -> list[dict[str, Any]]:
         """Notes whose ``column`` (path, id or file) equals ``value``."""
@@ -363,3 +388,50 @@ class NoteReads:
             "UNION ALL SELECT path, reason FROM skipped ORDER BY 1"
         ).fetchall()
         return [{"path": r[0], "problem": r[1]} for r in rows]
+
+
+class _ChunkNotes:
+    """Every chunk's note (path, length) by chunk id, in sorted arrays (16 bytes a chunk
+    and a path a note), and in a smaller vault what a hit shows of each note."""
+
+    def __init__(self, con: Any) -> None:
+        import numpy as np
+
+        # Notes by row id: a join yields small integers, not a path string per chunk.
+        rows = con.execute(
+            "SELECT c.id, n.rowid AS note, c.note_len FROM chunks c JOIN notes n ON n.path = c.path"
+        ).fetchnumpy()
+        order = np.argsort(rows["id"], kind="stable")
+        self.ids = np.asarray(rows["id"], dtype=np.int64)[order]
+        self.note = np.asarray(rows["note"], dtype=np.int32)[order]
+        self.note_len = np.asarray(rows["note_len"], dtype=np.int32)[order]
+        notes = con.execute("SELECT rowid, path FROM notes").fetchall()
+        self.paths: list[str] = [""] * (max((r[0] for r in notes), default=-1) + 1)
+        for rowid, path in notes:
+            self.paths[rowid] = path
+        # What a hit shows of each note too, in a vault small enough: a lookup by key
+        # costs a search ~1 ms; keeping them ~530 bytes a note (bench/README.md).
+        self.details: dict[str, tuple[Any, ...]] | None = None
+        if len(notes) <= NOTE_DETAILS_KEPT:
+            shown = con.execute("SELECT path, id, title, kind, type, hash FROM notes").fetchall()
+            self.details = {r[0]: r[1:] for r in shown}
+
+    def lookup(self, ids: Sequence[int]) -> dict[int, tuple[str, int]]:
+        import numpy as np
+
+        if not len(ids) or not len(self.ids):
+            return {}
+        wanted = np.asarray(ids, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.ids, wanted), len(self.ids) - 1)
+        found = self.ids[at] == wanted
+        at = at[found]
+        paths = self.paths
+        return {
+            cid: (paths[note], length)
+            for cid, note, length in zip(
+                wanted[found].tolist(),
+                self.note[at].tolist(),
+                self.note_len[at].tolist(),
+                strict=True,
+            )
+        }
