@@ -282,7 +282,7 @@ def load_baseline(src: Path) -> tuple[Any, Any]:
 
 
 def clear_caches(*modules: Any) -> None:
-    """Empty the memo caches a worker starts without (the stems, the word sizes)."""
+    """Empty the memo caches a worker starts without (the stems, the piece estimates)."""
     for module in modules:
         if hasattr(module, "_stems"):
             module._stems.clear()
