@@ -5,8 +5,9 @@
 
 ``--again N`` times instead the re-index of a built index as a new process, N pairs:
 nothing changed (no-op), then one note edited (a paragraph appended to the mid-sized
-note, as ``../shared/peers/bench.py`` picks it), each tree on a fresh copy of the same
-index; then one in-process edit of this tree split into its phases.
+note, as ``../shared/peers/bench.py`` picks it), each tree on a fresh copy of the index
+it built itself, wall and CPU; then one in-process edit of each tree, twice, split into
+its phases.
 
 Each pair runs ``vault --vault COPY --index EMPTY reindex --no-vectors`` once with the
 baseline's ``src/`` first on ``PYTHONPATH`` and once with this tree's (order alternating
@@ -30,6 +31,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -229,23 +231,33 @@ def edited_note(vault: Path) -> Path:
     return Path(notes[len(notes) // 2][1])
 
 
-def reindex_s(vault_bin: str, src: Path, vault: Path, index: Path, home: Path) -> float:
-    """Wall seconds of one `vault reindex --no-vectors` as a new process."""
+def reindex_s(
+    vault_bin: str, src: Path, vault: Path, index: Path, home: Path
+) -> tuple[float, float]:
+    """(wall s, CPU s) of one `vault reindex --no-vectors` as a new process. CPU (user +
+    system of the process; a re-index this small starts no workers) moves less than wall
+    with other work on the machine."""
     env = {**os.environ, "PYTHONPATH": str(src), "HOME": str(home)}
     cmd = [vault_bin, "--vault", str(vault), "--index", str(index), "reindex", "--no-vectors"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     out = subprocess.run([*cmd, "-q"], env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
         sys.exit(f"reindex failed under {src}:\n{out.stdout}\n{out.stderr}")
-    return wall
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu
 
 
-def again_once(bin_: str, src: Path, vault: Path, work: Path, note: Path) -> tuple[float, float]:
-    """(no-op s, one-edit s) on a fresh copy of the built index, the note restored."""
+def again_once(
+    bin_: str, src: Path, vault: Path, work: Path, note: Path, built: Path
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """((wall, CPU) of the no-op, (wall, CPU) of the one edit) on a fresh copy of the
+    built index, the note restored."""
     index = work / "index"
     shutil.rmtree(index, ignore_errors=True)
-    shutil.copytree(work / "built", index)
+    shutil.copytree(built, index)
     shutil.copy2(work / "note.orig", note)
     noop = reindex_s(bin_, src, vault, index, work / "home")
     with note.open("a", encoding="utf-8") as fh:
@@ -262,39 +274,60 @@ def again_main(args: argparse.Namespace) -> int:
         note = edited_note(vault)
         shutil.copy2(note, work / "note.orig")
         trees = {"baseline": args.baseline_src.resolve(), "this": (HERE / "src").resolve()}
-        reindex_s(args.bin, trees["this"], vault, work / "built", work / "home")
+        # Each tree re-indexes the index it built itself: how it lays the file out (row
+        # groups) is part of what it pays for an edit.
+        for name, src in trees.items():
+            reindex_s(args.bin, src, vault, work / f"built-{name}", work / "home")
         load = " ".join(f"{x:.2f}" for x in os.getloadavg())
         print(f"re-index of {args.corpus} as a new process, {args.again} pairs (load {load})")
         print(f"  edited note: {note.relative_to(vault)}")
-        ratios: dict[str, list[float]] = {"noop": [], "edit": []}
+        ratios: dict[str, list[float]] = {"noop": [], "edit": [], "edit_cpu": []}
         for i, got in alternating(
-            args.again, lambda name: again_once(args.bin, trees[name], vault, work, note)
+            args.again,
+            lambda name: again_once(
+                args.bin, trees[name], vault, work, note, work / f"built-{name}"
+            ),
         ):
-            (bn, be), (tn, te) = got["baseline"], got["this"]
+            ((bn, _), (be, bec)), ((tn, _), (te, tec)) = got["baseline"], got["this"]
             ratios["noop"].append(tn / bn)
             ratios["edit"].append(te / be)
+            ratios["edit_cpu"].append(tec / bec)
             print(
                 f"  pair {i + 1}: no-op {bn:5.2f} -> {tn:5.2f} s ({tn / bn:.2f}x)   "
-                f"edit {be:5.2f} -> {te:5.2f} s ({te / be:.2f}x)   load {os.getloadavg()[0]:.2f}",
+                f"edit {be:5.2f} -> {te:5.2f} s ({te / be:.2f}x), "
+                f"CPU {bec:5.2f} -> {tec:5.2f} s ({tec / bec:.2f}x)   "
+                f"load {os.getloadavg()[0]:.2f}",
                 flush=True,
             )
+        sizes = {
+            n: sum(f.stat().st_size for f in (work / f"built-{n}").glob("*.duckdb")) for n in trees
+        }
         load_end = " ".join(f"{x:.2f}" for x in os.getloadavg())
         print(
             f"median this/baseline: no-op {statistics.median(ratios['noop']):.2f}x, "
-            f"edit {statistics.median(ratios['edit']):.2f}x "
+            f"edit {statistics.median(ratios['edit']):.2f}x, "
+            f"edit CPU {statistics.median(ratios['edit_cpu']):.2f}x; index file "
+            f"{sizes['baseline'] / 2**20:.1f} -> {sizes['this'] / 2**20:.1f} MiB "
             f"(load average {load} at start, {load_end} at end; {os.cpu_count()} cores)"
         )
-        shutil.rmtree(work / "index")
-        shutil.copytree(work / "built", work / "index")
-        shutil.copy2(work / "note.orig", note)
-        with note.open("a", encoding="utf-8") as fh:
-            fh.write(EDIT)
-        env = {**os.environ, "PYTHONPATH": str(trees["this"]), "HOME": str(work / "home")}
-        me = [sys.executable, __file__, str(vault), "--phases", str(work / "index")]
-        subprocess.run(me, env=env, check=True)
+        for _, _ in alternating(2, lambda name: phases_of(name, trees[name], vault, work, note)):
+            pass
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def phases_of(name: str, src: Path, vault: Path, work: Path, note: Path) -> None:
+    """One edit by ``src``'s tree on a fresh copy of the index it built, by phase."""
+    shutil.rmtree(work / "index")
+    shutil.copytree(work / f"built-{name}", work / "index")
+    shutil.copy2(work / "note.orig", note)
+    with note.open("a", encoding="utf-8") as fh:
+        fh.write(EDIT)
+    env = {**os.environ, "PYTHONPATH": str(src), "HOME": str(work / "home")}
+    me = [sys.executable, __file__, str(vault), "--phases", str(work / "index")]
+    print(f"{name}:", flush=True)
+    subprocess.run(me, env=env, check=True)
 
 
 def phases(vault: Path, index: Path) -> int:
@@ -341,7 +374,7 @@ def phases(vault: Path, index: Path) -> int:
     keeper.close()
     total = time.perf_counter() - t + spent["import the CLI"] + spent["import the sync"]
     assert report.updated == 1, report
-    print("one-edit re-index of this tree in one process, by phase (wall ms):")
+    print("one-edit re-index in one process, by phase (wall ms):")
     for label, sec in spent.items():
         print(f"  {label:34s} {sec * 1000:7.1f}")
     nested = sum(v for k, v in spent.items() if k.startswith(" "))

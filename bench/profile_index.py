@@ -4,6 +4,9 @@
     python bench/profile_index.py /path/to/notes --alternatives  # + the ways before, same run
     python bench/profile_index.py /path/to/notes --parse-check   # + markdown-it-py's parse
     python bench/profile_index.py /path/to/notes --hot parse     # cProfile of one stage
+    python bench/profile_index.py /path/to/notes --baseline-src ../main/src
+        # + chunk and tokenize with another tree's modules, pair by pair, and whether
+        #   their chunks and fts texts are the same as this tree's on every note
 
 Runs the stages of ``vault reindex --no-vectors`` one after the other in this one process
 (no worker processes, so CPU time is the work itself): scan, read, hash, parse, chunk,
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import importlib.util
 import io
 import os
 import pickle
@@ -136,7 +140,12 @@ class Stages:
 
 
 def profile_build(
-    corpus: Path, workdir: Path, stages: Stages, alternatives: bool, parse_check: bool = False
+    corpus: Path,
+    workdir: Path,
+    stages: Stages,
+    alternatives: bool,
+    baseline: Path | None,
+    parse_check: bool = False,
 ) -> None:
     vault_dir = workdir / "vault"
     if not vault_dir.exists():
@@ -166,18 +175,15 @@ def profile_build(
         s.note = f"{sum(len(n.links) for n in notes)} links"
 
     with stages.stage("chunk") as s:
-        chunked = []
-        for note, (_, _, text) in zip(notes, raw, strict=True):
-            lines = (text[1:] if text.startswith("\ufeff") else text).split("\n")
-            chunked.append(chunk_note(note, [line.rstrip("\r") for line in lines], settings.chunk))
+        chunked = [
+            chunk_note(note, note_lines(text), settings.chunk)
+            for note, (_, _, text) in zip(notes, raw, strict=True)
+        ]
         n_chunks = sum(len(c) for c in chunked)
         s.note = f"{n_chunks} chunks"
 
     with stages.stage("tokenize (fts text per chunk)") as s:
-        tokens = [
-            [" ".join(tokenize(f"{note.title} {c.context}\n{c.text}")) for c in chunks]
-            for note, chunks in zip(notes, chunked, strict=True)
-        ]
+        tokens = fts_texts(notes, chunked, tokenize)
         n_tokens = sum(t.count(" ") + 1 for ts in tokens for t in ts if t)
         s.note = f"{n_tokens / 1e6:.1f} M tokens"
 
@@ -185,6 +191,10 @@ def profile_build(
         counted = [note_terms(ts) for ts in tokens]
         pairs = sum(len(c) // 4 - len(ts) for (_, c), ts in zip(counted, tokens, strict=True))
         s.note = f"{pairs / 2e6:.1f} M postings"
+
+    if baseline:
+        texts = [text for _, _, text in raw]
+        alternative_chunking(baseline, notes, texts, settings, (chunked, tokens), stages)
 
     records = [
         NoteRecord(
@@ -261,6 +271,77 @@ def profile_build(
     index.close()
     size = sum(p.stat().st_size for p in index_dir.glob("*.duckdb*"))
     print(f"  index file: {size / 2**20:.1f} MiB", flush=True)
+
+
+def note_lines(text: str) -> list[str]:
+    """The file's lines as the sync hands them to the chunker."""
+    lines = (text[1:] if text.startswith("\ufeff") else text).split("\n")
+    return [line.rstrip("\r") for line in lines]
+
+
+def fts_texts(notes: list[Any], chunked: list[list[Any]], tokenizer: Any) -> list[list[str]]:
+    """The fts text of every chunk, as the sync makes it."""
+    return [
+        [" ".join(tokenizer(f"{note.title} {c.context}\n{c.text}")) for c in chunks]
+        for note, chunks in zip(notes, chunked, strict=True)
+    ]
+
+
+def load_baseline(src: Path) -> tuple[Any, Any]:
+    """The chunk and text modules of the markvault package under ``src`` (another tree),
+    imported as ``markvault_baseline`` beside this tree's."""
+    name = "markvault_baseline"
+    package = src.resolve() / "markvault"
+    spec = importlib.util.spec_from_file_location(
+        name, package / "__init__.py", submodule_search_locations=[str(package)]
+    )
+    assert spec and spec.loader, f"no markvault package under {src}"
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return importlib.import_module(f"{name}.chunk"), importlib.import_module(f"{name}.text")
+
+
+def clear_caches(*modules: Any) -> None:
+    """Empty the memo caches a worker starts without (the stems, the piece estimates)."""
+    for module in modules:
+        if hasattr(module, "_stems"):
+            module._stems.clear()
+        if hasattr(module, "_recent_pieces"):
+            module._recent_pieces.cache_clear()
+
+
+def alternative_chunking(
+    baseline: Path,
+    notes: list[Any],
+    texts: list[str],
+    settings: Settings,
+    ours: tuple[list[list[Any]], list[list[str]]],
+    stages: Stages,
+) -> None:
+    """The chunk and tokenize stages with the baseline tree's modules and this tree's,
+    pair by pair on the same parsed notes, each starting with empty caches (as a worker
+    does); counts the notes whose chunks or fts texts differ from this tree's (0: none)."""
+    from markvault import chunk, text
+
+    base_chunk, base_text = load_baseline(baseline)
+    lines = [note_lines(t) for t in texts]
+    ways = (("baseline", base_chunk, base_text), ("this tree", chunk, text))
+    for label, chunker, tokenizer in ways * 2:
+        clear_caches(chunker, tokenizer)
+        with stages.stage(f"alt: chunk, {label}") as s:
+            chunked = [
+                chunker.chunk_note(n, ls, settings.chunk)
+                for n, ls in zip(notes, lines, strict=True)
+            ]
+        with stages.stage(f"alt: tokenize, {label}") as t:
+            tokens = fts_texts(notes, chunked, tokenizer.tokenize)
+        pairs = zip(chunked, ours[0], strict=True)
+        s.note = (
+            f"notes differing: {sum(list(map(vars, a)) != list(map(vars, b)) for a, b in pairs)}"
+        )
+        t.note = f"notes differing: {sum(a != b for a, b in zip(tokens, ours[1], strict=True))}"
+        print(f"    {label}: chunk {s.note}, tokenize {t.note}", flush=True)
 
 
 def alternative_rebuild(index: Index, stages: Stages) -> None:
@@ -382,6 +463,11 @@ def main(argv: list[str] | None = None) -> int:
         help="also time markdown-it-py's parse and count notes it reads otherwise",
     )
     p.add_argument("--hot", help="cProfile the stage whose name contains this word")
+    p.add_argument(
+        "--baseline-src",
+        type=Path,
+        help="also chunk and tokenize with the markvault package under this src/, pair by pair",
+    )
     p.add_argument("--label", help="title of the printed table")
     args = p.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="mv-profile-"))
@@ -390,7 +476,14 @@ def main(argv: list[str] | None = None) -> int:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"profile of a cold keyword build of {args.corpus} (load average {load})", flush=True)
     try:
-        profile_build(args.corpus, workdir, stages, args.alternatives, args.parse_check)
+        profile_build(
+            args.corpus,
+            workdir,
+            stages,
+            args.alternatives,
+            args.baseline_src,
+            args.parse_check,
+        )
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)

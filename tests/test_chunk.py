@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
+import regex
 
+from markvault import chunk
 from markvault.chunk import chunk_note, estimate_pieces, fingerprint
 from markvault.config import ChunkParams, Settings
 from markvault.files import FileStat
@@ -97,3 +100,105 @@ def test_bundled_vault_chunks_fit_the_model_window() -> None:
         ]
     assert len(sizes) > 50
     assert max(sizes) <= 256
+
+
+# The sentence and word splits as the `regex` package made them before (its \s is
+# Unicode White_Space, without the standard library's \x1c-\x1f).
+REGEX_SENTENCE_END = regex.compile(r"(?<=[.!?。！？；;])\s+|(?<=[。！？])")
+REGEX_AFTER_SPACE = regex.compile(r"(?<=\s)")
+ODD_CHARS = "\x00\x0b\x1c\x1f\x7f\x85\xa0\u2003\u2028\u3000_é日ж。！；;.!? \t"
+
+
+def random_text(rng: random.Random, words: int) -> str:
+    vocabulary = [
+        "a",
+        "word",
+        "sentence.",
+        "Running",
+        "internationalization",
+        "x_y",
+        "API2",
+        "<span",
+        'class="gi">',
+        "e-mail",
+        "1234567",
+        "abcdefghijk_l",
+        "don't",
+    ]
+    out = []
+    for _ in range(words):
+        if rng.random() < 0.2:
+            out.append("".join(rng.choice(ODD_CHARS) for _ in range(rng.randint(1, 4))))
+        else:
+            out.append(rng.choice(vocabulary))
+    return rng.choice(["", " "]).join(out) if rng.random() < 0.1 else " ".join(out)
+
+
+def test_ascii_estimate_is_the_patterns_estimate() -> None:
+    """ASCII text is counted with bytes.count on its character classes: the same figure
+    as the regular expressions that count every other text."""
+    rng = random.Random(7)
+    alphabet = "abcXYZ0189_-'.:#/ \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x00\x7f`*[]()~"
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        text += " ".join(
+            rng.choice(["abcdefg", "abcdefghijk", "abcdefghijklmno", "a_bcdefgh"])
+            for _ in range(rng.randint(0, 3))
+        )
+        text = "".join(rng.sample(text, len(text))) if rng.random() < 0.5 else text
+        assert estimate_pieces(text) == chunk._pattern_pieces(text), repr(text)
+
+
+def test_splits_are_those_of_the_regex_package() -> None:
+    rng = random.Random(8)
+    for _ in range(2000):
+        line = random_text(rng, rng.randint(0, 30))
+        assert chunk._SENTENCE_END.split(line) == REGEX_SENTENCE_END.split(line), repr(line)
+        assert chunk._AFTER_SPACE.split(line) == REGEX_AFTER_SPACE.split(line), repr(line)
+
+
+def random_note(rng: random.Random) -> str:
+    parts = ["---\ntitle: Generated note\n---"]
+    for _ in range(rng.randint(1, 12)):
+        kind = rng.choice(["heading", "paragraph", "long line", "code", "list", "table"])
+        if kind == "heading":
+            parts.append("#" * rng.randint(1, 4) + " " + random_text(rng, rng.randint(1, 5)))
+        elif kind == "paragraph":
+            lines = rng.randint(1, 6)
+            parts.append("\n".join(random_text(rng, rng.randint(1, 20)) for _ in range(lines)))
+        elif kind == "long line":
+            parts.append(random_text(rng, rng.randint(50, 400)))
+        elif kind == "code":
+            parts.append("```\n" + random_text(rng, rng.randint(5, 300)) + "\n```")
+        elif kind == "list":
+            parts.append("\n".join("- " + random_text(rng, rng.randint(1, 60)) for _ in range(4)))
+        else:
+            parts.append("| a | b |\n| --- | --- |\n| " + random_text(rng, 80) + " | x |")
+    return "\n\n".join(parts)
+
+
+def test_generated_notes_chunk_as_with_the_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chunker with its faster counting and splitting makes the same chunks as with
+    the regular expressions and the `regex` package's splits it used before
+    (bench/profile_index.py --baseline-src checks whole corpora against another tree)."""
+    rng = random.Random(9)
+    notes = [random_note(rng) for _ in range(150)]
+    fast = [[vars(c) for c in chunks_of(text, max_pieces=60)] for text in notes]
+    monkeypatch.setattr(chunk, "_ascii_pieces", chunk._pattern_pieces)
+    monkeypatch.setattr(chunk, "_recent_pieces", chunk._pattern_pieces)
+    monkeypatch.setattr(chunk, "_SENTENCE_END", REGEX_SENTENCE_END)
+    monkeypatch.setattr(chunk, "_AFTER_SPACE", REGEX_AFTER_SPACE)
+    for text, expected in zip(notes, fast, strict=True):
+        assert [vars(c) for c in chunks_of(text, max_pieces=60)] == expected, text
+
+
+def test_estimates_add_up_across_white_space() -> None:
+    """The chunker sums the estimates of a heading context's parts ("title > h1 > h2")
+    and of a long line's words instead of counting the joined text again."""
+    rng = random.Random(10)
+    for _ in range(2000):
+        parts = [random_text(rng, rng.randint(0, 6)) for _ in range(rng.randint(1, 4))]
+        joined = estimate_pieces(" > ".join(parts))
+        assert joined == sum(map(estimate_pieces, parts)) + len(parts) - 1, parts
+        words = chunk._AFTER_SPACE.split(parts[0])
+        assert estimate_pieces(parts[0]) == sum(map(estimate_pieces, words)), parts[0]

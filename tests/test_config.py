@@ -17,6 +17,7 @@ from markvault.config import (
     ORIGIN_GIVEN,
     CredentialSettings,
     read_credential_settings,
+    user_cache_dir,
 )
 
 from .conftest import BUNDLED_VAULT, REPO, run_cli
@@ -24,6 +25,30 @@ from .conftest import BUNDLED_VAULT, REPO, run_cli
 
 def _cache_root() -> Path:
     return Path(os.environ["XDG_CACHE_HOME"]) / "markvault" / "indexes"
+
+
+@pytest.mark.parametrize(
+    ("xdg", "home"),
+    [
+        ("/xdg/cache", "/home/u"),
+        (None, "/home/u"),
+        ("", "/home/u/"),
+        ("rel/cache", "/home/u"),
+        (None, "/"),
+    ],
+)
+def test_the_cache_folder_is_the_one_platformdirs_gives(
+    monkeypatch: pytest.MonkeyPatch, xdg: str | None, home: str
+) -> None:
+    """The Linux shortcut (no platformdirs import on a search) and platformdirs agree."""
+    import platformdirs
+
+    if xdg is None:
+        monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_CACHE_HOME", xdg)
+    monkeypatch.setenv("HOME", home)
+    assert user_cache_dir() == platformdirs.user_cache_path("markvault")
 
 
 def test_index_defaults_to_a_folder_per_vault_in_the_cache_directory(tmp_path: Path) -> None:

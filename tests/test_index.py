@@ -456,3 +456,43 @@ def test_edits_leave_what_a_full_rebuild_gives(
     v.reindex(full=True, vectors=False)
     v.close()
     assert edited == _contents(vault.parent / "index")
+
+
+def test_duckdb_reports_the_version_importlib_metadata_gives() -> None:
+    """store.py hands duckdb its version module ready (no importlib.metadata on a search):
+    what duckdb says of itself stays what its package metadata says."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, markvault.index.store, duckdb\n"
+        "spared = 'importlib.metadata' not in sys.modules\n"
+        "from importlib.metadata import version\n"
+        "both = f\"{version('duckdb')} (with duckdb {duckdb.__duckdb_version__})\"\n"
+        "print(duckdb.__version__ == version('duckdb'), spared, duckdb.version() == both)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True", "True"], out.stdout + out.stderr
+
+
+def test_a_second_open_of_the_index_in_one_process_is_busy_not_a_rebuild(
+    vault_dir: Path, tmp_path: Path
+) -> None:
+    """The file is attached to a database of each connection's own: a second one in this
+    process is refused by DuckDB, which must read as busy, never as a broken index."""
+    import dataclasses
+
+    from markvault import Settings
+    from markvault.errors import IndexBusyError
+    from markvault.index.store import Store
+
+    settings = Settings.load(vault=vault_dir, index=tmp_path / "index")
+    settings = dataclasses.replace(settings, index_lock_wait=0.2)
+    first = Store.open(settings, write=True, chunk_fingerprint="fp", ready=lambda _: None)
+    try:
+        with pytest.raises(IndexBusyError):
+            Store.open(settings, write=True, chunk_fingerprint="fp", ready=lambda _: None)
+        assert first.meta()["chunk_fingerprint"] == "fp"
+        assert not settings.db_path.with_name(settings.db_path.name + ".old").exists()
+    finally:
+        first.close()

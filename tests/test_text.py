@@ -41,16 +41,31 @@ def test_prefix_token_is_normalized_not_stemmed() -> None:
     assert prefix_token("two words") == ""
 
 
-def test_ascii_text_is_tokenized_as_every_other_text() -> None:
-    """ASCII text takes a faster pattern; its tokens are those of the general one, here
-    reached by appending a Cyrillic word (non-ASCII text) and dropping its token."""
-    rng = random.Random(12)
-    alphabet = "abcXYZ019_-'.:#/ \t\n`*[]()\x00\x7f~"
-    words = ["running", "Runs", "API2", "x_y", "don't", "C++", "e-mail", "Caf"]
+def assert_tokens_as_in_longer_text(seed: int, words: list[str], alphabet: str, word: str) -> None:
+    """Random texts of ``words`` and ``alphabet`` tokenize as they do with `` word``
+    appended (whose one token is dropped): the appended word sends the text down the
+    general way, the text alone may take a faster one."""
+    rng = random.Random(seed)
     for _ in range(500):
         parts = [rng.choice(words) for _ in range(rng.randint(0, 4))]
         parts.append("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))))
         text = " ".join(rng.sample(parts, len(parts)))
-        general = tokenize(text + " \u0436")
-        assert general[-1] == "\u0436"
+        general = tokenize(f"{text} {word}")
+        assert general[-1] == word
         assert tokenize(text) == general[:-1], text
+
+
+def test_ascii_text_is_tokenized_as_every_other_text() -> None:
+    """ASCII text takes a faster way; a Cyrillic word makes the text non-ASCII."""
+    words = ["running", "Runs", "API2", "x_y", "don't", "C++", "e-mail", "Caf"]
+    alphabet = "abcXYZ019_-'.:#/ \t\n\x0b\x1c\x1f`*[]()\x00\x7f~"
+    assert_tokens_as_in_longer_text(12, words, alphabet, "\u0436")
+
+
+def test_text_without_cjk_is_tokenized_as_text_with_it() -> None:
+    """Non-ASCII text without Han, Kana or Hangul takes a shorter way; a Han character
+    makes it CJK text."""
+    words = ["Café", "ёжик", "Ёлка", "naïve", "Straße", "ǅemal", "x²", "١٢٣", "Ωmega"]
+    words += ["e\u0301", "नमस्ते", "ﬁle"]
+    alphabet = "abc019_-'. \t\n\u00a0\u2003\u2028·«»—"
+    assert_tokens_as_in_longer_text(13, words, alphabet, "\u65e5")

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 import re
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
-
-import platformdirs
 
 from .errors import ConfigError
 
@@ -196,7 +196,24 @@ def default_index_dir(vault_dir: Path) -> Path:
     resolved = vault_dir.resolve()
     digest = hashlib.blake2b(str(resolved).encode(), digest_size=6).hexdigest()
     name = re.sub(r"[^\w.-]+", "-", resolved.name).strip("-.")[:40] or "vault"
-    return platformdirs.user_cache_path(APP_NAME) / "indexes" / f"{name}-{digest}"
+    return user_cache_dir() / "indexes" / f"{name}-{digest}"
+
+
+def user_cache_dir() -> Path:
+    """The user's cache folder for markvault, as platformdirs gives it. The common Linux
+    case is answered here by the XDG rule: importing platformdirs costs a one-shot `vault
+    search` ~10 ms. Anything else (another system, a relative or missing home or
+    XDG_CACHE_HOME) is platformdirs' to say."""
+    if sys.platform == "linux" and "ANDROID_DATA" not in os.environ:
+        xdg = os.environ.get("XDG_CACHE_HOME", "")
+        if posixpath.isabs(xdg):
+            return Path(xdg) / APP_NAME
+        home = os.environ.get("HOME", "")
+        if not xdg and posixpath.isabs(home):
+            return Path(home) / ".cache" / APP_NAME
+    import platformdirs
+
+    return platformdirs.user_cache_path(APP_NAME)
 
 
 def _sync_settings(table: Any, path: Path) -> SyncSettings:

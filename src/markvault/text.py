@@ -15,7 +15,7 @@ Changing any rule changes ``TOKENIZER_VERSION``, which rebuilds the index.
 
 from __future__ import annotations
 
-import re
+import string
 import unicodedata
 from collections.abc import Iterator
 
@@ -25,12 +25,16 @@ import Stemmer
 TOKENIZER_VERSION = "1"
 
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}ー"
-# One pass finds CJK runs and words of every other script (marks stay with their letter).
-_SEGMENT = regex.compile(rf"([{_CJK}]+)|[\p{{L}}\p{{N}}\p{{M}}--[{_CJK}]]+", regex.V1)
+# One pass finds CJK runs (group 1) and words of every other script (group 2; marks stay
+# with their letter), as findall's pairs (no match object per word).
+_SEGMENTS = regex.compile(rf"([{_CJK}]+)|([\p{{L}}\p{{N}}\p{{M}}--[{_CJK}]]+)", regex.V1)
+_CJK_CHAR = regex.compile(rf"[{_CJK}]")
 _WORD = regex.compile(r"[\p{L}\p{N}\p{M}]+")
-# What _SEGMENT finds in normalized ASCII text (lower case, no marks, no CJK), with the
-# standard library's faster engine: most notes are ASCII.
-_ASCII_WORD = re.compile(r"[a-z0-9]+")
+# What _SEGMENTS finds in normalized ASCII text (lower case, no marks, no CJK) are the
+# runs of [a-z0-9]: every other byte becomes a space and str.split cuts there, several
+# times faster than a pattern's findall (most notes are ASCII).
+_ASCII_WORD_CHARS = (string.ascii_lowercase + string.digits).encode()
+_ASCII_NOT_WORD = bytes(c if c in _ASCII_WORD_CHARS else 32 for c in range(256))
 _CYRILLIC = regex.compile(r"[\p{Cyrillic}]+")
 # Accents are dropped except on Cyrillic letters, where the mark makes another letter
 # (й is not и); ё is folded to е separately, as Russian writers usually do.
@@ -38,7 +42,27 @@ _ACCENTS = regex.compile(r"(?<!\p{Cyrillic})[\u0300-\u036f]")
 
 _english = Stemmer.Stemmer("english")
 _russian = Stemmer.Stemmer("russian")
-_stems: dict[str, str] = {}
+
+
+class _StemCache(dict[str, str]):
+    """word -> token, filled on first sight: a vault has a few ten thousand distinct
+    words among millions, and a lookup through ``map(cache.__getitem__, words)`` runs
+    without a Python call per known word."""
+
+    def __missing__(self, word: str) -> str:
+        if word.isascii():
+            stem = str(_english.stemWord(word)) if word.isalpha() else word
+        elif _CYRILLIC.fullmatch(word):
+            stem = str(_russian.stemWord(word))
+        else:
+            stem = word
+        if len(self) < 500_000:
+            self[word] = stem
+        return stem
+
+
+_stems = _StemCache()
+_stem = _stems.__getitem__
 
 
 def normalize(text: str) -> str:
@@ -50,31 +74,18 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFC", stripped).replace("ё", "е")
 
 
-def _stem(word: str) -> str:
-    stem = _stems.get(word)
-    if stem is None:
-        if word.isascii():
-            stem = str(_english.stemWord(word)) if word.isalpha() else word
-        elif _CYRILLIC.fullmatch(word):
-            stem = str(_russian.stemWord(word))
-        else:
-            stem = word
-        if len(_stems) < 500_000:
-            _stems[word] = stem
-    return stem
-
-
 def tokenize(text: str) -> list[str]:
     """All search tokens of ``text``, in order (duplicates kept: they are term frequency)."""
     text = normalize(text)
     if text.isascii():
-        known = _stems.get
-        return [known(w) or _stem(w) for w in _ASCII_WORD.findall(text)]
+        words = text.encode("ascii").translate(_ASCII_NOT_WORD).decode("ascii").split()
+        return list(map(_stem, words))
+    if _CJK_CHAR.search(text) is None:  # then _SEGMENTS' words are _WORD's
+        return list(map(_stem, _WORD.findall(text)))
     out: list[str] = []
-    for match in _SEGMENT.finditer(text):
-        cjk = match.group(1)
-        if cjk is None:
-            out.append(_stem(match.group()))
+    for cjk, word in _SEGMENTS.findall(text):
+        if word:
+            out.append(_stem(word))
         else:
             out.extend(_cjk_grams(cjk))
     return out
@@ -91,10 +102,9 @@ def word_tokens(text: str) -> list[tuple[str, str]]:
     stemming beside the token ``tokenize`` makes of it (a CJK bigram is both). For
     queries, whose words are looked up in stop word lists."""
     out: list[tuple[str, str]] = []
-    for match in _SEGMENT.finditer(normalize(text)):
-        cjk = match.group(1)
-        if cjk is None:
-            out.append((match.group(), _stem(match.group())))
+    for cjk, word in _SEGMENTS.findall(normalize(text)):
+        if word:
+            out.append((word, _stem(word)))
         else:
             out.extend((g, g) for g in _cjk_grams(cjk))
     return out
