@@ -15,30 +15,54 @@ Changing any rule changes ``TOKENIZER_VERSION``, which rebuilds the index.
 
 from __future__ import annotations
 
+import functools
+import re
 import string
 import unicodedata
 from collections.abc import Iterator
 
-import regex
 import Stemmer
 
 TOKENIZER_VERSION = "1"
 
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}ー"
-# One pass finds CJK runs (group 1) and words of every other script (group 2; marks stay
-# with their letter), as findall's pairs (no match object per word).
-_SEGMENTS = regex.compile(rf"([{_CJK}]+)|([\p{{L}}\p{{N}}\p{{M}}--[{_CJK}]]+)", regex.V1)
-_CJK_CHAR = regex.compile(rf"[{_CJK}]")
-_WORD = regex.compile(r"[\p{L}\p{N}\p{M}]+")
-# What _SEGMENTS finds in normalized ASCII text (lower case, no marks, no CJK) are the
-# runs of [a-z0-9]: every other byte becomes a space and str.split cuts there, several
-# times faster than a pattern's findall (most notes are ASCII).
+# What the segments pattern (``_Unicode``) finds in normalized ASCII text (lower case,
+# no marks, no CJK) are the runs of [a-z0-9]: every other byte becomes a space and
+# str.split cuts there, several times faster than a pattern's findall (most notes are
+# ASCII).
 _ASCII_WORD_CHARS = (string.ascii_lowercase + string.digits).encode()
 _ASCII_NOT_WORD = bytes(c if c in _ASCII_WORD_CHARS else 32 for c in range(256))
-_CYRILLIC = regex.compile(r"[\p{Cyrillic}]+")
-# Accents are dropped except on Cyrillic letters, where the mark makes another letter
-# (й is not и); ё is folded to е separately, as Russian writers usually do.
-_ACCENTS = regex.compile(r"(?<!\p{Cyrillic})[\u0300-\u036f]")
+# The word pattern's matches in a line of ASCII (not normalized): no ASCII mark.
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+class _Unicode:
+    """The patterns for text beyond ASCII, compiled on first use (``_unicode()``):
+    importing ``regex`` costs a new process ~7 ms, which a search whose query and
+    snippets are ASCII never needs."""
+
+    def __init__(self) -> None:
+        import regex
+
+        # One pass finds CJK runs (group 1) and words of every other script (group 2;
+        # marks stay with their letter), as findall's pairs (no match object per word).
+        self.segments = regex.compile(
+            rf"([{_CJK}]+)|([\p{{L}}\p{{N}}\p{{M}}--[{_CJK}]]+)", regex.V1
+        )
+        self.cjk_char = regex.compile(rf"[{_CJK}]")
+        self.word = regex.compile(r"[\p{L}\p{N}\p{M}]+")
+        self.cyrillic = regex.compile(r"[\p{Cyrillic}]+")
+        # Accents are dropped except on Cyrillic letters, where the mark makes another
+        # letter (й is not и); ё is folded to е separately, as Russian writers usually do.
+        self.accents = regex.compile(r"(?<!\p{Cyrillic})[\u0300-\u036f]")
+        self.letter = regex.compile(r"\p{L}")
+        self.latin_letter = regex.compile(r"\p{Latin}")
+
+
+@functools.cache
+def _unicode() -> _Unicode:
+    return _Unicode()
+
 
 _english = Stemmer.Stemmer("english")
 _russian = Stemmer.Stemmer("russian")
@@ -52,7 +76,7 @@ class _StemCache(dict[str, str]):
     def __missing__(self, word: str) -> str:
         if word.isascii():
             stem = str(_english.stemWord(word)) if word.isalpha() else word
-        elif _CYRILLIC.fullmatch(word):
+        elif _unicode().cyrillic.fullmatch(word):
             stem = str(_russian.stemWord(word))
         else:
             stem = word
@@ -70,7 +94,7 @@ def normalize(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).casefold()
     if text.isascii():
         return text
-    stripped = _ACCENTS.sub("", unicodedata.normalize("NFD", text))
+    stripped = _unicode().accents.sub("", unicodedata.normalize("NFD", text))
     return unicodedata.normalize("NFC", stripped).replace("ё", "е")
 
 
@@ -78,17 +102,22 @@ def tokenize(text: str) -> list[str]:
     """All search tokens of ``text``, in order (duplicates kept: they are term frequency)."""
     text = normalize(text)
     if text.isascii():
-        words = text.encode("ascii").translate(_ASCII_NOT_WORD).decode("ascii").split()
-        return list(map(_stem, words))
-    if _CJK_CHAR.search(text) is None:  # then _SEGMENTS' words are _WORD's
-        return list(map(_stem, _WORD.findall(text)))
+        return list(map(_stem, _ascii_words(text)))
+    patterns = _unicode()
+    if patterns.cjk_char.search(text) is None:  # then segments' words are word's
+        return list(map(_stem, patterns.word.findall(text)))
     out: list[str] = []
-    for cjk, word in _SEGMENTS.findall(text):
+    for cjk, word in patterns.segments.findall(text):
         if word:
             out.append(_stem(word))
         else:
             out.extend(_cjk_grams(cjk))
     return out
+
+
+def _ascii_words(text: str) -> list[str]:
+    """The words of normalized ASCII ``text``: what the segments pattern finds there."""
+    return text.encode("ascii").translate(_ASCII_NOT_WORD).decode("ascii").split()
 
 
 def _cjk_grams(run: str) -> list[str]:
@@ -101,8 +130,11 @@ def word_tokens(text: str) -> list[tuple[str, str]]:
     """(word, token) for each search token of ``text``: the normalized word before
     stemming beside the token ``tokenize`` makes of it (a CJK bigram is both). For
     queries, whose words are looked up in stop word lists."""
+    text = normalize(text)
+    if text.isascii():
+        return [(word, _stem(word)) for word in _ascii_words(text)]
     out: list[tuple[str, str]] = []
-    for cjk, word in _SEGMENTS.findall(normalize(text)):
+    for cjk, word in _unicode().segments.findall(text):
         if word:
             out.append((word, _stem(word)))
         else:
@@ -112,21 +144,20 @@ def word_tokens(text: str) -> list[tuple[str, str]]:
 
 def prefix_token(word: str) -> str:
     """The form a ``prefix*`` query term is matched in: normalized, never stemmed."""
-    tokens = [m.group() for m in _WORD.finditer(normalize(word))]
+    text = normalize(word)
+    tokens = _ascii_words(text) if text.isascii() else _unicode().word.findall(text)
     return tokens[0] if len(tokens) == 1 else ""
 
 
 def word_spans(line: str) -> Iterator[tuple[int, int, list[str]]]:
     """(start, end, tokens) of each word in an unnormalized line, for highlighting."""
-    for match in _WORD.finditer(line):
+    pattern = _ASCII_WORD if line.isascii() else _unicode().word
+    for match in pattern.finditer(line):
         yield match.start(), match.end(), tokenize(match.group())
-
-
-_LETTER = regex.compile(r"\p{L}")
-_LATIN_LETTER = regex.compile(r"\p{Latin}")
 
 
 def latin_share(text: str) -> float:
     """The share of letters in ``text`` that are Latin script (1.0 when it has none)."""
-    letters = len(_LETTER.findall(text))
-    return len(_LATIN_LETTER.findall(text)) / letters if letters else 1.0
+    patterns = _unicode()
+    letters = len(patterns.letter.findall(text))
+    return len(patterns.latin_letter.findall(text)) / letters if letters else 1.0
