@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UsageError
 from ..model import Filters
 from ..prefix_lookup import NameIndex, count_lookup
-from .filters import CURRENT_SQL, filters_sql, sql_string
+from .filters import current_sql, filters_sql, sql_string
 from .store import Store, dict_rows
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class NoteReads:
         if self._expired is None or self._expired[:2] != (today, self.store.changes):
             # The notes first: usually none is expired, and then no chunk is read.
             gone = self.con.execute(
-                f"SELECT n.path FROM notes n WHERE NOT {CURRENT_SQL}", [today]
+                f"SELECT n.path FROM notes n WHERE NOT {current_sql(today)}"
             ).fetchall()
             ids: tuple[int, ...] = ()
             if gone:
