@@ -3,6 +3,7 @@ and with an owner (`vault watch`) holding the index, wall time per call.
 
     python bench/bench_cli.py                           # a generated 2,000-note vault
     python bench/bench_cli.py --vault /path/to/notes    # any folder (indexed elsewhere)
+    python bench/bench_cli.py --vault notes --index dir  # its index, built already
     python bench/bench_cli.py --baseline-src /tmp/old/src   # A/B against another tree
 
 Each figure is the median of ``--runs`` calls. With ``--baseline-src`` every call is made
@@ -12,10 +13,11 @@ alike; the ratio of each pair is taken and their median printed. Also printed: w
 ``import markvault.cli`` and each call import (``python -X importtime``, summed by
 package), the load average, and where a search without an owner spends its time, phase
 by phase (interpreter start, imports, the freshness check, DuckDB's connect, the query,
-closing, the exit; median of ``--runs`` calls per tree). Each tree compiles its own
-bytecode into a cache of its own once, before anything is timed (even with
-``PYTHONDONTWRITEBYTECODE`` set, which would recompile every changed module on every
-call). The owner never loads a model (``MARKVAULT_MODEL`` names a missing folder), so it
+closing, the exit; median of ``--runs`` calls per tree), and the CPU time of a search
+without an owner (user + system, which machine load disturbs less than wall time). Each
+tree compiles its own bytecode into a cache of its own once, before anything is timed
+(even with ``PYTHONDONTWRITEBYTECODE`` set, which would recompile every changed module on
+every call). The owner never loads a model (``MARKVAULT_MODEL`` names a missing folder), so it
 takes no CPU from the calls. Measures and prints; never asserts. The table goes to
 ``bench/out/cli.md``.
 """
@@ -26,6 +28,7 @@ import argparse
 import collections
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -63,14 +66,19 @@ class Tree:
         self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         self.env["PYTHONPYCACHEPREFIX"] = str(cache)
         self.site = site
+        self.last_cpu = 0.0
 
     def argv(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "markvault.cli", *self.site, *args]
 
     def time_call(self, *args: str) -> float:
+        """Wall seconds of one call; its CPU seconds (user + system) go to ``last_cpu``."""
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         done = subprocess.run(self.argv(*args), capture_output=True, env=self.env, check=False)
         seconds = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.last_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if done.returncode not in (0, 1):  # 1: nothing found
             raise RuntimeError(f"{self.name} {args}: {done.stderr.decode()[-800:]}")
         return seconds
@@ -190,8 +198,12 @@ def phase_table(trees: list[Tree], args: list[str], runs: int) -> list[str]:
     return lines
 
 
-def measure(trees: list[Tree], args: list[list[str]], runs: int) -> list[list[float]]:
-    """Seconds per call, per tree; calls alternate between trees and rotate ``args``."""
+def measure(
+    trees: list[Tree], args: list[list[str]], runs: int, cpu: list[list[float]] | None = None
+) -> list[list[float]]:
+    """Seconds per call, per tree; calls alternate between trees and rotate ``args``. The
+    CPU seconds of each call go to ``cpu`` when given: on a loaded machine they vary less
+    than wall time."""
     samples: list[list[float]] = [[] for _ in trees]
     for turn in range(runs):
         order = list(range(len(trees)))
@@ -199,6 +211,8 @@ def measure(trees: list[Tree], args: list[list[str]], runs: int) -> list[list[fl
             order.reverse()
         for i in order:
             samples[i].append(trees[i].time_call(*args[turn % len(args)]))
+            if cpu is not None:
+                cpu[i].append(trees[i].last_cpu)
     return samples
 
 
@@ -213,6 +227,9 @@ def row(label: str, trees: list[Tree], samples: list[list[float]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--vault", type=Path, help="a folder of notes (default: generated)")
+    p.add_argument(
+        "--index", type=Path, help="an index folder of --vault, built already: reused as is"
+    )
     p.add_argument("--notes", type=int, default=2000, help="size of the generated vault")
     p.add_argument("--runs", type=int, default=15, help="calls per figure and tree")
     p.add_argument("--baseline-src", type=Path, help="another tree's src/ to compare with")
@@ -224,14 +241,16 @@ def main(argv: list[str] | None = None) -> int:
         if vault is None:
             vault = work / "vault"
             gen_vault.generate(vault, args.notes, 7)
-        site = ["--vault", str(vault), "--index", str(work / "index")]
+        index = args.index or work / "index"
+        site = ["--vault", str(vault), "--index", str(index)]
         env = {**os.environ, "MARKVAULT_MODEL": str(work / "no-model-here")}
         trees = [Tree("this tree", None, site, env, work / "pycache-this")]
         if args.baseline_src:
             base = args.baseline_src.resolve()
             trees.insert(0, Tree("baseline", base, site, env, work / "pycache-baseline"))
-        log("building the keyword index")
-        trees[-1].time_call("reindex", "--no-vectors", "--quiet")
+        if args.index is None:
+            log("building the keyword index")
+            trees[-1].time_call("reindex", "--no-vectors", "--quiet")
         searches = [["search", q, "--mode", "keyword", "--json"] for q in QUERIES]
         for t in trees:  # writes each tree's bytecode before anything is timed
             t.time_call(*searches[0])
@@ -248,9 +267,15 @@ def main(argv: list[str] | None = None) -> int:
         log("--help")
         lines.append(row("`vault --help`", trees, measure(trees, [["--help"]], args.runs)))
         log("search, no owner")
+        cpu: list[list[float]] = [[] for _ in trees]
         lines.append(
-            row("`vault search` (keyword), no owner", trees, measure(trees, searches, args.runs))
+            row(
+                "`vault search` (keyword), no owner",
+                trees,
+                measure(trees, searches, args.runs, cpu),
+            )
         )
+        lines.append(row("CPU (user + system) of that search", trees, cpu))
         log("phases of a search, no owner")
         phases = phase_table(trees, searches[0], args.runs)
         imports = {t.name: (t.imports("--help"), t.imports(*searches[0])) for t in trees}
