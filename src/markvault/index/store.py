@@ -396,8 +396,11 @@ def dict_rows(cur: duckdb.DuckDBPyConnection) -> Iterator[dict[str, Any]]:
 # Rows per row group written into an existing index file (DuckDB's default: 122,880). A
 # write into a table with ART indexes rewrites at its checkpoint the whole row group its
 # rows land in: with the default, a one-note edit on a 6.5k-note vault rewrote all its
-# chunks (31 MB); with this, the new rows go to a small row group of their own.
-ROW_GROUP_ROWS = 8192
+# chunks (31 MB); with this, the new rows go to a small row group of their own. 4,096,
+# not 8,192: the hub's notes table (6.5k rows, one row group) no longer takes an edit's
+# note row into it (one edit 0.83x wall, 0.91x CPU: bench/README); postings re-sorted
+# into 2,048-row groups made warm queries' postings step ~1.3x slower, 4,096 not.
+ROW_GROUP_ROWS = 4096
 DATABASE = "vault_index"  # the index file's name in SQL, as attached
 
 
