@@ -221,9 +221,10 @@ class KeywordIndex:
             FROM (SELECT DISTINCT term FROM kw_new) WHERE term NOT IN (SELECT term FROM vocab)"""
         )
         self.con.execute(
-            """UPDATE vocab SET df = vocab.df + d.n, ndf = vocab.ndf + d.notes
+            f"""UPDATE vocab SET df = vocab.df + d.n, ndf = vocab.ndf + d.notes
             FROM (SELECT k.term, count(*) AS n, count(DISTINCT c.path) AS notes
-                  FROM kw_new k JOIN chunks c ON c.id = k.chunk_id GROUP BY k.term) d
+                  FROM kw_new k JOIN (SELECT id, path FROM chunks WHERE id IN ({wanted})) c
+                  ON c.id = k.chunk_id GROUP BY k.term) d
             WHERE vocab.term = d.term"""
         )
         self.con.execute(
