@@ -183,18 +183,23 @@ def profile_build(
         s.note = f"{n_chunks} chunks"
 
     with stages.stage("tokenize (fts text per chunk)") as s:
-        tokens = fts_texts(notes, chunked, tokenize)
+        words = [
+            [tokenize(f"{note.title} {c.context}\n{c.text}") for c in chunks]
+            for note, chunks in zip(notes, chunked, strict=True)
+        ]
+        tokens = [[" ".join(ws) for ws in note_words] for note_words in words]
         n_tokens = sum(t.count(" ") + 1 for ts in tokens for t in ts if t)
         s.note = f"{n_tokens / 1e6:.1f} M tokens"
 
     with stages.stage("count terms (postings per note)") as s:
-        counted = [note_terms(ts) for ts in tokens]
+        counted = [note_terms(note_words) for note_words in words]
         pairs = sum(len(c) // 4 - len(ts) for (_, c), ts in zip(counted, tokens, strict=True))
         s.note = f"{pairs / 2e6:.1f} M postings"
 
     if baseline:
         texts = [text for _, _, text in raw]
         alternative_chunking(baseline, notes, texts, settings, (chunked, tokens), stages)
+        alternative_note_build(raw, settings, stages)
 
     records = [
         NoteRecord(
@@ -212,7 +217,7 @@ def profile_build(
             raw, notes, chunked, tokens, hashes, counted, strict=True
         )
     ]
-    del raw, notes, chunked, tokens, counted
+    del raw, notes, chunked, words, tokens, counted
     gc.collect()
 
     with stages.stage("rows (worker side, per note)"):
@@ -342,6 +347,38 @@ def alternative_chunking(
         )
         t.note = f"notes differing: {sum(a != b for a, b in zip(tokens, ours[1], strict=True))}"
         print(f"    {label}: chunk {s.note}, tokenize {t.note}", flush=True)
+
+
+def alternative_note_build(raw: list[Any], settings: Settings, stages: Stages) -> None:
+    """A worker's whole work per note (parse, chunk, tokenize, count terms, rows: what
+    ``sync.read_file`` does after reading) with the baseline tree's modules (loaded by
+    ``alternative_chunking``) and this tree's, pair by pair, a batch of 64 notes at a
+    time as a worker holds them; then counts the notes whose rows differ (0: none)."""
+    from markvault import chunk, rows, sync, text
+
+    base = [importlib.import_module(f"markvault_baseline.{m}") for m in ("sync", "rows")]
+    base_caches = [importlib.import_module(f"markvault_baseline.{m}") for m in ("chunk", "text")]
+    ways = (("baseline", *base, base_caches), ("this tree", sync, rows, [chunk, text]))
+    batches = [raw[i : i + 64] for i in range(0, len(raw), 64)]
+
+    def build(builder: Any, row_module: Any, batch: list[Any]) -> list[tuple[Any, ...]]:
+        return [
+            tuple(row_module.NoteRows.of(builder.build_record(st, data, text, settings)))
+            for st, data, text in batch
+        ]
+
+    for label, builder, row_module, caches in ways * 2:
+        clear_caches(*caches)
+        with stages.stage(f"alt: note build (parse .. rows), {label}") as s:
+            for batch in batches:
+                build(builder, row_module, batch)
+        s.note = f"{len(raw)} notes"
+    differing = sum(
+        a != b
+        for batch in batches
+        for a, b in zip(build(*ways[0][1:3], batch), build(*ways[1][1:3], batch), strict=True)
+    )
+    print(f"    note build: notes whose rows differ from the baseline's: {differing}", flush=True)
 
 
 def alternative_rebuild(index: Index, stages: Stages) -> None:

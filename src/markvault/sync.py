@@ -61,8 +61,9 @@ def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> 
     lines = (text[1:] if text.startswith("\ufeff") else text).split("\n")
     chunks = chunk_note(note, [line.rstrip("\r") for line in lines], settings.chunk)
     # Title and heading path are searchable with every chunk of the note.
-    tokens = [" ".join(tokenize(f"{note.title} {c.context}\n{c.text}")) for c in chunks]
-    terms, counts = note_terms(tokens)
+    words = [tokenize(f"{note.title} {c.context}\n{c.text}") for c in chunks]
+    tokens = [" ".join(ws) for ws in words]
+    terms, counts = note_terms(words)
     return NoteRecord(
         note,
         chunks,
@@ -76,17 +77,18 @@ def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> 
     )
 
 
-def note_terms(chunk_tokens: Sequence[str]) -> tuple[tuple[str, ...], bytes]:
+def note_terms(chunk_words: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], bytes]:
     """A note's distinct terms, and its postings as int32 arrays end to end: how many
     terms each chunk has, then the term (its position in the note's terms) and count of
-    each. Counted here, in the worker that tokenized the note, by the rule the keyword
-    index splits ``fts_text`` with (``keyword._chunk_terms``: on single spaces, empty
-    strings dropped)."""
+    each. Counted here, in the worker that tokenized the note, from each chunk's token
+    list before it is joined into ``fts_text``: the terms the keyword index splits
+    ``fts_text`` into (``keyword._chunk_terms``: on single spaces, empty strings
+    dropped), since no token holds a space, without splitting the joined text again."""
     ids: defaultdict[str, int] = defaultdict()
     ids.default_factory = ids.__len__  # a new term gets the next position
     sizes, terms, counts = array("i"), array("i"), array("i")
-    for text in chunk_tokens:
-        found = Counter(text.split(" "))
+    for words in chunk_words:
+        found = Counter(words)
         found.pop("", None)
         sizes.append(len(found))
         terms.extend(map(ids.__getitem__, found))
