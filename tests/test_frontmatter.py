@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from markvault.errors import RefusedError
-from markvault.frontmatter import fill_template, key_spans, read_frontmatter, set_keys
+from markvault.frontmatter import (
+    _flat_mapping,
+    _load_yaml,
+    fill_template,
+    key_spans,
+    load_frontmatter,
+    read_frontmatter,
+    set_keys,
+)
 
 NOTE = "---\n# a comment\ntitle: 'Quoted'\ntags:\n  - a\n  - b\n\nstatus: draft\n---\nbody\n"
 
@@ -61,3 +71,44 @@ def test_templates_fill_frontmatter_as_yaml_and_the_body_as_text() -> None:
         "count": "007",
     }
     assert filled.endswith('# He said: "no" # really\n')
+
+
+# Frontmatter that the flat path must read as PyYAML does, or leave to PyYAML.
+FLAT_CASES = [
+    "title: A note\ntags:\n- a\n- \n-\npublish: true\ndraft: no\nempty:\nnull: x",
+    "title: v1.2 (draft)\nschema: 2.0.0\nms.date: 12/20/2016\nwhen: 2016-12-20\nn: 0123\nf: 1.5",
+    "Module Name: Net\nurl: https://x.org/a?b=c&d#e\nbad: a #comment\nk: a: b\nend: x:",
+    "a: 1\na: 2\nb: TRUE\nc: False\nd: NULL\ne: ~\nf: .inf\ng: ._x\nh: (x)\ni: /p",
+    "key : v\n  indented: x\n- top item\nx: 'q'\ny: \"q\"\nz: [a]\nw: {a: 1}\nv: *a\nu: &a x",
+    "k: a\tb\nk2: x\r\nk3: \u00a0x\nk4: caf\u00e9\nk5: \u65e5\u672c\nk6: x  \nk7:   y",
+    "true: x\n1: y\n1_0: z\n# comment\n\n...\n---\nlist:\n - a\n-x\n- a: b\n- 'q'",
+]
+
+
+def flat_lines() -> st.SearchStrategy[str]:
+    pieces = [line for case in FLAT_CASES for line in case.split("\n")]
+    return st.lists(st.sampled_from(pieces), min_size=1, max_size=8).map("\n".join)
+
+
+@given(flat_lines())
+@settings(max_examples=400, deadline=None)
+def test_flat_frontmatter_reads_as_pyyaml_does(fm_text: str) -> None:
+    flat = _flat_mapping(fm_text)
+    if flat is not None:
+        assert (flat, None) == _load_yaml(fm_text), fm_text
+
+
+def test_the_flat_path_takes_common_frontmatter() -> None:
+    for case in FLAT_CASES[:2]:
+        for fm_text in case.split("\n"):
+            assert load_frontmatter(fm_text) == _load_yaml(fm_text), fm_text
+    common = "aliases:\n- Ann\ntags:\n- \npublish: true\nModule Name: X\nms.date: 12/20/2016"
+    assert _flat_mapping(common) == {
+        "aliases": ["Ann"],
+        "tags": [None],
+        "publish": True,
+        "Module Name": "X",
+        "ms.date": "12/20/2016",
+    }
+    for other in ("a: 1", "a: 'q'", "a: x #c", "a:\n  - x", "a: *b", "a: x\r"):
+        assert _flat_mapping(other) is None, other

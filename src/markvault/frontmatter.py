@@ -43,6 +43,7 @@ class NoteYamlLoader(_YAML_BASE):  # type: ignore[valid-type,misc]
 
 _BOOL = "tag:yaml.org,2002:bool"
 _INT = "tag:yaml.org,2002:int"
+_NULL = "tag:yaml.org,2002:null"
 NoteYamlLoader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if tag not in (_BOOL, _INT)]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
@@ -79,6 +80,12 @@ def load_frontmatter(fm_text: str) -> tuple[dict[str, Any], str | None]:
     """(mapping, problem). Never raises: bad YAML yields ({}, reason)."""
     if not fm_text.strip():
         return {}, None
+    flat = _flat_mapping(fm_text)
+    return (flat, None) if flat is not None else _load_yaml(fm_text)
+
+
+def _load_yaml(fm_text: str) -> tuple[dict[str, Any], str | None]:
+    """``load_frontmatter`` through PyYAML: what ``_flat_mapping`` is held to."""
     # Composed once: the node tree is measured (alias bombs) and then built into values,
     # which is all yaml.load (and python-frontmatter's YAML handler) does after composing.
     loader = NoteYamlLoader(fm_text)
@@ -99,6 +106,59 @@ def load_frontmatter(fm_text: str) -> tuple[dict[str, Any], str | None]:
     if not isinstance(data, dict):
         return {}, f"frontmatter is a {type(data).__name__}, not a mapping; ignored"
     return {str(k): to_json_value(v) for k, v in data.items()}, None
+
+
+# A key PyYAML reads as the plain text it is (unless an implicit resolver claims it).
+_FLAT_KEY = re.compile(r"\w[\w ./-]{0,99}(?<! )")
+_CLAIMED = object()  # a plain scalar PyYAML reads as a number or a date
+
+
+def _flat_mapping(fm_text: str) -> dict[str, Any] | None:
+    """The mapping of frontmatter made only of ``key: value`` lines and ``- item`` lists
+    under a key without a value, read without PyYAML (several times faster), or None: let
+    PyYAML read it. Each value is what PyYAML returns, as only plain scalars are taken (no
+    quotes, flow, tags, anchors, comments, tabs or multi-line values) and resolved by the
+    loader's own implicit resolvers; a number or a date is left to PyYAML."""
+    if "\t" in fm_text or _may_expand(fm_text) or not fm_text.replace("\n", "").isprintable():
+        return None  # a control, format or unusual space character: PyYAML's own rules
+    out: dict[str, Any] = {}
+    items: list[Any] | None = None  # the block list of the last key, if it has no value
+    key = ""
+    for line in fm_text.split("\n"):
+        if line[:1] == "-":  # "- item" (or "-")
+            item = _plain(line[2:]) if line[1:2] == " " else _CLAIMED if line[1:] else None
+            if items is None or item is _CLAIMED:
+                return None
+            items.append(item)
+            out[key] = items
+            continue
+        key, colon, rest = line.partition(":")
+        if not colon:
+            if line.strip(" "):
+                return None
+            continue  # a blank line
+        value = _plain(rest) if rest[:1] == " " else _CLAIMED if rest else None
+        if value is _CLAIMED or not _FLAT_KEY.fullmatch(key) or _plain(key) != key:
+            return None
+        items = [] if value is None else None
+        out[key] = value
+    return out
+
+
+def _plain(text: str) -> Any:
+    """What PyYAML reads from a plain scalar: its text, a boolean, None, or ``_CLAIMED``
+    (a number, a date, or text that would not be a plain scalar on one line)."""
+    text = text.strip(" ")
+    if not text:
+        return None
+    if " #" in text or ": " in text or text[-1] == ":":
+        return _CLAIMED  # a comment, a mapping inside, or an error
+    if not (text[0].isalnum() or text[0] in "_./("):
+        return _CLAIMED  # quoted, a list, a tag, an anchor, a block scalar ...
+    for tag, rx in NoteYamlLoader.yaml_implicit_resolvers.get(text[0], ()):
+        if rx.match(text):
+            return text.lower() == "true" if tag == _BOOL else None if tag == _NULL else _CLAIMED
+    return text
 
 
 def parse_yaml_value(raw: str) -> Any:

@@ -56,6 +56,8 @@ _INLINE = frozenset(
     ("Emphasis", "Strong", "Strikethrough", "Link", "Image", "Superscript", "Subscript")
 )
 _TEXT = frozenset(("Text", "Code", "InlineHtml", "InlineMath", "FootnoteReference"))
+# Any of these bytes may start a tag or a link (see ``_marked``).
+_MARKER = re.compile(rb"#|\]\(|\[\[")
 _VERBATIM = frozenset(("CodeBlock", "HtmlBlock", "MetadataBlock"))
 # Inside these markdown-it's content is not the raw source: it strips a quote's ">" and
 # splits a table's rows into cells.
@@ -91,102 +93,112 @@ class _Doubt(Exception):
 
 
 class _Walk:
-    """One pass over pulldown-cmark's events (byte ranges) building an ``Outline``."""
+    """One pass over pulldown-cmark's events (byte ranges) building an ``Outline``.
+
+    ``run`` is the hot loop of a cold index (about 50 events per note): it keeps its state
+    in locals, tests the commonest event (text) first and only notes down each top-level
+    block and inline run, which ``blocks`` and ``inlines`` then read in loops of their own."""
 
     def __init__(self, src: str) -> None:
         self.src = src
         self.data = src.encode()
-        self.ascii = len(self.data) == len(src)
         self.starts = [0, *accumulate(map((1).__add__, map(len, self.data.split(b"\n"))))]
-        self.out = Outline([], [])
-        self.stack = ["Document"]  # the open blocks
-        self.headings = 0  # how many of them are headings
-        self.top_start = 0  # the current top-level block's first byte
-        self.fresh_item = False  # the last event opened a list item
-        self.previous = -1  # the last line of the top-level block before
-
-    def line_of(self, offset: int) -> int:
-        return bisect_right(self.starts, offset) - 1
 
     def run(self) -> Outline:
-        start = end = -1  # the current inline run's bytes
+        tops: list[tuple[str, Any, int, int]] = []  # (name, End value, first byte, end)
+        runs: list[tuple[int, int, bool]] = []  # (first byte, end, inside a heading)
+        # The ranges of the current inline run's first and last events.
+        first: Any = None
+        last: Any = None
+        depth = 1  # how many blocks are open, the document included
+        verbatim = False  # inside a code or HTML block: its text is no inline source
+        fresh = False  # the last event opened a list item
+        heading = False  # inside a heading
+        top_start = 0  # the current top-level block's first byte
         events: Iterable[tuple[Any, Any]] = pyromark.events_with_range(
             self.src, options=_OPTIONS, merge_text=True
         )
         for ev, r in events:
-            if type(ev) is str:  # SoftBreak, HardBreak, Rule
-                if ev == "Rule":
-                    if len(self.stack) == 1:
-                        self.top_start = r["start"]
-                        self.top("Rule", None, r["end"])
+            if "Text" in ev:  # {"Text": ...}: the commonest; no str event holds "Text"
+                if verbatim:
                     continue
-            else:
-                key, value = ev.popitem()
-                if key == "Start" or key == "End":
-                    name = value if type(value) is str else next(iter(value))
-                    if name not in _INLINE:
-                        if start >= 0:
-                            self.flush(start, end)
-                            start = -1
-                        if key == "Start":
-                            self.open(name, r["start"])
-                        else:
-                            self.close(name, value, r["end"])
-                        continue
-                elif key not in _TEXT or self.stack[-1] in _VERBATIM:
-                    continue  # block HTML, code, task markers: no inline source
-            if start < 0:
-                start = r["start"]
-                self.fresh_item = False
-            end = r["end"]  # an inline container's end event closes after its text
-        return self.out
+            elif type(ev) is str:  # SoftBreak, HardBreak (inline) or Rule (a block)
+                if ev == "Rule":
+                    if depth == 1:
+                        tops.append(("Rule", None, r["start"], r["end"]))
+                    continue
+            elif "Start" in ev:
+                value = ev["Start"]
+                name = value if type(value) is str else next(iter(value))
+                if name not in _INLINE:
+                    if first is not None:
+                        runs.append((first["start"], last["end"], heading))
+                        first = None
+                    if name in _STRIPPED:
+                        raise _Doubt
+                    if depth == 1:
+                        top_start = r["start"]
+                    depth += 1
+                    fresh = name == "Item"
+                    heading = heading or name == "Heading"
+                    verbatim = name in _VERBATIM
+                    continue
+            elif "End" in ev:
+                value = ev["End"]
+                name = value if type(value) is str else next(iter(value))
+                if name not in _INLINE:
+                    if first is not None:
+                        runs.append((first["start"], last["end"], heading))
+                        first = None
+                    if fresh and name == "Item":
+                        raise _Doubt  # markdown-it ends a list at an empty item its own way
+                    # A block's parent is never a code or HTML block, nor a heading.
+                    fresh = verbatim = heading = False
+                    depth -= 1
+                    if depth == 1:
+                        tops.append((name, value, top_start, r["end"]))
+                    continue
+            elif verbatim or next(iter(ev)) not in _TEXT:
+                continue  # block HTML, code, task markers: no inline source
+            if first is None:
+                first = r
+                fresh = False
+            last = r  # an inline container's end event closes after its text
+        return Outline(self.blocks(tops), self.inlines(runs))
 
-    def open(self, name: str, start: int) -> None:
-        if name in _STRIPPED:
-            raise _Doubt
-        if len(self.stack) == 1:
-            self.top_start = start
-        self.fresh_item = name == "Item"
-        self.headings += name == "Heading"
-        self.stack.append(name)
+    def inlines(self, runs: list[tuple[int, int, bool]]) -> list[tuple[str, int, bool]]:
+        """The source of each run that holds a tag's or a link's marker, with its line."""
+        data, src, starts, marked = self.data, self.src, self.starts, _MARKER.search
+        ascii = len(data) == len(src)
+        out = []
+        for start, end, in_heading in runs:
+            if start and data[start - 1] == 0x5C:  # an escape's backslash: "\#"
+                start -= 1
+            if marked(data, start, end) is not None:
+                text = src[start:end] if ascii else data[start:end].decode()
+                out.append((text, bisect_right(starts, start) - 1, in_heading))
+        return out
 
-    def close(self, name: str, value: object, end: int) -> None:
-        self.stack.pop()
-        self.headings -= name == "Heading"
-        if self.fresh_item and name == "Item":
-            raise _Doubt  # markdown-it ends a list at an empty item its own way
-        self.fresh_item = False
-        if len(self.stack) == 1:
-            self.top(name, value, end)
-
-    def flush(self, start: int, end: int) -> None:
-        data = self.data
-        if start > 0 and data[start - 1] == 0x5C:  # an escape's backslash: "\#"
-            start -= 1
-        if (
-            data.find(b"#", start, end) < 0
-            and data.find(b"](", start, end) < 0
-            and data.find(b"[[", start, end) < 0
-        ):
-            return  # no tag or link can be in it
-        text = self.src[start:end] if self.ascii else self.data[start:end].decode()
-        self.out.inlines.append((text, self.line_of(start), self.headings > 0))
-
-    def top(self, name: str, value: Any, end: int) -> None:
+    def blocks(self, tops: list[tuple[str, Any, int, int]]) -> list[tuple[str, int, int, int, str]]:
+        """Each top-level block's kind and lines (and a heading's level and text)."""
         data, starts = self.data, self.starts
-        first = bisect_right(starts, self.top_start) - 1
-        last = bisect_right(starts, end) - 1
-        # A range may end past the next line's indent; markdown-it's map does not.
-        if end == starts[last] or not data[starts[last] : end].strip(b" \t"):
-            last = max(first, last - 1)
-        previous, self.previous = self.previous, last
-        if first > previous + 1 and data[starts[previous + 1] : starts[first]].strip(b" \t\n"):
-            raise _Doubt  # lines between blocks that pulldown-cmark skipped
-        if name == "Heading":
-            level = int(value["Heading"][1])
-            self.out.blocks.append(("heading", first, last, level, self.heading(first, last)))
-        else:
-            self.out.blocks.append(("code" if name == "CodeBlock" else "text", first, last, 0, ""))
+        out = []
+        previous = -1  # the last line of the block before
+        for name, value, start, end in tops:
+            first = bisect_right(starts, start) - 1
+            last = bisect_right(starts, end) - 1
+            # A range may end past the next line's indent; markdown-it's map does not.
+            if last > first and not data[starts[last] : end].strip(b" \t"):
+                last -= 1
+            if first > previous + 1 and data[starts[previous + 1] : starts[first]].strip(b" \t\n"):
+                raise _Doubt  # lines between blocks that pulldown-cmark skipped
+            previous = last
+            if name == "Heading":
+                level = int(value["Heading"][1])
+                out.append(("heading", first, last, level, self.heading(first, last)))
+            else:
+                out.append(("code" if name == "CodeBlock" else "text", first, last, 0, ""))
+        return out
 
     def heading(self, first: int, last: int) -> str:
         """The heading's text as markdown-it's heading and lheading rules read it."""

@@ -18,14 +18,16 @@ from .model import KINDS, Block, Link, ParsedNote, Section
 from .outline import Outline, outline, outline_reference
 
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
-_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n|]*?)(?:\\?\|([^\[\]\n]*))?\]\]")
+# Each link and tag pattern starts with a literal, which the regex engine scans for: an
+# embed's "!" before a link's "[" is looked at by hand (a match never ends with "!").
+_WIKILINK = re.compile(r"\[\[([^\[\]\n|]*?)(?:\\?\|([^\[\]\n]*))?\]\]")
 # Obsidian: a tag starts after whitespace or at line start, has letters, digits,
-# _ - / in any script, and is not only digits. ("Not after a non-space" says the same as
-# "after a space or at a line start", and lets the engine look for "#" first.)
-_TAG = re.compile(r"(?<!\S)#([^\s!-,.:-@\[-^`{-~]+)")
+# _ - / in any script, and is not only digits. (The lookbehind sees the "#" and the
+# character before it, not a non-space.)
+_TAG = re.compile(r"#(?<!\S#)([^\s!-,.:-@\[-^`{-~]+)")
 _TAG_CHARS = re.compile(r"[\w\-/]+")
-_MD_LINK = re.compile(  # a link, or with "!" an image: both may name any file in the vault
-    r"(!?)\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\(\s*(?:<([^>\n]*)>|([^\s()<>]+))"
+_MD_LINK = re.compile(  # a link, or after "!" an image: both may name any file in the vault
+    r"\[[^\[\]\n]*(?:\[[^\[\]\n]*\][^\[\]\n]*)*\]\(\s*(?:<([^>\n]*)>|([^\s()<>]+))"
     r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)"
 )
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|^//")
@@ -144,50 +146,54 @@ def _recognised_fields(meta: dict[str, Any], problems: list[str]) -> dict[str, A
 def _structure(
     shape: Outline, body_line: int
 ) -> tuple[list[Section], str | None, set[int], list[Block]]:
-    sections: list[Section] = []
-    blocks: list[Block] = []
-    h1: str | None = None
-    code: set[int] = set()
-    for kind, first, last, level, text in shape.blocks:
-        start, end = body_line + first, body_line + last
-        if kind == "heading":
-            sections.append(Section(level, text, start))
-            blocks.append(Block("heading", start, end, level, text))
-            if level == 1 and h1 is None and text:
-                h1 = text
-        else:
-            if kind == "code":
-                code.update(range(start, end + 1))
-            blocks.append(Block(kind, start, end))
+    # Built by tuple.__new__, the named tuples' own constructor less a Python call each.
+    make: Any = tuple.__new__
+    blocks: list[Block] = [
+        make(Block, (kind, first + body_line, last + body_line, level, text))
+        for kind, first, last, level, text in shape.blocks
+    ]
+    sections: list[Section] = [
+        make(Section, (b.level, b.heading, b.start)) for b in blocks if b.kind == "heading"
+    ]
+    h1 = next((s.text for s in sections if s.level == 1 and s.text), None)
+    code = {n for b in blocks if b.kind == "code" for n in range(b.start, b.end + 1)}
     return sections, h1, code, blocks
 
 
 def _tags_and_links(shape: Outline, body_line: int, path: str) -> tuple[list[str], list[Link]]:
-    tags: list[str] = []
+    tagged: list[str] = []  # the runs outside headings that may hold a tag
     links: list[Link] = []
     for content, row, in_heading in shape.inlines:
         first = body_line + row
         # Each pattern needs its marker; most blocks have none, and a substring test
         # is far cheaper than a regular-expression scan that finds nothing.
         if "`" in content:
-            content = _INLINE_CODE.sub(lambda m: " " * len(m.group()), content)
+            content = _INLINE_CODE.sub(_blank, content)
         if "[[" in content:
             for m in _WIKILINK.finditer(content):
-                line = first + content.count("\n", 0, m.start())
-                links.append(_wikilink(m.group(1), m.group(2), m.group(3), line))
+                at = m.start()
+                line = first + content.count("\n", 0, at)
+                bang = at > 0 and content[at - 1] == "!"
+                links.append(_wikilink(bang, m.group(1), m.group(2), line))
         if not in_heading and "#" in content:
-            for m in _TAG.finditer(content):
-                tag = _clean_tag(m.group(1))
-                if tag:
-                    tags.append(tag)
+            tagged.append(content)
         if "](" not in content:
             continue
         for m in _MD_LINK.finditer(content):
-            line = first + content.count("\n", 0, m.start())
-            link = _markdown_link(m.group(2) or m.group(3) or "", path, line, m.group(1))
+            at = m.start()
+            line = first + content.count("\n", 0, at)
+            bang = at > 0 and content[at - 1] == "!"
+            link = _markdown_link(m.group(1) or m.group(2) or "", path, line, bang)
             if link:
                 links.append(link)
-    return tags, links
+    # One scan of all the runs, a line apart: a tag ends at a line's end and may start
+    # after one, as at a run's start and end.
+    found = _TAG.findall("\n".join(tagged)) if tagged else []
+    return [tag for tag in map(_clean_tag, found) if tag], links
+
+
+def _blank(m: re.Match[str]) -> str:
+    return " " * len(m.group())
 
 
 def _clean_tag(raw: str) -> str | None:
@@ -200,7 +206,7 @@ def _clean_tag(raw: str) -> str | None:
     return tag
 
 
-def _wikilink(bang: str, inner: str, alias: str | None, line: int) -> Link:
+def _wikilink(bang: bool, inner: str, alias: str | None, line: int) -> Link:
     target, heading, block = inner.strip(), None, None
     if "#" in target:
         target, _, rest = target.partition("#")
@@ -215,13 +221,13 @@ def _wikilink(bang: str, inner: str, alias: str | None, line: int) -> Link:
         heading=heading,
         block=block,
         alias=alias.strip() if alias else None,
-        embed=bool(bang),
+        embed=bang,
         style="wiki",
         line=line,
     )
 
 
-def _markdown_link(href: str, source: str, line: int, bang: str = "") -> Link | None:
+def _markdown_link(href: str, source: str, line: int, bang: bool = False) -> Link | None:
     if not href or _SCHEME.match(href) or href.startswith("#"):
         return None
     target, _, fragment = unquote(href).partition("#")
@@ -234,7 +240,7 @@ def _markdown_link(href: str, source: str, line: int, bang: str = "") -> Link | 
         heading=None if fragment.startswith("^") else (fragment or None),
         block=fragment[1:] if fragment.startswith("^") else None,
         alias=None,
-        embed=bool(bang),
+        embed=bang,
         style="markdown",
         line=line,
     )
