@@ -15,6 +15,7 @@ from markvault.frontmatter import (
     load_frontmatter,
     read_frontmatter,
     set_keys,
+    split_frontmatter,
 )
 
 NOTE = "---\n# a comment\ntitle: 'Quoted'\ntags:\n  - a\n  - b\n\nstatus: draft\n---\nbody\n"
@@ -112,3 +113,21 @@ def test_the_flat_path_takes_common_frontmatter() -> None:
     }
     for other in ("a: 1", "a: 'q'", "a: x #c", "a:\n  - x", "a: *b", "a: x\r"):
         assert _flat_mapping(other) is None, other
+
+
+def split_by_lines(text: str) -> tuple[str | None, str, int]:
+    """``split_frontmatter`` the plain way: every line of the note, one after the other."""
+    lines = text.split("\n")
+    if not text.startswith("---") or lines[0].rstrip("\r").rstrip(" \t") != "---":
+        return None, text, 1
+    for i in range(1, len(lines)):
+        if lines[i].rstrip("\r").rstrip(" \t") in ("---", "..."):
+            return "\n".join(lines[1:i]), "\n".join(lines[i + 1 :]), i + 2
+    return None, text, 1
+
+
+@given(st.lists(st.sampled_from(["---", "--- \r", "...", "---x", "a: b", "", "\r", " ---"])))
+@settings(max_examples=300, deadline=None)
+def test_the_frontmatter_block_is_found_as_line_by_line(lines: list[str]) -> None:
+    for text in ("\n".join(lines), "\n".join(["---", *lines]), "\r\n".join(["---", *lines])):
+        assert split_frontmatter(text) == split_by_lines(text), text

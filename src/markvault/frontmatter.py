@@ -56,7 +56,8 @@ NoteYamlLoader.add_implicit_resolver(
 )
 
 _FENCE_OPEN = re.compile(r"^---[ \t]*$")
-_FENCE_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$")
+# The closing line, found in the whole text (a line's trailing "\r"s are no part of it).
+_FENCE_CLOSE_LINE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r*$", re.M)
 # A top-level key's line: "key:" or "key: value" (not a list item "- a: b", not a comment).
 _TOP_KEY = re.compile(r"^(?!-\s)([^\s#:][^:]*?)\s*:(?:\s|$)")
 _LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
@@ -66,14 +67,17 @@ def split_frontmatter(text: str) -> tuple[str | None, str, int]:
     """(frontmatter text or None, body, 1-based line where the body starts)."""
     if not text.startswith("---"):
         return None, text, 1
-    lines = text.split("\n")
-    if not _FENCE_OPEN.match(lines[0].rstrip("\r")):
+    nl = text.find("\n")
+    if nl < 0 or not _FENCE_OPEN.match(text[:nl].rstrip("\r")):
         return None, text, 1
-    for i in range(1, len(lines)):
-        if _FENCE_CLOSE.match(lines[i].rstrip("\r")):
-            fm = "\n".join(lines[1:i])
-            return fm, "\n".join(lines[i + 1 :]), i + 2
-    return None, text, 1
+    # The first closing line, found without splitting the whole note into lines.
+    close = _FENCE_CLOSE_LINE.search(text, nl + 1)
+    if close is None:
+        return None, text, 1
+    at = close.start()
+    end = text.find("\n", at)
+    body = text[end + 1 :] if end >= 0 else ""
+    return text[nl + 1 : at - 1], body, text.count("\n", 0, at) + 2
 
 
 def load_frontmatter(fm_text: str) -> tuple[dict[str, Any], str | None]:

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import re
 import sys
-from bisect import bisect_right
 from collections.abc import Iterable
 from functools import cache
-from itertools import accumulate
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyromark
@@ -102,7 +100,6 @@ class _Walk:
     def __init__(self, src: str) -> None:
         self.src = src
         self.data = src.encode()
-        self.starts = [0, *accumulate(map((1).__add__, map(len, self.data.split(b"\n"))))]
 
     def run(self) -> Outline:
         tops: list[tuple[str, Any, int, int]] = []  # (name, End value, first byte, end)
@@ -168,51 +165,76 @@ class _Walk:
 
     def inlines(self, runs: list[tuple[int, int, bool]]) -> list[tuple[str, int, bool]]:
         """The source of each run that holds a tag's or a link's marker, with its line."""
-        data, src, starts, marked = self.data, self.src, self.starts, _MARKER.search
+        data, src, count, marked = self.data, self.src, self.data.count, _MARKER.search
         ascii = len(data) == len(src)
         out = []
+        pos = line = 0  # ``line`` newlines come before byte ``pos`` (runs come in order)
         for start, end, in_heading in runs:
             if start and data[start - 1] == 0x5C:  # an escape's backslash: "\#"
                 start -= 1
             if marked(data, start, end) is not None:
-                text = src[start:end] if ascii else data[start:end].decode()
-                out.append((text, bisect_right(starts, start) - 1, in_heading))
+                line += count(b"\n", pos, start) if start >= pos else -count(b"\n", start, pos)
+                pos = start
+                out.append(
+                    (src[start:end] if ascii else data[start:end].decode(), line, in_heading)
+                )
         return out
 
     def blocks(self, tops: list[tuple[str, Any, int, int]]) -> list[tuple[str, int, int, int, str]]:
         """Each top-level block's kind and lines (and a heading's level and text)."""
-        data, starts = self.data, self.starts
+        data = self.data
+        count, find, rfind = data.count, data.find, data.rfind
         out = []
-        previous = -1  # the last line of the block before
+        pos = line = 0  # ``line`` newlines come before byte ``pos`` (blocks come in order)
+        previous, after = -1, 0  # the last line of the block before, and the next line's start
         for name, value, start, end in tops:
-            first = bisect_right(starts, start) - 1
-            last = bisect_right(starts, end) - 1
+            line += count(b"\n", pos, start) if start >= pos else -count(b"\n", start, pos)
+            first = line
+            line += count(b"\n", start, end)
+            pos, last = end, line
             # A range may end past the next line's indent; markdown-it's map does not.
-            if last > first and not data[starts[last] : end].strip(b" \t"):
-                last -= 1
-            if first > previous + 1 and data[starts[previous + 1] : starts[first]].strip(b" \t\n"):
+            if end and data[end - 1] == 10 and last > first:  # the usual: it ends with a "\n"
+                last, following = last - 1, end
+            else:
+                last_at = rfind(b"\n", 0, end) + 1
+                if last > first and not data[last_at:end].strip(b" \t"):
+                    last, last_at = last - 1, rfind(b"\n", 0, last_at - 1) + 1
+                following = find(b"\n", last_at) + 1
+            if (
+                first > previous + 1
+                and data[after:start].strip(b" \t\n")  # what lies before the block's line
+                and data[after : rfind(b"\n", 0, start) + 1].strip(b" \t\n")
+            ):
                 raise _Doubt  # lines between blocks that pulldown-cmark skipped
-            previous = last
+            previous, after = last, following
             if name == "Heading":
-                level = int(value["Heading"][1])
-                out.append(("heading", first, last, level, self.heading(first, last)))
+                text = self.heading(start, end, last > first, last < line)
+                out.append(("heading", first, last, int(value["Heading"][1]), text))
             else:
                 out.append(("code" if name == "CodeBlock" else "text", first, last, 0, ""))
         return out
 
-    def heading(self, first: int, last: int) -> str:
-        """The heading's text as markdown-it's heading and lheading rules read it."""
-        starts = self.starts
-        if first < last:  # setext: the lines above the underline
-            return self.data[starts[first] : starts[last] - 1].decode().strip()
-        line = self.data[starts[first] : starts[first + 1] - 1].decode()
-        pos = len(line) - len(line.lstrip(" "))
-        pos += len(line) - pos - len(line[pos:].lstrip("#"))  # past the opening #s
-        end = max(pos, len(line.rstrip(" \t")))
-        before = pos + len(line[pos:end].rstrip("#"))  # before a closing run of #s
-        if before > pos and line[before - 1] in " \t":
+    def heading(self, start: int, end: int, setext: bool, dropped: bool) -> str:
+        """The heading's text as markdown-it's heading and lheading rules read it: a setext
+        heading's lines above its underline (the range's last line, ``dropped`` if it
+        ends on the line after), an ATX heading's line without its runs of #s."""
+        data = self.data
+        first_at = data.rfind(b"\n", 0, start) + 1
+        if setext:
+            last_at = data.rfind(b"\n", 0, end) + 1
+            if dropped:
+                last_at = data.rfind(b"\n", 0, last_at - 1) + 1
+            return data[first_at : last_at - 1].decode().strip()
+        line_end = data.find(b"\n", first_at)
+        rest = data[first_at : line_end if line_end >= 0 else len(data)].decode()
+        rest = rest.lstrip(" ").lstrip("#")
+        if not rest.rstrip(" \t").endswith("#"):
+            return rest.strip()
+        end = len(rest.rstrip(" \t"))
+        before = len(rest[:end].rstrip("#"))  # before a closing run of #s
+        if before > 0 and rest[before - 1] in " \t":
             end = before
-        return line[pos:end].strip()
+        return rest[:end].strip()
 
 
 def outline_reference(body: str) -> Outline:

@@ -156,13 +156,15 @@ def _structure(
         make(Section, (b.level, b.heading, b.start)) for b in blocks if b.kind == "heading"
     ]
     h1 = next((s.text for s in sections if s.level == 1 and s.text), None)
-    code = {n for b in blocks if b.kind == "code" for n in range(b.start, b.end + 1)}
+    code: set[int] = set()
+    code.update(*[range(b.start, b.end + 1) for b in blocks if b.kind == "code"])
     return sections, h1, code, blocks
 
 
 def _tags_and_links(shape: Outline, body_line: int, path: str) -> tuple[list[str], list[Link]]:
     tagged: list[str] = []  # the runs outside headings that may hold a tag
     links: list[Link] = []
+    folder = posixpath.dirname(path)
     for content, row, in_heading in shape.inlines:
         first = body_line + row
         # Each pattern needs its marker; most blocks have none, and a substring test
@@ -183,7 +185,7 @@ def _tags_and_links(shape: Outline, body_line: int, path: str) -> tuple[list[str
             at = m.start()
             line = first + content.count("\n", 0, at)
             bang = at > 0 and content[at - 1] == "!"
-            link = _markdown_link(m.group(1) or m.group(2) or "", path, line, bang)
+            link = _markdown_link(m.group(1) or m.group(2) or "", folder, line, bang)
             if link:
                 links.append(link)
     # One scan of all the runs, a line apart: a tag ends at a line's end and may start
@@ -227,11 +229,12 @@ def _wikilink(bang: bool, inner: str, alias: str | None, line: int) -> Link:
     )
 
 
-def _markdown_link(href: str, source: str, line: int, bang: bool = False) -> Link | None:
+def _markdown_link(href: str, folder: str, line: int, bang: bool = False) -> Link | None:
+    """The link to ``href`` written in a note in ``folder``, or None for no vault file."""
     if not href or _SCHEME.match(href) or href.startswith("#"):
         return None
     target, _, fragment = unquote(href).partition("#")
-    base = "" if target.startswith("/") else posixpath.dirname(source)
+    base = "" if target.startswith("/") else folder
     joined = posixpath.normpath(posixpath.join(base, target.lstrip("/")))
     if not target.strip() or joined == ".." or joined.startswith("../"):
         return None  # no file, or one outside the vault
