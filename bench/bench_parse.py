@@ -15,10 +15,8 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
-import importlib.util
 import os
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -28,20 +26,13 @@ from typing import Any
 
 from markvault.config import Settings
 from markvault.files import VaultFiles
+from profile_index import load_baseline
 
 
 def load_parse(src: Path) -> Any:
     """The parse module of the markvault package under ``src``, as ``markvault_baseline``."""
-    name = "markvault_baseline"
-    package = src.resolve() / "markvault"
-    spec = importlib.util.spec_from_file_location(
-        name, package / "__init__.py", submodule_search_locations=[str(package)]
-    )
-    assert spec and spec.loader, f"no markvault package under {src}"
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return importlib.import_module(f"{name}.parse")
+    load_baseline(src)
+    return importlib.import_module("markvault_baseline.parse")
 
 
 def read_notes(corpus: Path) -> tuple[list[tuple[str, str]], int]:
