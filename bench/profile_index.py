@@ -314,6 +314,8 @@ def clear_caches(*modules: Any) -> None:
             module._stems.clear()
         if hasattr(module, "_recent_pieces"):
             module._recent_pieces.cache_clear()
+        if hasattr(module, "_known"):
+            module._known.clear()
 
 
 def alternative_chunking(
