@@ -90,7 +90,7 @@ class _PieceCache(dict[str, int]):
     option tables, the words of markup, the same page in several versions of a
     document set), often far apart, and a hit through ``cache[text]`` costs no Python
     call. It keeps texts of up to 1,024 characters, 8 M characters in all (about 16 MB
-    at most); then it keeps what it has."""
+    of ASCII text, twice that of CJK text); then it keeps what it has."""
 
     chars = 0
 
