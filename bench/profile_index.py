@@ -5,8 +5,8 @@
     python bench/profile_index.py /path/to/notes --parse-check   # + markdown-it-py's parse
     python bench/profile_index.py /path/to/notes --hot parse     # cProfile of one stage
     python bench/profile_index.py /path/to/notes --baseline-src ../main/src
-        # + chunk and tokenize with another tree's modules, pair by pair, and whether
-        #   their chunks and fts texts are the same as this tree's on every note
+        # + chunk, tokenize and count terms with another tree's modules, pair by pair,
+        #   and whether their chunks, fts texts and postings are this tree's on every note
 
 Runs the stages of ``vault reindex --no-vectors`` one after the other in this one process
 (no worker processes, so CPU time is the work itself): scan, read, hash, parse, chunk,
@@ -314,6 +314,8 @@ def clear_caches(*modules: Any) -> None:
             module._stems.clear()
         if hasattr(module, "_recent_pieces"):
             module._recent_pieces.cache_clear()
+        if hasattr(module, "_known"):
+            module._known.clear()
 
 
 def alternative_chunking(
@@ -324,8 +326,8 @@ def alternative_chunking(
     ours: tuple[list[list[Any]], list[list[str]]],
     stages: Stages,
 ) -> None:
-    """The chunk and tokenize stages with the baseline tree's modules and this tree's,
-    pair by pair on the same parsed notes, each starting with empty caches (as a worker
+    """The chunk, tokenize and count terms stages with the baseline tree's modules and
+    this tree's, pair by pair on the same parsed notes, each starting with empty caches (as a worker
     does); counts the notes whose chunks or fts texts differ from this tree's (0: none)."""
     from markvault import chunk, text
 
@@ -341,12 +343,32 @@ def alternative_chunking(
             ]
         with stages.stage(f"alt: tokenize, {label}") as t:
             tokens = fts_texts(notes, chunked, tokenizer.tokenize)
+        alternative_counting(label, notes, chunked, tokenizer, stages)
         pairs = zip(chunked, ours[0], strict=True)
         s.note = (
             f"notes differing: {sum(list(map(vars, a)) != list(map(vars, b)) for a, b in pairs)}"
         )
         t.note = f"notes differing: {sum(a != b for a, b in zip(tokens, ours[1], strict=True))}"
         print(f"    {label}: chunk {s.note}, tokenize {t.note}", flush=True)
+
+
+def alternative_counting(
+    label: str, notes: list[Any], chunked: list[list[Any]], tokenizer: Any, stages: Stages
+) -> None:
+    """The count terms stage with the tree whose text module is ``tokenizer`` (its
+    ``sync.note_terms``), on that tree's token lists; prints whether every note's terms
+    and postings are those of this tree's ``note_terms`` on the same lists."""
+    from markvault import sync
+
+    tree = importlib.import_module(tokenizer.__name__.rsplit(".", 1)[0] + ".sync")
+    words = [
+        [tokenizer.tokenize(f"{note.title} {c.context}\n{c.text}") for c in chunks]
+        for note, chunks in zip(notes, chunked, strict=True)
+    ]
+    with stages.stage(f"alt: count terms, {label}") as s:
+        counted = [tree.note_terms(note_words) for note_words in words]
+    differing = sum(a != sync.note_terms(w) for a, w in zip(counted, words, strict=True))
+    s.note = f"notes differing: {differing}"
 
 
 def alternative_note_build(raw: list[Any], settings: Settings, stages: Stages) -> None:

@@ -185,7 +185,7 @@ def test_generated_notes_chunk_as_with_the_patterns(monkeypatch: pytest.MonkeyPa
     notes = [random_note(rng) for _ in range(150)]
     fast = [[vars(c) for c in chunks_of(text, max_pieces=60)] for text in notes]
     monkeypatch.setattr(chunk, "_ascii_pieces", chunk._pattern_pieces)
-    monkeypatch.setattr(chunk, "_recent_pieces", chunk._pattern_pieces)
+    monkeypatch.setattr(chunk, "_known", chunk._PieceCache())
     monkeypatch.setattr(chunk, "_SENTENCE_END", REGEX_SENTENCE_END)
     monkeypatch.setattr(chunk, "_AFTER_SPACE", REGEX_AFTER_SPACE)
     for text, expected in zip(notes, fast, strict=True):

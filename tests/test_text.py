@@ -69,3 +69,13 @@ def test_text_without_cjk_is_tokenized_as_text_with_it() -> None:
     words += ["e\u0301", "नमस्ते", "ﬁle"]
     alphabet = "abc019_-'. \t\n\u00a0\u2003\u2028·«»—"
     assert_tokens_as_in_longer_text(13, words, alphabet, "\u65e5")
+
+
+def test_ascii_words_among_symbols_are_tokenized_as_every_other_text() -> None:
+    """Text whose only non-ASCII characters separate words ("®", "’", a no-break space)
+    takes the ASCII way; a Cyrillic word sends it down the general way. Symbols that
+    normalization changes ("≠" decomposes, "™" is "tm") or marks must not."""
+    words = ["Acme®", "it’s", "a–b", "x\u00a0y", "“quoted”", "Tool™", "a≠b", "Å", "…"]
+    words += ["e\u0301", "ﬁle", "x\u0338", "•item"]
+    alphabet = "abcXYZ019_-'. \t\n®’–•…\u00a0\u200e─≤�"
+    assert_tokens_as_in_longer_text(14, words, alphabet, "\u0436")

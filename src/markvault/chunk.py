@@ -9,13 +9,12 @@ whole (keyword search still sees all of it).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
 
 from .config import ChunkParams
-from .model import Block, Chunk, ParsedNote, embed_input
+from .model import Chunk, ParsedNote, embed_input
 from .text import TOKENIZER_VERSION
 
 CHUNKER_VERSION = "1"
@@ -85,14 +84,29 @@ def _ascii_pieces(text: str) -> int:
     return len(data.translate(None, _ASCII_NOT_MARKS)) + words + longs
 
 
-_recent_pieces = functools.lru_cache(maxsize=8192)(estimate_pieces)
+class _PieceCache(dict[str, int]):
+    """text -> ``estimate_pieces(text)``, filled on first sight: the notes of one
+    collection repeat blocks, headings and words (a reference's "## Parameters" and
+    option tables, the words of markup, the same page in several versions of a
+    document set), often far apart, and a hit through ``cache[text]`` costs no Python
+    call. It keeps texts of up to 1,024 characters, 8 M characters in all (about 16 MB
+    of ASCII text, twice that of CJK text); then it keeps what it has."""
+
+    chars = 0
+
+    def __missing__(self, text: str) -> int:
+        pieces = estimate_pieces(text)
+        if len(text) <= 1024 and self.chars < 8_000_000:
+            self.chars += len(text)
+            self[text] = pieces
+        return pieces
+
+    def clear(self) -> None:
+        super().clear()
+        self.chars = 0
 
 
-def _known_pieces(text: str) -> int:
-    """``estimate_pieces`` through a small cache: the notes of one collection repeat
-    blocks, headings and words (a reference's "## Parameters" and option tables, the
-    words of markup). It keeps at most 8,192 texts of up to 1,024 characters."""
-    return _recent_pieces(text) if len(text) <= 1024 else estimate_pieces(text)
+_known = _PieceCache()
 
 
 def fingerprint(params: ChunkParams, model: str) -> str:
@@ -109,29 +123,39 @@ def fingerprint(params: ChunkParams, model: str) -> str:
 def chunk_note(note: ParsedNote, lines: list[str], params: ChunkParams) -> list[Chunk]:
     """Chunks of ``note``; ``lines`` are the file's lines (index 0 is line 1)."""
     builder = _Builder(note, lines, params)
-    stack: list[tuple[Block, int]] = []  # the open headings, each with its path's pieces
-    for block in note.blocks:
-        if block.kind == "heading":
-            if not builder.only_headings():
+    known = _known  # cache[text]: no Python call for a text seen before
+    count = len(lines)
+    # The open headings, each with its level, its path of headings and that path's
+    # pieces: headings nest, so the stack's levels only increase.
+    stack: list[tuple[int, tuple[str, ...], int]] = []
+    for kind, start, end, level, heading in note.blocks:
+        if start == end and start <= count:
+            text = lines[start - 1].rstrip()
+        else:
+            text = "\n".join(lines[start - 1 : end]).rstrip()
+        if kind == "heading":
+            if not builder.headings_only:
                 builder.flush()
-            stack = [h for h in stack if h[0].level < block.level]
-            # " > " between the headings is one mark (see set_path).
-            cost = (stack[-1][1] + 1 if stack else 0) + _known_pieces(block.heading)
-            stack.append((block, cost))
-            builder.set_path(tuple(h[0].heading for h in stack), cost)
-            text = builder.text(block.start, block.end)
-            builder.add_piece(block.start, block.end, text, _known_pieces(text))
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            if stack:  # " > " between the headings is one mark (see set_path)
+                _, path, cost = stack[-1]
+                path, cost = (*path, heading), cost + 1 + known[heading]
+            else:
+                path, cost = (heading,), known[heading]
+            stack.append((level, path, cost))
+            builder.set_path(path, cost)
+            builder.add_piece(start, end, text, known[text])
             continue
-        text = builder.text(block.start, block.end)
-        size = _known_pieces(text)
-        if builder.full(size):
+        size = known[text]
+        if builder.pieces + size > builder.budget and not builder.headings_only:
             builder.flush()
-        if size <= builder.budget or block.kind == "code":
-            builder.add_block(block.start, block.end, text, size)
+        if size <= builder.budget or kind == "code":
+            builder.add_block(start, end, text, size)
             if size > builder.budget:
                 builder.flush()
         else:
-            builder.add_oversized(block)
+            builder.add_oversized(start, end)
     builder.flush()
     if not builder.chunks:
         builder.add_piece(note.body_line, note.body_line, note.title)
@@ -145,18 +169,15 @@ class _Builder:
         self.lines = lines
         self.params = params
         self.path: tuple[str, ...] = ()
+        self.context = note.title if note.frontmatter_title else ""
         self.chunks: list[Chunk] = []
-        self._parts: list[tuple[int, int, str]] = []
-        self._headings_only = True
+        self._texts: list[str] = []  # the open chunk's parts, from line _start to _end
+        self._start = self._end = 0
+        self.headings_only = True  # no block but headings since the last chunk
         self.pieces = 0
-        self._title_pieces = _known_pieces(note.title)
+        self._title_pieces = _known[note.title]
         # Pieces a chunk may hold: the heading context is read by the model too.
         self.budget = params.max_pieces - self._title_pieces
-
-    def text(self, start: int, end: int) -> str:
-        if start == end and start <= len(self.lines):
-            return self.lines[start - 1].rstrip()
-        return "\n".join(self.lines[start - 1 : end]).rstrip()
 
     def set_path(self, path: tuple[str, ...], path_pieces: int) -> None:
         """``path_pieces``: the estimate of " > ".join(path). Estimates add up across
@@ -164,36 +185,41 @@ class _Builder:
         marks', and a heading's estimate is made once for all the headings below it."""
         self.path = path
         self.budget = self.params.max_pieces - (self._title_pieces + 1 + path_pieces)
+        title = self.note.title
+        if self.note.frontmatter_title and path[0] != title:
+            self.context = " > ".join((title, *path))
+        else:
+            self.context = " > ".join(path)
 
     def full(self, size: int) -> bool:
         """Would ``size`` more pieces overflow a chunk that has more than headings?"""
-        return self.pieces + size > self.budget and not self._headings_only
-
-    def only_headings(self) -> bool:
-        return self._headings_only
+        return self.pieces + size > self.budget and not self.headings_only
 
     def add_block(self, start: int, end: int, text: str, size: int) -> None:
-        self._headings_only = False
+        self.headings_only = False
         self.add_piece(start, end, text, size)
 
     def add_piece(self, start: int, end: int, text: str, size: int | None = None) -> None:
-        self._parts.append((start, end, text))
+        if not self._texts:
+            self._start = start
+        self._end = end
+        self._texts.append(text)
         self.pieces += estimate_pieces(text) if size is None else size
 
-    def add_oversized(self, block: Block) -> None:
+    def add_oversized(self, start: int, end: int) -> None:
         """Split a long text block by lines, then long lines by sentences, then words."""
-        for line_no in range(block.start, block.end + 1):
+        for line_no in range(start, end + 1):
             line = self.lines[line_no - 1] if line_no <= len(self.lines) else ""
             for piece, size in self._split_line(line):
                 if self.full(size):
                     self.flush()
-                self._headings_only = False
+                self.headings_only = False
                 self.add_piece(line_no, line_no, piece, size)
 
     def _split_line(self, line: str) -> list[tuple[str, int]]:
         """(piece, its estimated size) of ``line``, each piece within the budget."""
         limit = self.budget
-        size = _known_pieces(line)
+        size = _known[line]
         if size <= limit:
             return [(line, size)]
         out: list[tuple[str, int]] = []
@@ -210,7 +236,7 @@ class _Builder:
             size = 0
             for word in _AFTER_SPACE.split(sentence):
                 words.append(word)
-                size += _known_pieces(word)
+                size += _known[word]
                 if size >= limit - 8:
                     out.append(("".join(words), size))
                     words, size = [], 0
@@ -219,28 +245,22 @@ class _Builder:
         return [(s, n) for s, n in out if s.strip()]
 
     def flush(self) -> None:
-        if not self._parts:
+        if not self._texts:
             return
-        start = self._parts[0][0]
-        end = self._parts[-1][1]
-        text = "\n".join([p[2] for p in self._parts if p[2]]).strip("\n")
-        path = list(self.path)
-        if self.note.frontmatter_title and (not path or path[0] != self.note.title):
-            path.insert(0, self.note.title)
-        context = " > ".join(path)
-        embed_text = embed_input(context, text)
+        text = "\n".join(filter(None, self._texts)).strip("\n")
+        embed_text = embed_input(self.context, text)
         digest = hashlib.blake2b(embed_text.encode("utf-8"), digest_size=16).hexdigest()
         self.chunks.append(
             Chunk(
                 seq=len(self.chunks),
                 heading_path=self.path,
-                start_line=start,
-                end_line=end,
+                start_line=self._start,
+                end_line=self._end,
                 text=text,
-                context=context,
+                context=self.context,
                 hash=digest,
             )
         )
-        self._parts = []
-        self._headings_only = True
+        self._texts = []
+        self.headings_only = True
         self.pieces = 0

@@ -91,7 +91,11 @@ _stem = _stems.__getitem__
 
 def normalize(text: str) -> str:
     """Fold case, width and Latin/Greek accents; keep everything else."""
-    text = unicodedata.normalize("NFKC", text).casefold()
+    return _unaccent(unicodedata.normalize("NFKC", text).casefold())
+
+
+def _unaccent(text: str) -> str:
+    """``normalize`` past NFKC and case folding."""
     if text.isascii():
         return text
     stripped = _unicode().accents.sub("", unicodedata.normalize("NFD", text))
@@ -100,8 +104,11 @@ def normalize(text: str) -> str:
 
 def tokenize(text: str) -> list[str]:
     """All search tokens of ``text``, in order (duplicates kept: they are term frequency)."""
-    text = normalize(text)
-    if text.isascii():
+    text = unicodedata.normalize("NFKC", text).casefold()
+    if text.isascii() or _ascii_words_only(text):
+        return list(map(_stem, _ascii_words(text)))
+    text = _unaccent(text)
+    if text.isascii():  # "café" is "cafe" now
         return list(map(_stem, _ascii_words(text)))
     patterns = _unicode()
     if patterns.cjk_char.search(text) is None:  # then segments' words are word's
@@ -116,8 +123,36 @@ def tokenize(text: str) -> list[str]:
 
 
 def _ascii_words(text: str) -> list[str]:
-    """The words of normalized ASCII ``text``: what the segments pattern finds there."""
-    return text.encode("ascii").translate(_ASCII_NOT_WORD).decode("ascii").split()
+    """The words of normalized ASCII ``text``: what the segments pattern finds there
+    (or of text whose other characters all separate words: ``_ascii_words_only``)."""
+    data = text.encode("ascii", "replace")  # "?" for the others, a space below
+    return data.translate(_ASCII_NOT_WORD).decode("ascii").split()
+
+
+class _Separators(dict[str, bool]):
+    """character -> whether it only separates words: neither a letter, digit or mark
+    of any script, nor changed by the normalization past NFKC and case folding."""
+
+    def __missing__(self, char: str) -> bool:
+        separates = (
+            _unicode().word.match(char) is None
+            and unicodedata.combining(char) == 0
+            and unicodedata.normalize("NFD", char) == char
+        )
+        self[char] = separates
+        return separates
+
+
+_separators = _Separators()
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _ascii_words_only(text: str) -> bool:
+    """Whether NFKC-folded ``text`` has no word character but ASCII ones, and is
+    already normalized: then its tokens are its ASCII words. Much text is ASCII but
+    for a symbol, a dash or quotation marks ("®", "–", "’"), for which the
+    patterns' path costs many times more."""
+    return all(map(_separators.__getitem__, set(_NON_ASCII.findall(text))))
 
 
 def _cjk_grams(run: str) -> list[str]:
