@@ -285,10 +285,13 @@ class Syncer:
         files_changed = bool(changes.files_added or changes.files_removed)
         notes_changed = bool(changes.records or changes.removed or changes.skipped)
         if notes_changed or files_changed or stored.wrote or links_pending:
-            if notes_changed:
-                stored.store(changes.records, changes.known, changes.removed, changes.skipped)
-            self.index.writes.set_attachments(changes.files_added, changes.files_removed)
-            self._resolve_links(changes, stored, links_pending)
+            # One transaction: notes never without their links' targets, and one commit
+            # (a sync of DuckDB's log to disk) instead of three.
+            with self.index.store.transaction():
+                if notes_changed:
+                    stored.store(changes.records, changes.known, changes.removed, changes.skipped)
+                self.index.writes.set_attachments(changes.files_added, changes.files_removed)
+                self._resolve_links(changes, stored, links_pending)
             if told is not None:
                 told.publish(note_changes(changes, stored.written, stored.before))
                 _tell_skipped(told, changes.skipped)
