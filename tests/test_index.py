@@ -329,13 +329,16 @@ def test_vault_config_file(write: WriteNotes, vault_dir: Path) -> None:
         Settings.load(vault=vault_dir, env={})
 
 
-def _keyword_state(index: Index) -> tuple[set[tuple[str, int, int, int]], dict[str, int], tuple]:
+def _keyword_state(
+    index: Index,
+) -> tuple[set[tuple[str, int, int, int]], dict[str, tuple[int, int]], tuple]:
     postings = set(
         index.store.con.execute(
             "SELECT v.term, p.chunk_id, p.tf, p.dl FROM postings p JOIN vocab v USING (termid)"
         ).fetchall()
     )
-    df = dict(index.store.con.execute("SELECT term, df FROM vocab").fetchall())
+    vocab = index.store.con.execute("SELECT term, df, ndf FROM vocab").fetchall()
+    df = {r[0]: (r[1], r[2]) for r in vocab}
     stats = index.store.con.execute("SELECT n, total FROM kw_stats").fetchone()
     return postings, df, tuple(stats or ())
 
@@ -379,6 +382,31 @@ def test_keyword_index_updated_in_place_equals_a_full_rebuild(
             for (_, a), (_, b) in zip(in_place[q], rebuilt[q], strict=True):
                 assert abs(a - b) < 1e-9, q
         assert in_place["zebrafish"], "the new words are searchable"
+
+
+def test_each_kind_of_change_alone_updates_the_keyword_index_as_a_rebuild(
+    bundled_copy: Path, tmp_path: Path
+) -> None:
+    """Chunks taken out and put back in one net update of the vocabulary and statistics:
+    a removal alone, an edit alone (words gone, words new), a note emptied of every
+    chunk, and a new note each leave what a rebuild from the chunks gives."""
+    welcome, tags = bundled_copy / "notes/Welcome.md", bundled_copy / "notes/Tags.md"
+    steps = [
+        lambda: tags.unlink(),
+        lambda: welcome.write_text("# Welcome\n\nonly quokka words now, quokka and numbat\n"),
+        lambda: welcome.write_text(""),
+        lambda: (bundled_copy / "notes/Fresh.md").write_text("# Fresh\n\nnumbat quokka\n"),
+    ]
+    with open_local(bundled_copy, tmp_path / "index") as v:
+        v.reindex(vectors=False)
+        for step in steps:
+            step()
+            v.reindex(vectors=False)
+            index = v.host.core().keeper.open_index(write=True)
+            assert not index.keyword.dirty()
+            state = _keyword_state(index)
+            index.keyword.rebuild()
+            assert _keyword_state(index) == state
 
 
 def test_compaction_keeps_the_keyword_index_identical(bundled_copy: Path, tmp_path: Path) -> None:

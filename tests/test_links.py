@@ -145,3 +145,47 @@ def test_vault_files_lists_attachments_as_obsidian_sees_them(tmp_path: Path) -> 
     ]
     r = LinkResolver([("Note.md", [])], listed)
     assert r.resolve("Note.md", "Fábio.png", "wiki") == listed[1]
+
+
+def test_a_resolver_for_some_links_resolves_them_as_one_over_every_file() -> None:
+    """An edit resolves its few links with a resolver holding only the files they could
+    name: each link, alone or among others, resolves as with every file."""
+    notes = [*NOTES, ("notes/Straße.md", ["Ünï"]), ("x/beta.MD", ["beta"]), ("y/Top.md", [])]
+    links = [
+        (source, target, style)
+        for source in ("Top.md", "notes/Alpha.md", "notes/sub/Beta.md", "y/z/Deep.md")
+        for style in ("wiki", "markdown")
+        for target in (
+            "",
+            "Alpha",
+            "beta",
+            "Beta.md",
+            "sub/Beta",
+            "/archive/Beta",
+            "./Beta",
+            "../Top",
+            "../../Top",
+            "First letter",
+            "FIRST LETTER",
+            "strasse",
+            "ünï",
+            "Engelbart.jpg",
+            "icons/lucide-send.svg",
+            "notes/Paper.pdf",
+            "Paper.pdf",
+            "v1.2",
+            "Missing",
+            "notes/sub/Beta.md",
+            "Top",
+            "..",
+            "./",
+            "Project",
+        )
+    ]
+    full = LinkResolver(notes, ATTACHMENTS)
+    some = LinkResolver.for_links(links, notes, ATTACHMENTS)
+    assert len(some.by_path) < len(full.by_path)
+    assert [some.resolve(*link) for link in links] == [full.resolve(*link) for link in links]
+    for link in links:
+        alone = LinkResolver.for_links([link], notes, ATTACHMENTS)
+        assert alone.resolve(*link) == full.resolve(*link), link

@@ -69,6 +69,36 @@ class LinkResolver:
             self._add(path)
             self.attachments.add(path)
 
+    @classmethod
+    def for_links(
+        cls,
+        links: Iterable[tuple[str, str, str]],
+        notes: Iterable[tuple[str, list[str]]],
+        attachments: Iterable[str] = (),
+    ) -> LinkResolver:
+        """A resolver that resolves ``links`` ((source, target, style)) as one over all of
+        ``notes`` and ``attachments`` does, holding only the files those links could name
+        (a one-note edit resolves a few links; indexing a whole vault's files for them
+        cost more than the rest of its link step). The links are first resolved against
+        empty tables that record every key looked up: a resolver looks up the same keys
+        and more when it finds nothing, so the files under those keys are all it needs."""
+        probe = cls(())
+        paths, names, aliases = _Lookups(), _Lookups(), _Lookups()
+        probe.by_path, probe.by_name, probe.by_alias = paths, names, aliases
+        for source, target, style in links:
+            probe.resolve(source, target, style)
+
+        def named(path: str) -> bool:
+            folded = _fold(path)
+            return folded in paths.seen or folded.rpartition("/")[2] in names.seen
+
+        kept = [
+            (path, aliases_of)
+            for path, aliases_of in notes
+            if named(path) or any(_fold(a) in aliases.seen for a in aliases_of)
+        ]
+        return cls(kept, [path for path in attachments if named(path)])
+
     def _add(self, path: str) -> None:
         folded = _fold(path)
         self.by_path[folded] = path
@@ -130,3 +160,19 @@ class LinkResolver:
         if near:
             return near[0]
         return min(candidates, key=lambda c: (c.count("/"), _fold(c), c))
+
+
+class _Lookups(dict):
+    """An empty table that records the keys looked up in it (``LinkResolver.for_links``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def get(self, key: str, default: object = None) -> object:
+        self.seen.add(key)
+        return default
+
+    def __contains__(self, key: object) -> bool:
+        self.seen.add(str(key))
+        return False

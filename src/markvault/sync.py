@@ -291,10 +291,13 @@ class Syncer:
         files_changed = bool(changes.files_added or changes.files_removed)
         notes_changed = bool(changes.records or changes.removed or changes.skipped)
         if notes_changed or files_changed or stored.wrote or links_pending:
-            if notes_changed:
-                stored.store(changes.records, changes.known, changes.removed, changes.skipped)
-            self.index.writes.set_attachments(changes.files_added, changes.files_removed)
-            self._resolve_links(changes, stored, links_pending)
+            # One transaction: notes never without their links' targets, and one commit
+            # (a sync of DuckDB's log to disk) instead of three.
+            with self.index.store.transaction():
+                if notes_changed:
+                    stored.store(changes.records, changes.known, changes.removed, changes.skipped)
+                self.index.writes.set_attachments(changes.files_added, changes.files_removed)
+                self._resolve_links(changes, stored, links_pending)
             if told is not None:
                 told.publish(note_changes(changes, stored.written, stored.before))
                 _tell_skipped(told, changes.skipped)
@@ -311,9 +314,7 @@ class Syncer:
         point elsewhere: those naming a file or alias that came or went, and those that
         pointed at a file that went or a note whose aliases changed. ``every``: all
         links (a build written batch by batch was interrupted before this step)."""
-        aliases_before = stored.read_aliases()
-        notes = self.index.writes.note_link_keys()
-        resolver = LinkResolver(notes, self.index.reads.attachments())
+        aliases_before = stored.aliases_before()
         sources: list[str] | None = [w.path for w in stored.written]
         names: set[str] = set()
         targets = set(changes.removed) | changes.files_removed
@@ -326,12 +327,20 @@ class Syncer:
             if before != list(w.aliases):
                 targets.add(w.path)
                 names |= {link_name(a) for a in (*(before or ()), *w.aliases)}
-        if every or not aliases_before:  # the first build: every link
+        if every or not changes.known:  # the first build: every link
             sources = None
         rows = self.index.writes.links_to_resolve(sources, names, targets)
-        self.index.writes.set_link_targets(
-            [(rid, resolver.resolve(src, target, style)) for rid, src, target, style in rows]
-        )
+        if rows:
+            notes = self.index.writes.note_link_keys()
+            files = self.index.reads.attachments()
+            resolver = (
+                LinkResolver(notes, files)
+                if sources is None  # a whole vault's links name most of its files
+                else LinkResolver.for_links([r[1:] for r in rows], notes, files)
+            )
+            self.index.writes.set_link_targets(
+                [(rid, resolver.resolve(src, target, style)) for rid, src, target, style in rows]
+            )
         if every or stored.batched:
             self.index.writes.clear_links_pending()
 
@@ -395,15 +404,14 @@ class StoredNotes:
         self.wrote = False
         self._aliases_before: dict[str, list[str]] | None = None
 
-    def read_aliases(self) -> dict[str, list[str]]:
-        """Every note's aliases as the index had them before this sync's first write."""
-        if self._aliases_before is None:
-            self._aliases_before = dict(self.index.writes.note_link_keys())
-        return self._aliases_before
+    def aliases_before(self) -> dict[str, list[str]]:
+        """The aliases the index had, before this sync's first write, of the notes it
+        rewrote (and of every other note when it wrote batch by batch)."""
+        return self._aliases_before or {}
 
     def begin_batches(self, notes: int) -> None:
         """About ``notes`` records are coming in several transactions."""
-        self.read_aliases()
+        self._aliases_before = dict(self.index.writes.note_link_keys())
         self.index.writes.begin_batches(notes)
         self.batched = True
 
@@ -416,7 +424,9 @@ class StoredNotes:
     ) -> None:
         """Write ``records``, drop ``removed`` and note ``skipped`` in one transaction;
         ``known``: the index's file states before the sync."""
-        self.read_aliases()
+        if self._aliases_before is None:  # one write: only the notes it replaces
+            rewritten = [r.path for r in records if r.path in known]
+            self._aliases_before = dict(self.index.writes.note_link_keys(rewritten))
         paths = [r.path for r in records] + [*removed] + [s[0] for s in skipped]
         replaced = [p for p in paths if p in known]
         if self.feed_listening:

@@ -53,6 +53,7 @@ class KeywordIndex:
         self._stats_at: tuple[int, tuple[int, int, int]] | None = None
         self._gone: tuple[tuple[int, ...], Any] | None = None  # expired ids as an array
         self._staged: _Staged | None = None  # a first build's postings (``stage``)
+        self._removed = 0  # chunks remove_postings took out, for add_postings' counts
 
     def rebuild(self) -> None:
         """Rebuild the keyword index: from the postings staged while a first build wrote
@@ -172,75 +173,76 @@ class KeywordIndex:
         return changed_chunks <= max(KW_DELTA_MIN, KW_DELTA_SHARE * total)
 
     def remove_postings(self, chunk_ids: Sequence[int]) -> None:
-        """Take chunks out of the keyword index: postings, document frequencies and the
-        collection statistics BM25 reads."""
+        """Take chunks out of the postings, before they are deleted; the vocabulary and
+        collection statistics follow in the ``add_postings`` that must come next in the
+        same transaction (with the chunks put back, maybe none): one net update of each
+        instead of two (an edit takes a note's chunks out and puts them back, and most
+        of its terms' counts end where they were)."""
         self._staged = None  # staged rows no longer match the chunks
+        self._removed = len(chunk_ids)
         if not chunk_ids:
             return
-        wanted = ", ".join(str(int(i)) for i in chunk_ids)
         # The chunks' terms come from their tokens, by the rule that made their postings:
         # postings are sorted by term, so finding a chunk's rows there scans the whole
         # table (~45 ms at 8.4M rows), which only the delete does.
-        self.con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE kw_old AS
-            SELECT chunk_id, term, count(*)::INTEGER AS tf
-            FROM ({_chunk_terms(f"id IN ({wanted})")}) GROUP BY chunk_id, term"""
-        )
-        # Whole notes are taken out (and put back): ndf drops by the notes per term.
-        self.con.execute(
-            f"""UPDATE vocab SET df = vocab.df - d.n, ndf = vocab.ndf - d.notes
-            FROM (SELECT k.term, count(*) AS n, count(DISTINCT c.path) AS notes
-                  FROM kw_old k JOIN (SELECT id, path FROM chunks WHERE id IN ({wanted})) c
-                  ON c.id = k.chunk_id GROUP BY k.term) d
-            WHERE vocab.term = d.term"""
-        )
-        self.con.execute(
-            f"UPDATE kw_stats SET n = n - {len(chunk_ids)}, "
-            "total = total - (SELECT coalesce(sum(tf), 0) FROM kw_old)"
-        )
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE kw_old AS {_chunk_postings(chunk_ids)}")
+        wanted = ", ".join(str(int(i)) for i in chunk_ids)
         self.con.execute(f"DELETE FROM postings WHERE chunk_id IN ({wanted})")
-        self.con.execute("DELETE FROM vocab WHERE df <= 0")
-        self.con.execute("DROP TABLE kw_old")
 
     def add_postings(self, chunk_ids: Sequence[int]) -> None:
         """Put freshly inserted chunks into the keyword index, tokenized exactly as the
-        full rebuild tokenizes them (whitespace-separated tokens of ``fts_text``)."""
+        full rebuild tokenizes them (whitespace-separated tokens of ``fts_text``), and
+        update document frequencies and the collection statistics by what this and the
+        ``remove_postings`` before it (if any) took out and put in."""
         self._staged = None  # staged rows no longer match the chunks
-        if not chunk_ids:
+        removed, self._removed = self._removed, 0
+        if not chunk_ids and not removed:
             return
-        wanted = ", ".join(str(int(i)) for i in chunk_ids)
-        self.con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE kw_new AS
-            SELECT chunk_id, term, count(*)::INTEGER AS tf
-            FROM ({_chunk_terms(f"id IN ({wanted})")}) GROUP BY chunk_id, term"""
-        )
+        if not removed:  # none taken out: nothing to subtract
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE kw_old AS {_chunk_postings(())}")
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE kw_new AS {_chunk_postings(chunk_ids)}")
         self.con.execute(
             """INSERT INTO vocab
             SELECT term, (SELECT coalesce(max(termid), 0) FROM vocab)
                          + row_number() OVER (ORDER BY term), 0, 0
             FROM (SELECT DISTINCT term FROM kw_new) WHERE term NOT IN (SELECT term FROM vocab)"""
         )
+        # df counts chunks, ndf notes; whole notes are taken out and put back, so a
+        # term's ndf moves by the notes that had it and the notes that have it now.
         self.con.execute(
-            f"""UPDATE vocab SET df = vocab.df + d.n, ndf = vocab.ndf + d.notes
-            FROM (SELECT k.term, count(*) AS n, count(DISTINCT c.path) AS notes
-                  FROM kw_new k JOIN (SELECT id, path FROM chunks WHERE id IN ({wanted})) c
-                  ON c.id = k.chunk_id GROUP BY k.term) d
+            """UPDATE vocab SET df = vocab.df + d.n, ndf = vocab.ndf + d.notes
+            FROM (SELECT term, sum(n) AS n, sum(notes) AS notes FROM (
+                    SELECT term, count(*) AS n, count(DISTINCT path) AS notes
+                    FROM kw_new GROUP BY term
+                    UNION ALL
+                    SELECT term, -count(*), -count(DISTINCT path) FROM kw_old GROUP BY term)
+                  GROUP BY term HAVING sum(n) <> 0 OR sum(notes) <> 0) d
             WHERE vocab.term = d.term"""
         )
+        if chunk_ids:
+            self.con.execute(
+                """INSERT INTO postings
+                SELECT v.termid, k.chunk_id, k.tf, s.dl::INTEGER
+                FROM kw_new k JOIN vocab v USING (term)
+                     JOIN (SELECT chunk_id, sum(tf) AS dl FROM kw_new GROUP BY chunk_id) s
+                     USING (chunk_id)
+                ORDER BY v.termid, k.chunk_id"""
+            )
+        row = self.con.execute(
+            "SELECT (SELECT count(*) FROM kw_new), (SELECT coalesce(sum(tf), 0) FROM kw_new), "
+            "(SELECT coalesce(sum(tf), 0) FROM kw_old)"
+        ).fetchone()
+        rows, tokens = (int(row[0]), int(row[1]) - int(row[2])) if row else (0, 0)
         self.con.execute(
-            """INSERT INTO postings
-            SELECT v.termid, k.chunk_id, k.tf, s.dl::INTEGER
-            FROM kw_new k JOIN vocab v USING (term)
-                 JOIN (SELECT chunk_id, sum(tf) AS dl FROM kw_new GROUP BY chunk_id) s
-                 USING (chunk_id)
-            ORDER BY v.termid, k.chunk_id"""
+            f"UPDATE kw_stats SET n = n + {len(chunk_ids) - removed}, total = total + {tokens}"
         )
-        row = self.con.execute("SELECT count(*), coalesce(sum(tf), 0) FROM kw_new").fetchone()
-        rows, tokens = (int(row[0]), int(row[1])) if row else (0, 0)
-        self.con.execute(f"UPDATE kw_stats SET n = n + {len(chunk_ids)}, total = total + {tokens}")
+        if removed:
+            self.con.execute("DELETE FROM vocab WHERE df <= 0")
         self.con.execute("DROP TABLE kw_new")
-        appended = int(self.store.meta().get("kw_appended") or 0) + rows
-        self.store.set_meta(kw_appended=str(appended))
+        self.con.execute("DROP TABLE kw_old")
+        if rows:
+            appended = int(self.store.meta().get("kw_appended") or 0) + rows
+            self.store.set_meta(kw_appended=str(appended))
 
     def needs_compaction(self) -> bool:
         """Rows added in place land unsorted at the end of postings, where no query can
@@ -439,6 +441,16 @@ def _chunk_terms(where: str) -> str:
     return f"""SELECT * FROM (
         SELECT id AS chunk_id, unnest(string_split(fts_text, ' ')) AS term
         FROM chunks WHERE {where}) WHERE term <> ''"""
+
+
+def _chunk_postings(chunk_ids: Sequence[int]) -> str:
+    """SQL yielding (chunk_id, path, term, tf) of the chunks ``chunk_ids`` (none: no rows
+    of those columns)."""
+    wanted = ", ".join(str(int(i)) for i in chunk_ids) or "NULL"
+    return f"""SELECT k.chunk_id, c.path, k.term, k.tf
+        FROM (SELECT chunk_id, term, count(*)::INTEGER AS tf
+              FROM ({_chunk_terms(f"id IN ({wanted})")}) GROUP BY chunk_id, term) k
+        JOIN (SELECT id, path FROM chunks WHERE id IN ({wanted})) c ON c.id = k.chunk_id"""
 
 
 class _Staged:

@@ -111,6 +111,7 @@ class Store:
         self.notices: list[str] = []
         self.changes = 0  # transactions run: caches of derived answers key on it
         self._tables: set[tuple[str, str]] | None = None  # (schema, table): has_table
+        self._open_transactions = 0  # transaction() blocks open, the outermost first
 
     @classmethod
     def open(
@@ -315,15 +316,28 @@ class Store:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
+        """One transaction; one opened inside another is part of it (a sync writes its
+        notes and resolves their links in one: one commit, one sync of the log)."""
         if not self.writable:
             raise MarkvaultError("internal: write on a read-only index")
+        if self._open_transactions:
+            self._open_transactions += 1
+            try:
+                yield
+            finally:
+                self._open_transactions -= 1
+                self._tables = None
+                self.changes += 1  # caches of what it read may be stale already
+            return
         self.con.execute("BEGIN")
+        self._open_transactions = 1
         try:
             yield
         except BaseException:
             self.con.execute("ROLLBACK")
             raise
         finally:
+            self._open_transactions = 0
             self._tables = None
             self.changes += 1
         self.con.execute("COMMIT")

@@ -168,12 +168,17 @@ class NoteWrites:
         self.store.insert_rows("links", links, extra="NULL")
         return list(ids)
 
-    def note_link_keys(self) -> list[tuple[str, list[str]]]:
-        """(path, aliases) of every note, for link resolution."""
-        return [
-            (r[0], list(r[1] or []))
-            for r in self.con.execute("SELECT path, aliases FROM notes").fetchall()
-        ]
+    def note_link_keys(self, paths: Sequence[str] | None = None) -> list[tuple[str, list[str]]]:
+        """(path, aliases) of every note, or of the notes at ``paths``, for link
+        resolution."""
+        sql = "SELECT path, aliases FROM notes"
+        if paths is None:
+            return [(r[0], list(r[1] or [])) for r in self.con.execute(sql).fetchall()]
+        if not paths:
+            return []
+        with self.store.rows({"path": sorted(set(paths))}, "p") as wanted:
+            rows = self.con.execute(f"{sql} WHERE path IN (SELECT path FROM {wanted})")
+            return [(r[0], list(r[1] or [])) for r in rows.fetchall()]
 
     def set_attachments(self, added: Iterable[str], removed: Iterable[str]) -> None:
         """Record files other than notes that appeared or went."""
@@ -201,15 +206,26 @@ class NoteWrites:
         sql = "SELECT rowid, source, target, style FROM links"
         if sources is None:
             return self.con.execute(sql).fetchall()
-        with contextlib.ExitStack() as stack:
-            src, nm, tg = (
-                stack.enter_context(self.store.rows({"v": sorted(set(values))}, name))
-                for name, values in (("src", sources), ("nm", names), ("tg", targets))
+        # Only the conditions that can hold: an edit that renames nothing asks for its
+        # note's own links, which a scan of one column finds.
+        wanted = {
+            column: sorted(set(values))
+            for column, values in (
+                ("source", sources),
+                ("target_name", names),
+                ("target_path", targets),
             )
-            return self.con.execute(
-                f"{sql} WHERE source IN (SELECT v FROM {src}) OR target_name IN (SELECT v "
-                f"FROM {nm}) OR target_path IN (SELECT v FROM {tg})"
-            ).fetchall()
+        }
+        with contextlib.ExitStack() as stack:
+            conditions = [
+                f"{column} IN (SELECT v FROM "
+                f"{stack.enter_context(self.store.rows({'v': values}, f'w{i}'))})"
+                for i, (column, values) in enumerate(wanted.items())
+                if values
+            ]
+            if not conditions:
+                return []
+            return self.con.execute(f"{sql} WHERE {' OR '.join(conditions)}").fetchall()
 
     def set_link_targets(self, resolved: Sequence[tuple[int, str | None]]) -> None:
         if not resolved:
