@@ -14,7 +14,6 @@ from __future__ import annotations
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from ..model import Filters
@@ -24,7 +23,7 @@ from .reads import NoteReads
 from .store import Store
 
 if TYPE_CHECKING:  # a search never writes: it need not import the rows module
-    from ..rows import NoteRows
+    from ..rows import NoteRows, RowBlock
 
 # Changes up to this many chunks (or this share of all) update the keyword index in
 # place; larger ones rebuild it. Appended rows are re-sorted past these limits.
@@ -60,18 +59,22 @@ class KeywordIndex:
         strings; afterwards edits update it in place (``add_postings``)."""
         staged, self._staged = self._staged, None
         with self.store.transaction():
+            # The chunks' total length: the sum of their dl, which is the sum of all tf.
+            total = (
+                "(SELECT coalesce(sum(dl), 0) FROM (SELECT any_value(dl) AS dl FROM postings "
+                "GROUP BY chunk_id))"
+            )
             if staged is None or not staged.covers(self.con):
                 self._postings_from_tokens()
             else:
                 staged.write_postings(self.con, self.index_terms)
+                total = f"{staged.tokens}::HUGEINT"  # summed as staged: no scan of postings
             for table in ("kw_stage", "kw_all", "kw_terms", "kw_notes"):
                 self.con.execute(f"DROP TABLE IF EXISTS {table}")
             # Every chunk counts as a document, also one without a single token.
             self.con.execute(
                 "CREATE OR REPLACE TABLE kw_stats AS SELECT "
-                "(SELECT count(*) FROM chunks) AS n, "
-                "(SELECT coalesce(sum(dl), 0) FROM (SELECT any_value(dl) AS dl FROM postings "
-                "GROUP BY chunk_id)) AS total"
+                f"(SELECT count(*) FROM chunks) AS n, {total} AS total"
             )
             self.store.set_meta(fts_dirty="0", kw_appended="0")
         self.store.forget_tables()
@@ -82,7 +85,7 @@ class KeywordIndex:
         Staging starts when these are the only chunks (a first build) and stops for
         good at any deletion or any record not counted: the staged rows must then be
         exactly the chunks table's when the rebuild comes (``_Staged.covers``)."""
-        if dropped or any(r.term_counts is None for r in records):
+        if dropped or not all(r.counted for r in records):
             self._staged = None
             return
         if not records:
@@ -456,6 +459,7 @@ class _Staged:
         self.ndf: Any = None  # notes with the term
         self.chunks = 0
         self.rows = 0
+        self.tokens = 0  # the sum of the staged rows' tf
         con.execute(
             "CREATE OR REPLACE TEMP TABLE kw_stage "
             "(gid INTEGER, chunk_id BIGINT, tf INTEGER, dl INTEGER)"
@@ -465,26 +469,18 @@ class _Staged:
         import numpy as np
         import pyarrow as pa
 
-        terms_in = chain.from_iterable(r.terms for r in records)
-        # Each record's terms by this process's numbering (a new term: the next number).
-        gids = np.fromiter(map(self.term_ids.__getitem__, terms_in), np.int32)
-        ids = self.term_ids
-        parts = [np.frombuffer(r.term_counts or b"", np.int32) for r in records]
-        sizes = np.concatenate([p[: r.chunk_count] for p, r in zip(parts, records, strict=True)])
-        pairs = [p[r.chunk_count :].reshape(2, -1) for p, r in zip(parts, records, strict=True)]
-        local, tf = np.concatenate(pairs, axis=1) if pairs else np.zeros((2, 0), np.int32)
-        firsts = np.cumsum([0, *(len(r.terms) for r in records)])[:-1]
-        per_note = [p.shape[1] for p in pairs]
+        from ..rows import block_runs
+
+        parts = [self._numbered(*run) for run in block_runs(records)]
+        sizes, term, tf = (np.concatenate(column) for column in zip(*parts, strict=True))
+        # Each posting's chunk (its row among chunk_ids) and that chunk's length (dl).
         chunk = np.repeat(np.arange(len(sizes)), sizes)
-        term = gids[local + np.repeat(firsts, per_note)]
         dl = np.bincount(chunk, weights=tf, minlength=len(sizes)).astype(np.int32)
-        self.df = _summed(self.df, np.bincount(term, minlength=len(ids)))
-        self.ndf = _summed(self.ndf, np.bincount(gids, minlength=len(ids)))
         table = pa.table(
             {
                 "gid": term,
                 "chunk_id": np.asarray(chunk_ids, np.int64)[chunk],
-                "tf": tf,
+                "tf": tf.astype(np.int32),
                 "dl": dl[chunk],
             }
         )
@@ -495,6 +491,25 @@ class _Staged:
             con.unregister("kw_incoming")
         self.chunks += len(chunk_ids)
         self.rows += len(term)
+        self.tokens += int(tf.sum(dtype=np.int64))
+
+    def _numbered(self, block: RowBlock, first: int, end: int) -> tuple[Any, Any, Any]:
+        """Slots ``first`` to ``end`` of ``block``: their chunks' sizes, and their
+        postings' terms (by this process's numbering: a new term gets the next number)
+        and counts. The block's terms are looked up once each, not once per note."""
+        import numpy as np
+
+        assert block.terms is not None
+        sizes, local, tf, note_terms = block.counted_rows(first, end)
+        used = np.unique(note_terms)
+        gids = np.zeros(len(block.terms), np.int32)
+        terms = map(block.terms.__getitem__, used.tolist())
+        gids[used] = np.fromiter(map(self.term_ids.__getitem__, terms), np.int32, len(used))
+        term = gids[local]
+        n = len(self.term_ids)
+        self.df = _summed(self.df, np.bincount(term, minlength=n))
+        self.ndf = _summed(self.ndf, np.bincount(gids[note_terms], minlength=n))
+        return sizes, term, tf
 
     def covers(self, con: Any, adding: int = 0) -> bool:
         """Whether the staged rows are still exactly those of the chunks table but the
