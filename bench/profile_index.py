@@ -48,7 +48,7 @@ from markvault.index import Index
 from markvault.links import LinkResolver
 from markvault.model import NoteRecord
 from markvault.parse import parse_note
-from markvault.rows import NoteRows, RowBlock
+from markvault.rows import NoteRows
 from markvault.sync import note_terms
 from markvault.text import tokenize
 
@@ -220,23 +220,29 @@ def profile_build(
     del raw, notes, chunked, words, tokens, counted
     gc.collect()
 
-    with stages.stage("rows (worker side: per note, Arrow per batch)"):
-        batches = [worker_rows(records[i : i + 64]) for i in range(0, len(records), 64)]
+    with stages.stage("rows (worker side, per note)"):
+        rows = [NoteRows.of(r) for r in records]
     del records
     gc.collect()
 
     with stages.stage("pickle round trip (workers -> parent)") as s:
-        blobs = [pickle.dumps(batch) for batch in batches]
+        blobs = [pickle.dumps(rows[i : i + 64]) for i in range(0, len(rows), 64)]
         size = sum(len(b) for b in blobs)
-        del batches
         records = [r for b in blobs for r in pickle.loads(b)]
+        del rows
         del blobs
         s.note = f"{size / 2**20:.0f} MiB pickled"
 
     index = Index.open(settings, write=True, chunk_fingerprint=chunk_fingerprint(settings.chunk))
     timings: dict[str, float] = {"insert": 0.0}
-    for method in ("insert_rows", "insert_table"):
-        setattr(index.store, method, timed(getattr(index.store, method), timings))
+    original_insert_rows = index.store.insert_rows
+
+    def timed_insert_rows(name: str, columns: Any, extra: str | None = None) -> None:
+        started = time.perf_counter()
+        original_insert_rows(name, columns, extra)
+        timings["insert"] += time.perf_counter() - started
+
+    index.store.insert_rows = timed_insert_rows  # type: ignore[method-assign]
     with stages.stage("apply (columns -> Arrow -> INSERT, stage postings)") as s:
         index.writes.apply(records, [], [])
         s.note = f"of which INSERT {timings['insert']:.2f} s wall"
@@ -270,25 +276,6 @@ def profile_build(
     index.close()
     size = sum(p.stat().st_size for p in index_dir.glob("*.duckdb*"))
     print(f"  index file: {size / 2**20:.1f} MiB", flush=True)
-
-
-def worker_rows(records: list[NoteRecord]) -> list[NoteRows]:
-    """A worker's batch as it goes back to the parent (``sync._read_batch``): each
-    note's rows, packed into one RowBlock the notes point into."""
-    rows = [NoteRows.of(r) for r in records]
-    block = RowBlock.of(rows)
-    return [r.in_block(block, slot) for slot, r in enumerate(rows)]
-
-
-def timed(insert: Any, timings: dict[str, float]) -> Any:
-    """``insert`` (a Store method), adding its wall time to ``timings["insert"]``."""
-
-    def timed_insert(*args: Any, **kwargs: Any) -> None:
-        started = time.perf_counter()
-        insert(*args, **kwargs)
-        timings["insert"] += time.perf_counter() - started
-
-    return timed_insert
 
 
 def note_lines(text: str) -> list[str]:

@@ -25,7 +25,7 @@ from .files import FileStat, VaultFiles, content_hash
 from .gitrepo import has_conflict_markers
 from .links import LinkResolver, link_name, names_of
 from .model import NoProgress, NoteRecord, Progress, ReindexReport
-from .rows import NoteRows, RowBlock
+from .rows import NoteRows
 
 if TYPE_CHECKING:  # the workers that read notes import this module: not DuckDB
     from .index import Index
@@ -126,18 +126,9 @@ def read_file(
 def _read_batch(
     settings: Settings, batch: list[tuple[FileStat, str | None]]
 ) -> list[tuple[str, object]]:
-    """read_file over a batch, in a worker process (its own VaultFiles); the records'
-    rows go back as one RowBlock (Arrow tables: a few buffers to pickle, none of the
-    rows' Python objects to rebuild in the parent, and inserted as they are)."""
+    """read_file over a batch, in a worker process (its own VaultFiles)."""
     files = VaultFiles(settings.vault_dir, settings.index_dir)
-    results = [read_file(files, settings, st, known) for st, known in batch]
-    slots = [i for i, (outcome, _) in enumerate(results) if outcome == "record"]
-    if slots:
-        records = [results[i][1] for i in slots]
-        block = RowBlock.of(records)  # type: ignore[arg-type]
-        for slot, (i, rec) in enumerate(zip(slots, records, strict=True)):
-            results[i] = ("record", rec.in_block(block, slot))  # type: ignore[attr-defined]
-    return results
+    return [read_file(files, settings, st, known) for st, known in batch]
 
 
 def read_files(
@@ -228,7 +219,7 @@ class Syncer:
                     changes.records.append(value)
                     continue
                 batch.append(value)
-                if len(batch) >= APPLY_BATCH and value.ends_block:  # a block in one write
+                if len(batch) >= APPLY_BATCH:
                     stored.store(batch, known)
                     batch = []
             elif outcome == "touched":

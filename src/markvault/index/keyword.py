@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from ..model import Filters
@@ -23,7 +24,7 @@ from .reads import NoteReads
 from .store import Store
 
 if TYPE_CHECKING:  # a search never writes: it need not import the rows module
-    from ..rows import NoteRows, RowBlock
+    from ..rows import NoteRows
 
 # Changes up to this many chunks (or this share of all) update the keyword index in
 # place; larger ones rebuild it. Appended rows are re-sorted past these limits.
@@ -85,7 +86,7 @@ class KeywordIndex:
         Staging starts when these are the only chunks (a first build) and stops for
         good at any deletion or any record not counted: the staged rows must then be
         exactly the chunks table's when the rebuild comes (``_Staged.covers``)."""
-        if dropped or not all(r.counted for r in records):
+        if dropped or any(r.term_counts is None for r in records):
             self._staged = None
             return
         if not records:
@@ -469,18 +470,26 @@ class _Staged:
         import numpy as np
         import pyarrow as pa
 
-        from ..rows import block_runs
-
-        parts = [self._numbered(*run) for run in block_runs(records)]
-        sizes, term, tf = (np.concatenate(column) for column in zip(*parts, strict=True))
-        # Each posting's chunk (its row among chunk_ids) and that chunk's length (dl).
+        terms_in = chain.from_iterable(r.terms for r in records)
+        # Each record's terms by this process's numbering (a new term: the next number).
+        gids = np.fromiter(map(self.term_ids.__getitem__, terms_in), np.int32)
+        ids = self.term_ids
+        parts = [np.frombuffer(r.term_counts or b"", np.int32) for r in records]
+        sizes = np.concatenate([p[: r.chunk_count] for p, r in zip(parts, records, strict=True)])
+        pairs = [p[r.chunk_count :].reshape(2, -1) for p, r in zip(parts, records, strict=True)]
+        local, tf = np.concatenate(pairs, axis=1) if pairs else np.zeros((2, 0), np.int32)
+        firsts = np.cumsum([0, *(len(r.terms) for r in records)])[:-1]
+        per_note = [p.shape[1] for p in pairs]
         chunk = np.repeat(np.arange(len(sizes)), sizes)
+        term = gids[local + np.repeat(firsts, per_note)]
         dl = np.bincount(chunk, weights=tf, minlength=len(sizes)).astype(np.int32)
+        self.df = _summed(self.df, np.bincount(term, minlength=len(ids)))
+        self.ndf = _summed(self.ndf, np.bincount(gids, minlength=len(ids)))
         table = pa.table(
             {
                 "gid": term,
                 "chunk_id": np.asarray(chunk_ids, np.int64)[chunk],
-                "tf": tf.astype(np.int32),
+                "tf": tf,
                 "dl": dl[chunk],
             }
         )
@@ -492,24 +501,6 @@ class _Staged:
         self.chunks += len(chunk_ids)
         self.rows += len(term)
         self.tokens += int(tf.sum(dtype=np.int64))
-
-    def _numbered(self, block: RowBlock, first: int, end: int) -> tuple[Any, Any, Any]:
-        """Slots ``first`` to ``end`` of ``block``: their chunks' sizes, and their
-        postings' terms (by this process's numbering: a new term gets the next number)
-        and counts. The block's terms are looked up once each, not once per note."""
-        import numpy as np
-
-        assert block.terms is not None
-        sizes, local, tf, note_terms = block.counted_rows(first, end)
-        used = np.unique(note_terms)
-        gids = np.zeros(len(block.terms), np.int32)
-        terms = map(block.terms.__getitem__, used.tolist())
-        gids[used] = np.fromiter(map(self.term_ids.__getitem__, terms), np.int32, len(used))
-        term = gids[local]
-        n = len(self.term_ids)
-        self.df = _summed(self.df, np.bincount(term, minlength=n))
-        self.ndf = _summed(self.ndf, np.bincount(gids[note_terms], minlength=n))
-        return sizes, term, tf
 
     def covers(self, con: Any, adding: int = 0) -> bool:
         """Whether the staged rows are still exactly those of the chunks table but the

@@ -12,9 +12,10 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import Any
 
-from ..rows import NoteRows, block_runs, row_columns
+from ..rows import CHUNK_COLUMNS, LINK_COLUMNS, NOTE_COLUMNS, NoteRows
 from .keyword import KeywordIndex
 from .reads import NoteReads
 from .store import Store
@@ -141,47 +142,31 @@ class NoteWrites:
 
     def _insert(self, records: Sequence[NoteRows], old: dict[str, list[int]]) -> list[int]:
         """Insert notes, chunks and links; returns the chunk ids inserted: those of
-        ``old`` (chunk hash -> ids of the chunks replaced) for unchanged text, else new.
-        Records read in workers come as blocks of Arrow tables, inserted as they are."""
-        if any(r.block is not None for r in records):
-            return self._insert_blocks(records, old)
-        notes, chunks, links = row_columns(records)
-        ids = self._chunk_ids(len(chunks["hash"]), chunks["hash"] if old else [], old)
-        chunks = {"id": ids, **chunks}
-        self.store.insert_rows("notes", notes, extra="now()")
-        self.store.insert_rows("chunks", chunks)
-        self.store.insert_rows("links", links, extra="NULL")
-        return ids
-
-    def _insert_blocks(self, records: Sequence[NoteRows], old: dict[str, list[int]]) -> list[int]:
-        import pyarrow as pa
-
-        parts = [block.tables(first, end) for block, first, end in block_runs(records)]
-        # One chunk per column: DuckDB scans many small record batches far slower.
-        notes, chunks, links = (
-            pa.concat_tables(tables).combine_chunks() for tables in zip(*parts, strict=True)
-        )
-        hashes = chunks.column("hash").to_pylist() if old else []
-        ids = self._chunk_ids(chunks.num_rows, hashes, old)
-        chunks = chunks.add_column(0, "id", pa.array(ids, pa.int64()))
-        self.store.insert_table("notes", notes, extra="now()")
-        self.store.insert_table("chunks", chunks)
-        self.store.insert_table("links", links, extra="NULL")
-        return ids
-
-    def _chunk_ids(self, count: int, hashes: list[str], old: dict[str, list[int]]) -> list[int]:
-        """Ids for ``count`` new chunks: a replaced chunk's for the same text (``hashes``,
-        given when ``old`` is not empty), else the next of the sequence."""
+        ``old`` (chunk hash -> ids of the chunks replaced) for unchanged text, else new."""
+        rows = zip(*(r.note for r in records), strict=True)
+        notes = {c: list(v) for c, v in zip(NOTE_COLUMNS, rows, strict=True)}
+        chunks: dict[str, list[Any]] = {"id": []}
+        for i, column in enumerate(CHUNK_COLUMNS):
+            chunks[column] = list(chain.from_iterable(r.chunks[i] for r in records))
+        links = {
+            column: list(chain.from_iterable(r.links[i] for r in records))
+            for i, column in enumerate(LINK_COLUMNS)
+        }
+        hashes = chunks["hash"]
         fresh = [
             r[0]
             for r in self.con.execute(
-                "SELECT nextval('chunk_ids') FROM range(?)", [count]
+                "SELECT nextval('chunk_ids') FROM range(?)", [len(hashes)]
             ).fetchall()
         ]
         if old:
             new = iter(fresh)
             fresh = [(reuse.pop(0) if (reuse := old.get(h)) else next(new)) for h in hashes]
-        return fresh
+        chunks["id"] = ids = fresh
+        self.store.insert_rows("notes", notes, extra="now()")
+        self.store.insert_rows("chunks", chunks)
+        self.store.insert_rows("links", links, extra="NULL")
+        return list(ids)
 
     def note_link_keys(self) -> list[tuple[str, list[str]]]:
         """(path, aliases) of every note, for link resolution."""
