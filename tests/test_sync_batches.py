@@ -258,3 +258,24 @@ def test_a_first_build_from_the_counted_postings_equals_a_rebuild_from_the_token
     assert calls
     assert_same_tables(staged, rebuilt)
     assert len(staged["vocab"]) > 40
+
+
+@pytest.mark.parametrize("rebuilt", [False, True], ids=["in-place", "rebuilt"])
+def test_notes_read_in_workers_make_the_index_notes_read_here_make(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rebuilt: bool
+) -> None:
+    """Notes read in worker processes (their rows and counted postings pickled back, in
+    batches that do not line up with the writes') make the index, the report and the
+    feed of notes read here: a first build, then new notes, a changed one and an alias."""
+    if rebuilt:
+        monkeypatch.setattr(keyword, "KW_DELTA_MIN", 0)
+    monkeypatch.setattr(sync, "APPLY_BATCH", 5)
+    here, here_report, here_heard = first_build_then_more(tmp_path / "here")
+    monkeypatch.setattr(sync, "PARALLEL_MIN_FILES", 10)
+    monkeypatch.setattr(sync, "READ_BATCH", 8)
+    there, there_report, there_heard = first_build_then_more(tmp_path / "there")
+    assert_same_tables(there, here)
+    assert there_report.to_json() == here_report.to_json() | {
+        "seconds": there_report.to_json()["seconds"]
+    }
+    assert there_heard == here_heard

@@ -61,18 +61,22 @@ class KeywordIndex:
         strings; afterwards edits update it in place (``add_postings``)."""
         staged, self._staged = self._staged, None
         with self.store.transaction():
+            # The chunks' total length: the sum of their dl, which is the sum of all tf.
+            total = (
+                "(SELECT coalesce(sum(dl), 0) FROM (SELECT any_value(dl) AS dl FROM postings "
+                "GROUP BY chunk_id))"
+            )
             if staged is None or not staged.covers(self.con):
                 self._postings_from_tokens()
             else:
                 staged.write_postings(self.con, self.index_terms)
+                total = f"{staged.tokens}::HUGEINT"  # summed as staged: no scan of postings
             for table in ("kw_stage", "kw_all", "kw_terms", "kw_notes"):
                 self.con.execute(f"DROP TABLE IF EXISTS {table}")
             # Every chunk counts as a document, also one without a single token.
             self.con.execute(
                 "CREATE OR REPLACE TABLE kw_stats AS SELECT "
-                "(SELECT count(*) FROM chunks) AS n, "
-                "(SELECT coalesce(sum(dl), 0) FROM (SELECT any_value(dl) AS dl FROM postings "
-                "GROUP BY chunk_id)) AS total"
+                f"(SELECT count(*) FROM chunks) AS n, {total} AS total"
             )
             self.store.set_meta(fts_dirty="0", kw_appended="0")
         self.store.forget_tables()
@@ -468,6 +472,7 @@ class _Staged:
         self.ndf: Any = None  # notes with the term
         self.chunks = 0
         self.rows = 0
+        self.tokens = 0  # the sum of the staged rows' tf
         con.execute(
             "CREATE OR REPLACE TEMP TABLE kw_stage "
             "(gid INTEGER, chunk_id BIGINT, tf INTEGER, dl INTEGER)"
@@ -507,6 +512,7 @@ class _Staged:
             con.unregister("kw_incoming")
         self.chunks += len(chunk_ids)
         self.rows += len(term)
+        self.tokens += int(tf.sum(dtype=np.int64))
 
     def covers(self, con: Any, adding: int = 0) -> bool:
         """Whether the staged rows are still exactly those of the chunks table but the
