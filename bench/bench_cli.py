@@ -133,7 +133,9 @@ marks["spent"]["import markvault.cli"] = time.time() - t
 import markvault.shared as shared
 
 def timed(owner, attr, label):
-    inner = getattr(owner, attr)
+    inner = getattr(owner, attr, None)
+    if inner is None:  # a tree without it
+        return
     def wrapper(*a, **k):
         t = time.time()
         try:
@@ -149,6 +151,10 @@ def own(self):
     import markvault.index.store, markvault.owner
     marks["spent"]["import the index layer (DuckDB)"] = time.time() - t
     timed(markvault.core.freshness.Freshness, "before_call", "freshness check")
+    look = getattr(markvault.core.freshness, "_Look", None)  # the check beside the search
+    if look is not None:
+        timed(look, "join", "freshness check: waiting on the look")
+        timed(markvault.core.freshness.Freshness, "_settle", "freshness check: settling")
     timed(markvault.index.store, "connect", "DuckDB connect")
     timed(markvault.search.Searcher, "search", "the search")
     timed(markvault.owner.IndexOwner, "close", "closing the index")
@@ -167,6 +173,8 @@ PHASES = [
     "import markvault.cli",
     "import the index layer (DuckDB)",
     "freshness check",
+    "freshness check: waiting on the look",
+    "freshness check: settling",
     "DuckDB connect",
     "the search",
     "closing the index",
