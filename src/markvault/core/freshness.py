@@ -93,14 +93,16 @@ class _Look(threading.Thread):
         self._look = look
         self.plan: _Plan | None = None
         self.error: MarkvaultError | OSError | None = None
-        self.began = time.monotonic()
+        self.took = 0.0  # seconds the look took
         self.start()
 
     def run(self) -> None:
+        began = time.monotonic()
         try:
             self.plan = self._look()
         except (MarkvaultError, OSError) as exc:
             self.error = exc
+        self.took = time.monotonic() - began
 
 
 class Freshness:
@@ -133,7 +135,7 @@ class Freshness:
         began = time.monotonic()
         try:
             self._settle(self._look(watched))
-            self._checked(watched, began)
+            self._checked(watched, time.monotonic() - began)
         except (MarkvaultError, OSError) as exc:
             self.keeper.notices.append(f"Could not check the vault for changes: {exc}")
 
@@ -157,11 +159,12 @@ class Freshness:
         look.join()
         count = len(self.keeper.notices)
         synced = False
+        began = time.monotonic()
         try:
             if look.error is not None:
                 raise look.error
             synced = self._settle(look.plan)
-            self._checked(watched, look.began)
+            self._checked(watched, look.took + time.monotonic() - began)
         except (MarkvaultError, OSError) as exc:
             self.keeper.notices.append(f"Could not check the vault for changes: {exc}")
         if synced or len(self.keeper.notices) != count:
@@ -171,9 +174,9 @@ class Freshness:
             raise failed
         return answer  # type: ignore[return-value]
 
-    def _checked(self, watched: bool, began: float) -> None:
+    def _checked(self, watched: bool, took: float) -> None:
         if not watched:  # the next check waits a few times this one's duration
-            self._next_check = time.monotonic() + RECHECK_FACTOR * (time.monotonic() - began)
+            self._next_check = time.monotonic() + RECHECK_FACTOR * took
 
     def _look(self, watched: bool) -> _Plan | None:
         """The disk side of a check (no index): what to compare with the index, or None
