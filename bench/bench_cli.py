@@ -66,10 +66,11 @@ class Tree:
         self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         self.env["PYTHONPYCACHEPREFIX"] = str(cache)
         self.site = site
+        self.prefix: list[str] = []  # `chrt -f 10` with --fifo
         self.last_cpu = 0.0
 
     def argv(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "markvault.cli", *self.site, *args]
+        return [*self.prefix, sys.executable, "-m", "markvault.cli", *self.site, *args]
 
     def time_call(self, *args: str) -> float:
         """Wall seconds of one call; its CPU seconds (user + system) go to ``last_cpu``."""
@@ -103,7 +104,7 @@ class Tree:
         """Milliseconds per phase of one call (``PHASES``), made as `vault` makes it."""
         started = time.time()
         done = subprocess.run(
-            [sys.executable, "-c", PHASE_PROBE, *self.site, *args],
+            [*self.prefix, sys.executable, "-c", PHASE_PROBE, *self.site, *args],
             capture_output=True,
             text=True,
             env=self.env,
@@ -249,7 +250,7 @@ def own_indexes(trees: list[Tree], vault: Path, index: Path, work: Path) -> None
         t.site = ["--vault", str(vault), "--index", str(copy)]
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--vault", type=Path, help="a folder of notes (default: generated)")
     p.add_argument(
@@ -258,7 +259,42 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--notes", type=int, default=2000, help="size of the generated vault")
     p.add_argument("--runs", type=int, default=15, help="calls per figure and tree")
     p.add_argument("--baseline-src", type=Path, help="another tree's src/ to compare with")
-    args = p.parse_args(argv)
+    p.add_argument(
+        "--fifo",
+        action="store_true",
+        help="run the timed calls under `chrt -f 10` (root): ahead of other work on a shared "
+        "machine, so that a call's threads and child processes find a free core as on a "
+        "quiet one",
+    )
+    return p.parse_args(argv)
+
+
+def header(trees: list[Tree], vault: Path, args: argparse.Namespace) -> list[str]:
+    names = " | ".join(t.name for t in trees)
+    pair = len(trees) == 2
+    return [
+        f"CLI calls as new processes on {vault} ({args.runs} calls each); "
+        f"{os.cpu_count()} cores, load average {load_average()} at start"
+        + (", calls under SCHED_FIFO (`--fifo`)." if args.fifo else "."),
+        "",
+        f"| call | {names} |" + (" speed-up (baseline / this tree) |" if pair else ""),
+        "| --- | " + " | ".join("---" for _ in trees) + (" | --- |" if pair else ""),
+    ]
+
+
+def start_owner(tree: Tree) -> subprocess.Popen[str]:
+    """`vault watch` holding the index (at the normal priority), once it owns it."""
+    argv = tree.argv("watch")[len(tree.prefix) :]
+    owner = subprocess.Popen(argv, env=tree.env, stderr=subprocess.PIPE, text=True)
+    assert owner.stderr is not None
+    for line in owner.stderr:  # "Watching ..." once it owns the index
+        if line.startswith("Watching"):
+            break
+    return owner
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="mv-cli-"))
     owner = None
     try:
@@ -279,18 +315,11 @@ def main(argv: list[str] | None = None) -> int:
         searches = [["search", q, "--mode", "keyword", "--json"] for q in QUERIES]
         if len(trees) == 2:
             own_indexes(trees, vault, index, work)
+        for t in trees:
+            t.prefix = ["chrt", "-f", "10"] if args.fifo else []
         for t in trees:  # writes each tree's bytecode before anything is timed
             t.time_call(*searches[0])
-        load_start = load_average()
-        names = " | ".join(t.name for t in trees)
-        lines = [
-            f"CLI calls as new processes on {vault} ({args.runs} calls each); "
-            f"{os.cpu_count()} cores, load average {load_start} at start.",
-            "",
-            f"| call | {names} |"
-            + (" speed-up (baseline / this tree) |" if len(trees) == 2 else ""),
-            "| --- | " + " | ".join("---" for _ in trees) + (" | --- |" if len(trees) == 2 else ""),
-        ]
+        lines = header(trees, vault, args)
         log("--help")
         lines.append(row("`vault --help`", trees, measure(trees, [["--help"]], args.runs)))
         log("search, no owner")
@@ -309,13 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         log("search, with `vault watch` owning the index")
         for t in trees:  # one index, for the owner to hold
             t.site = site
-        owner = subprocess.Popen(
-            trees[-1].argv("watch"), env=trees[-1].env, stderr=subprocess.PIPE, text=True
-        )
-        assert owner.stderr is not None
-        for line in owner.stderr:  # "Watching ..." once it owns the index
-            if line.startswith("Watching"):
-                break
+        owner = start_owner(trees[-1])
         lines.append(
             row("`vault search` (keyword), owner running", trees, measure(trees, searches, 10))
         )
