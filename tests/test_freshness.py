@@ -131,6 +131,11 @@ def test_finds_digest_changes_when_the_walks_sum_does(tmp_path: Path) -> None:
     # in find's lines by the paths themselves.
     (vault / "notes").rename(vault / "kept")
     assert both()[0] != after[0]
+    # A vault whose path is a link is walked all the same.
+    (tmp_path / "link").symlink_to(vault)
+    through = freshness.find_digest(str(tmp_path / "link"), str(index))
+    write(vault, "kept/a.md", "# A, longer still\n")
+    assert freshness.find_digest(str(tmp_path / "link"), str(index)) != through
 
 
 def test_a_repository_with_no_commit_yet_is_checked_by_the_walks_sum(tmp_path: Path) -> None:

@@ -350,7 +350,8 @@ def find_digest(root: str, skip: str) -> str | None:
     # GIL back once, when find is done, not once per pipe's worth of output.
     with tempfile.TemporaryFile() as out:
         done = subprocess.run(
-            [find, "-P", root, "-mindepth", "1", *args],
+            # -H: a vault reached through a link is walked (links inside are not).
+            [find, "-H", root, "-mindepth", "1", *args],
             stdout=out,
             stderr=subprocess.DEVNULL,
             env={**os.environ, "LC_ALL": "C"},
