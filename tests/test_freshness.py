@@ -62,6 +62,10 @@ def test_edits_not_committed_and_put_back_are_seen(clone: Clone) -> None:
     assert sorted(found(b, "narwhal")) == ["notes/Alpha.md", "notes/New.md"]
     git(b, "checkout", "--", "notes/Alpha.md")  # the edit put back: clean again
     assert found(b, "narwhal") == ["notes/New.md"]
+    (b / "notes" / "New.md").rename(b / "notes" / "Renamed.md")  # not committed either
+    assert found(b, "narwhal") == ["notes/Renamed.md"]
+    (b / "notes" / "Renamed.md").unlink()
+    assert found(b, "narwhal") == []
 
 
 def test_notes_git_ignores_are_seen_too(clone: Clone) -> None:
