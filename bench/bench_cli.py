@@ -66,10 +66,11 @@ class Tree:
         self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         self.env["PYTHONPYCACHEPREFIX"] = str(cache)
         self.site = site
+        self.prefix: list[str] = []  # `chrt -f 10` with --fifo
         self.last_cpu = 0.0
 
     def argv(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "markvault.cli", *self.site, *args]
+        return [*self.prefix, sys.executable, "-m", "markvault.cli", *self.site, *args]
 
     def time_call(self, *args: str) -> float:
         """Wall seconds of one call; its CPU seconds (user + system) go to ``last_cpu``."""
@@ -103,7 +104,7 @@ class Tree:
         """Milliseconds per phase of one call (``PHASES``), made as `vault` makes it."""
         started = time.time()
         done = subprocess.run(
-            [sys.executable, "-c", PHASE_PROBE, *self.site, *args],
+            [*self.prefix, sys.executable, "-c", PHASE_PROBE, *self.site, *args],
             capture_output=True,
             text=True,
             env=self.env,
@@ -118,7 +119,9 @@ class Tree:
         spent.update(marks.pop("spent"))
         spent["exit"] = ended - marks.pop("end")
         spent["the rest"] = ended - started - sum(spent.values())
-        return {k: v * 1000 for k, v in spent.items()}
+        times = {k: v * 1000 for k, v in spent.items()}
+        times[MAIN_CPU] = marks.pop("main_cpu", 0.0) * 1000
+        return times
 
 
 # Times each phase of one `vault` call in the child, through wrappers put on the functions
@@ -133,7 +136,9 @@ marks["spent"]["import markvault.cli"] = time.time() - t
 import markvault.shared as shared
 
 def timed(owner, attr, label):
-    inner = getattr(owner, attr)
+    inner = getattr(owner, attr, None)
+    if inner is None:  # a tree without it
+        return
     def wrapper(*a, **k):
         t = time.time()
         try:
@@ -149,6 +154,10 @@ def own(self):
     import markvault.index.store, markvault.owner
     marks["spent"]["import the index layer (DuckDB)"] = time.time() - t
     timed(markvault.core.freshness.Freshness, "before_call", "freshness check")
+    look = getattr(markvault.core.freshness, "_Look", None)  # the check beside the search
+    if look is not None:
+        timed(look, "join", "freshness check: waiting on the look")
+        timed(markvault.core.freshness.Freshness, "_settle", "freshness check: settling")
     timed(markvault.index.store, "connect", "DuckDB connect")
     timed(markvault.search.Searcher, "search", "the search")
     timed(markvault.owner.IndexOwner, "close", "closing the index")
@@ -157,6 +166,7 @@ shared.SharedHost._become_owner = own
 
 def report():
     marks["end"] = time.time()
+    marks["main_cpu"] = time.thread_time()  # the main thread's own CPU, other threads not
     os.write(2, (json.dumps(marks) + "\\n").encode())
 atexit.register(report)
 sys.argv[0] = "vault"
@@ -167,12 +177,17 @@ PHASES = [
     "import markvault.cli",
     "import the index layer (DuckDB)",
     "freshness check",
+    "freshness check: waiting on the look",
+    "freshness check: settling",
     "DuckDB connect",
     "the search",
     "closing the index",
     "exit",
     "the rest",
 ]
+# What a quiet machine's wall time would be made of, once work moved to other threads
+# and processes runs on a free core: the main thread's CPU from its start to the exit.
+MAIN_CPU = "CPU of the main thread alone (interpreter start to exit)"
 
 
 def phase_table(trees: list[Tree], args: list[str], runs: int) -> list[str]:
@@ -192,7 +207,7 @@ def phase_table(trees: list[Tree], args: list[str], runs: int) -> list[str]:
         "| phase | " + " | ".join(t.name for t in trees) + " |",
         "| --- | " + " | ".join("---" for _ in trees) + " |",
     ]
-    for phase in PHASES:
+    for phase in [*PHASES, MAIN_CPU]:
         cells = [f"{statistics.median(s.get(phase, 0.0) for s in tree):.0f}" for tree in samples]
         lines.append(f"| {phase} | " + " | ".join(cells) + " |")
     return lines
@@ -217,14 +232,25 @@ def measure(
 
 
 def row(label: str, trees: list[Tree], samples: list[list[float]]) -> str:
-    cells = [f"{statistics.median(s) * 1000:.0f} ms" for s in samples]
+    # The fastest call beside the median: on a shared machine, the one least disturbed.
+    cells = [f"{statistics.median(s) * 1000:.0f} ms (min {min(s) * 1000:.0f})" for s in samples]
     if len(samples) == 2:
         ratios = [a / b for a, b in zip(samples[0], samples[1], strict=True)]
         cells.append(f"{statistics.median(ratios):.2f}x")
     return f"| {label} | " + " | ".join(cells) + " |"
 
 
-def main(argv: list[str] | None = None) -> int:
+def own_indexes(trees: list[Tree], vault: Path, index: Path, work: Path) -> None:
+    """A copy of the index per tree for the calls without an owner: each keeps the
+    freshness check's state beside its index, and two trees that record it differently
+    would each find the other's and compare every file on every call."""
+    for k, t in enumerate(trees):
+        copy = work / f"index-{k}"
+        shutil.copytree(index, copy, ignore=shutil.ignore_patterns("*.lock", "*.sock"))
+        t.site = ["--vault", str(vault), "--index", str(copy)]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--vault", type=Path, help="a folder of notes (default: generated)")
     p.add_argument(
@@ -233,7 +259,42 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--notes", type=int, default=2000, help="size of the generated vault")
     p.add_argument("--runs", type=int, default=15, help="calls per figure and tree")
     p.add_argument("--baseline-src", type=Path, help="another tree's src/ to compare with")
-    args = p.parse_args(argv)
+    p.add_argument(
+        "--fifo",
+        action="store_true",
+        help="run the timed calls under `chrt -f 10` (root): ahead of other work on a shared "
+        "machine, so that a call's threads and child processes find a free core as on a "
+        "quiet one",
+    )
+    return p.parse_args(argv)
+
+
+def header(trees: list[Tree], vault: Path, args: argparse.Namespace) -> list[str]:
+    names = " | ".join(t.name for t in trees)
+    pair = len(trees) == 2
+    return [
+        f"CLI calls as new processes on {vault} ({args.runs} calls each); "
+        f"{os.cpu_count()} cores, load average {load_average()} at start"
+        + (", calls under SCHED_FIFO (`--fifo`)." if args.fifo else "."),
+        "",
+        f"| call | {names} |" + (" speed-up (baseline / this tree) |" if pair else ""),
+        "| --- | " + " | ".join("---" for _ in trees) + (" | --- |" if pair else ""),
+    ]
+
+
+def start_owner(tree: Tree) -> subprocess.Popen[str]:
+    """`vault watch` holding the index (at the normal priority), once it owns it."""
+    argv = tree.argv("watch")[len(tree.prefix) :]
+    owner = subprocess.Popen(argv, env=tree.env, stderr=subprocess.PIPE, text=True)
+    assert owner.stderr is not None
+    for line in owner.stderr:  # "Watching ..." once it owns the index
+        if line.startswith("Watching"):
+            break
+    return owner
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="mv-cli-"))
     owner = None
     try:
@@ -252,18 +313,13 @@ def main(argv: list[str] | None = None) -> int:
             log("building the keyword index")
             trees[-1].time_call("reindex", "--no-vectors", "--quiet")
         searches = [["search", q, "--mode", "keyword", "--json"] for q in QUERIES]
+        if len(trees) == 2:
+            own_indexes(trees, vault, index, work)
+        for t in trees:
+            t.prefix = ["chrt", "-f", "10"] if args.fifo else []
         for t in trees:  # writes each tree's bytecode before anything is timed
             t.time_call(*searches[0])
-        load_start = load_average()
-        names = " | ".join(t.name for t in trees)
-        lines = [
-            f"CLI calls as new processes on {vault} ({args.runs} calls each); "
-            f"{os.cpu_count()} cores, load average {load_start} at start.",
-            "",
-            f"| call | {names} |"
-            + (" speed-up (baseline / this tree) |" if len(trees) == 2 else ""),
-            "| --- | " + " | ".join("---" for _ in trees) + (" | --- |" if len(trees) == 2 else ""),
-        ]
+        lines = header(trees, vault, args)
         log("--help")
         lines.append(row("`vault --help`", trees, measure(trees, [["--help"]], args.runs)))
         log("search, no owner")
@@ -280,13 +336,9 @@ def main(argv: list[str] | None = None) -> int:
         phases = phase_table(trees, searches[0], args.runs)
         imports = {t.name: (t.imports("--help"), t.imports(*searches[0])) for t in trees}
         log("search, with `vault watch` owning the index")
-        owner = subprocess.Popen(
-            trees[-1].argv("watch"), env=trees[-1].env, stderr=subprocess.PIPE, text=True
-        )
-        assert owner.stderr is not None
-        for line in owner.stderr:  # "Watching ..." once it owns the index
-            if line.startswith("Watching"):
-                break
+        for t in trees:  # one index, for the owner to hold
+            t.site = site
+        owner = start_owner(trees[-1])
         lines.append(
             row("`vault search` (keyword), owner running", trees, measure(trees, searches, 10))
         )

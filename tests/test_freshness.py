@@ -6,6 +6,7 @@ stdio."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,8 @@ from .test_gitsync import Clone, clone, git, git_config, write
 __all__ = ["clone", "git_config"]  # fixtures used here
 
 
-def found(vault: Path, word: str) -> list[str]:
-    done = run_cli(vault, "search", "--mode", "keyword", word, "--json")
+def found(vault: Path, word: str, env: dict[str, str] | None = None) -> list[str]:
+    done = run_cli(vault, "search", "--mode", "keyword", word, "--json", env=env)
     assert done.returncode in (0, 1), done.stderr  # 1: no match
     return [h["path"] for h in json.loads(done.stdout)["hits"]]
 
@@ -61,6 +62,10 @@ def test_edits_not_committed_and_put_back_are_seen(clone: Clone) -> None:
     assert sorted(found(b, "narwhal")) == ["notes/Alpha.md", "notes/New.md"]
     git(b, "checkout", "--", "notes/Alpha.md")  # the edit put back: clean again
     assert found(b, "narwhal") == ["notes/New.md"]
+    (b / "notes" / "New.md").rename(b / "notes" / "Renamed.md")  # not committed either
+    assert found(b, "narwhal") == ["notes/Renamed.md"]
+    (b / "notes" / "Renamed.md").unlink()
+    assert found(b, "narwhal") == []
 
 
 def test_notes_git_ignores_are_seen_too(clone: Clone) -> None:
@@ -73,17 +78,68 @@ def test_notes_git_ignores_are_seen_too(clone: Clone) -> None:
     assert found(b, "okapi") == ["private/Diary.md"]
 
 
-def test_a_vault_without_git_is_checked_by_a_stat_walk(tmp_path: Path) -> None:
+@pytest.mark.parametrize("finder", ["find", "no find"])
+def test_a_vault_without_git_is_checked_by_a_stat_walk(tmp_path: Path, finder: str) -> None:
+    """Each search runs on the index while the disk is looked at (GNU find where it is
+    on the PATH, else a walk in Python), and again once what changed is synced: each
+    change made just before a search is in its answer."""
+    env = None
+    if finder == "no find":
+        (tmp_path / "bin").mkdir()
+        env = {**os.environ, "PATH": str(tmp_path / "bin")}
     vault = tmp_path / "plain" / "vault"
     write(vault, "notes/a.md", "# A\n\nFirst text.\n")
     assert run_cli(vault, "reindex", "--no-vectors").returncode == 0
-    assert found(vault, "walrus") == []  # the walk's sum is recorded
+    assert found(vault, "walrus", env) == []  # the walk's sum is recorded
     write(vault, "notes/a.md", "# A\n\nA walrus now.\n")  # in place: no folder changes
-    assert found(vault, "walrus") == ["notes/a.md"]
+    assert found(vault, "walrus", env) == ["notes/a.md"]
     write(vault, "notes/b.md", "# B\n\nA walrus too.\n")
-    assert sorted(found(vault, "walrus")) == ["notes/a.md", "notes/b.md"]
+    assert sorted(found(vault, "walrus", env)) == ["notes/a.md", "notes/b.md"]
     (vault / "notes" / "a.md").unlink()
-    assert found(vault, "walrus") == ["notes/b.md"]
+    assert found(vault, "walrus", env) == ["notes/b.md"]
+    (vault / "notes" / "b.md").rename(vault / "notes" / "c.md")
+    assert found(vault, "walrus", env) == ["notes/c.md"]
+    (vault / "notes").rename(vault / "kept")
+    assert found(vault, "walrus", env) == ["kept/c.md"]
+    assert found(vault, "walrus", env) == ["kept/c.md"]  # nothing changed: same answer
+
+
+def test_finds_digest_changes_when_the_walks_sum_does(tmp_path: Path) -> None:
+    """GNU find's digest sees what ``stat_sum`` sees (a note's edit, a link's target's
+    edit, a folder's rename) and not what it leaves out (hidden files, the index)."""
+    vault, index = tmp_path / "vault", tmp_path / "vault" / "index"
+    write(vault, "notes/a.md", "# A\n")
+    write(tmp_path, "elsewhere/t.md", "# T\n")
+    (vault / "notes" / "t.md").symlink_to(tmp_path / "elsewhere" / "t.md")
+    write(index, "db", "x")
+    write(vault, ".hidden/x.md", "x")
+
+    def both() -> tuple[str | None, list[int]]:
+        return (
+            freshness.find_digest(str(vault), str(index)),
+            freshness.stat_sum(str(vault), {str(index)}),
+        )
+
+    before = both()
+    assert before[0] is not None
+    write(vault, ".hidden/x.md", "xy")  # what is in a hidden folder or the index
+    write(index, "db", "xy")
+    assert both() == before
+    write(vault, "notes/a.md", "# A, longer\n")
+    after = both()
+    assert after[0] != before[0] and after[1] != before[1]
+    write(tmp_path, "elsewhere/t.md", "# T, longer\n")
+    assert both()[0] != after[0] and both()[1] != after[1]
+    after = both()
+    # A rename shows in the sum by its folder's mtime (unless within the clock's tick),
+    # in find's lines by the paths themselves.
+    (vault / "notes").rename(vault / "kept")
+    assert both()[0] != after[0]
+    # A vault whose path is a link is walked all the same.
+    (tmp_path / "link").symlink_to(vault)
+    through = freshness.find_digest(str(tmp_path / "link"), str(index))
+    write(vault, "kept/a.md", "# A, longer still\n")
+    assert freshness.find_digest(str(tmp_path / "link"), str(index)) != through
 
 
 def test_a_repository_with_no_commit_yet_is_checked_by_the_walks_sum(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from .autosync import AutoSync
 from .calls import Call, SyncReport
 from .config import Settings
 from .core import Core
+from .core.freshness import OVERLAPPED_CALLS
 from .embed import Embedder
 from .feed import ChangeFeed, Listener
 from .model import SearchResult
@@ -147,10 +148,14 @@ class LocalHost:
             self.calls.release()
             raise ConnectionAbortedError("the index owner is closing")
         try:
-            if self.fresh:
-                self._core.fresh.before_call(call.name)
             # A facade of this host for the body to run on (held by nothing here: a
             # vault nobody closed still goes, and its index with it).
+            if self.fresh and call.name in OVERLAPPED_CALLS:
+                return self._core.fresh.around(
+                    call.name, lambda: call.body(Vault(self), *args, **kwargs)
+                )
+            if self.fresh:
+                self._core.fresh.before_call(call.name)
             return call.body(Vault(self), *args, **kwargs)
         finally:
             self.calls.release()
