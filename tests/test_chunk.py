@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from markvault import chunk
 from markvault.chunk import chunk_note, estimate_pieces, fingerprint
 from markvault.config import ChunkParams, Settings
 from markvault.files import FileStat
+from markvault.model import Chunk
 from markvault.parse import parse_note
 from markvault.sync import build_record
 
@@ -202,3 +204,38 @@ def test_estimates_add_up_across_white_space() -> None:
         assert joined == sum(map(estimate_pieces, parts)) + len(parts) - 1, parts
         words = chunk._AFTER_SPACE.split(parts[0])
         assert estimate_pieces(parts[0]) == sum(map(estimate_pieces, words)), parts[0]
+
+
+def test_chunks_and_links_stay_frozen_dataclasses_with_their_fields() -> None:
+    # Their constructors are written by hand (model.py): what a dataclass gave stays.
+    text = "# A\n\nSee [[B#Part|the b]] and [c](c.md).\n"
+    first = chunks_of(text)[0]
+    link = parse_note("notes/t.md", text).links[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.text = "changed"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        link.target = "changed"  # type: ignore[misc]
+    for value in (first, link):
+        assert dataclasses.replace(value) == value
+        assert hash(dataclasses.replace(value)) == hash(value)
+        names = [f.name for f in dataclasses.fields(value)]
+        assert dataclasses.asdict(value) == {name: getattr(value, name) for name in names}
+        assert repr(value).startswith(f"{type(value).__name__}({names[0]}=")
+    assert dataclasses.replace(first, seq=5) != first
+    assert (link.target, link.heading, link.alias, link.style) == ("B", "Part", "the b", "wiki")
+    assert Chunk(0, ("A",), 1, 1, "x", "A", "h") == Chunk(
+        seq=0, heading_path=("A",), start_line=1, end_line=1, text="x", context="A", hash="h"
+    )
+
+
+def test_crlf_and_lf_files_make_the_same_chunks() -> None:
+    settings = Settings.load(vault=BUNDLED_VAULT, env={})
+    text = "---\ntitle: T\n---\n# A\n\nOne line.\nTwo [[x]].\n\n## B\n\n```\ncode\n```\n"
+
+    def chunks(text: str) -> list[tuple[tuple[str, ...], int, int, str, str]]:
+        data = text.encode()
+        record = build_record(FileStat("t.md", "t.md", 0, len(data)), data, text, settings)
+        return [(c.heading_path, c.start_line, c.end_line, c.text, c.hash) for c in record.chunks]
+
+    assert chunks(text.replace("\n", "\r\n")) == chunks(text)
+    assert len(chunks(text)) == 2

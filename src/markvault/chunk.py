@@ -250,16 +250,10 @@ class _Builder:
         text = "\n".join(filter(None, self._texts)).strip("\n")
         embed_text = embed_input(self.context, text)
         digest = hashlib.blake2b(embed_text.encode("utf-8"), digest_size=16).hexdigest()
+        # Positional: a quarter million chunks in a large vault, keywords cost a third more.
+        seq = len(self.chunks)
         self.chunks.append(
-            Chunk(
-                seq=len(self.chunks),
-                heading_path=self.path,
-                start_line=self._start,
-                end_line=self._end,
-                text=text,
-                context=self.context,
-                hash=digest,
-            )
+            Chunk(seq, self.path, self._start, self._end, text, self.context, digest)
         )
         self._texts = []
         self.headings_only = True

@@ -22,7 +22,14 @@ MAX_PAGE_CHARS = 80_000  # the most one MCP read may return
 MAX_GET_NOTES = 50
 
 
-@dataclass(frozen=True)
+# Frozen dataclasses' own __init__ sets each field through object.__setattr__, a call
+# per field; Link and Chunk (a parse and a chunking make one per link and chunk, a
+# quarter million in a large vault) set their __dict__ in one call instead. Same fields,
+# equality, hash, repr and immutability: only the constructor is written by hand.
+_set_attr = object.__setattr__
+
+
+@dataclass(frozen=True, init=False)
 class Link:
     """One outgoing link as written; ``target_path`` is filled in by resolution."""
 
@@ -33,6 +40,30 @@ class Link:
     embed: bool
     style: str  # "wiki" or "markdown"
     line: int  # 1-based line in the file
+
+    def __init__(
+        self,
+        target: str,
+        heading: str | None,
+        block: str | None,
+        alias: str | None,
+        embed: bool,
+        style: str,
+        line: int,
+    ) -> None:
+        _set_attr(
+            self,
+            "__dict__",
+            {
+                "target": target,
+                "heading": heading,
+                "block": block,
+                "alias": alias,
+                "embed": embed,
+                "style": style,
+                "line": line,
+            },
+        )
 
 
 class Section(NamedTuple):
@@ -77,7 +108,7 @@ class ParsedNote:
     problems: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Chunk:
     seq: int
     heading_path: tuple[str, ...]
@@ -86,6 +117,30 @@ class Chunk:
     text: str
     context: str  # "Title > Heading > Subheading": what the chunk is about
     hash: str  # of embed_text: the embedding cache key
+
+    def __init__(
+        self,
+        seq: int,
+        heading_path: tuple[str, ...],
+        start_line: int,
+        end_line: int,
+        text: str,
+        context: str,
+        hash: str,
+    ) -> None:
+        _set_attr(  # see Link
+            self,
+            "__dict__",
+            {
+                "seq": seq,
+                "heading_path": heading_path,
+                "start_line": start_line,
+                "end_line": end_line,
+                "text": text,
+                "context": context,
+                "hash": hash,
+            },
+        )
 
     @property
     def embed_text(self) -> str:

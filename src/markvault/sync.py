@@ -59,7 +59,9 @@ def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> 
 
     note = parse_note(stat.path, text, max_frontmatter_bytes=settings.max_frontmatter_bytes)
     lines = (text[1:] if text.startswith("\ufeff") else text).split("\n")
-    chunks = chunk_note(note, [line.rstrip("\r") for line in lines], settings.chunk)
+    if "\r" in text:  # only then a pass over every line
+        lines = [line.rstrip("\r") for line in lines]
+    chunks = chunk_note(note, lines, settings.chunk)
     # Title and heading path are searchable with every chunk of the note.
     words = [tokenize(f"{note.title} {c.context}\n{c.text}") for c in chunks]
     tokens = [" ".join(ws) for ws in words]
