@@ -40,7 +40,7 @@ def _fold(path: str) -> str:
 def link_name(target: str) -> str:
     """The folded file name a link's target ends with (``Sub/Note#x`` -> ``note``): a link
     can only change where it points when a file or alias of that name comes or goes."""
-    return posixpath.basename(_fold(target))
+    return _fold(target).rpartition("/")[2]  # posixpath.basename, less its calls
 
 
 def names_of(path: str) -> set[str]:
