@@ -5,6 +5,8 @@ and with an owner (`vault watch`) holding the index, wall time per call.
     python bench/bench_cli.py --vault /path/to/notes    # any folder (indexed elsewhere)
     python bench/bench_cli.py --vault notes --index dir  # its index, built already
     python bench/bench_cli.py --baseline-src /tmp/old/src   # A/B against another tree
+    python bench/bench_cli.py --vault big --index big-index \
+        --query-file /tmp/peers-work/results-big.json   # the peers harness's queries
 
 Each figure is the median of ``--runs`` calls. With ``--baseline-src`` every call is made
 twice, once with this tree and once with that one (``PYTHONPATH``; same interpreter,
@@ -190,15 +192,17 @@ PHASES = [
 MAIN_CPU = "CPU of the main thread alone (interpreter start to exit)"
 
 
-def phase_table(trees: list[Tree], args: list[str], runs: int) -> list[str]:
-    """Median milliseconds per phase of a call, per tree (alternating, as ``measure``)."""
+def phase_table(trees: list[Tree], calls: list[list[str]], runs: int) -> list[str]:
+    """Median milliseconds per phase of a call, per tree (alternating and rotating
+    ``calls``, as ``measure``)."""
+    args = calls[0]
     samples: list[list[dict[str, float]]] = [[] for _ in trees]
     for turn in range(runs):
         order = list(range(len(trees)))
         if turn % 2:
             order.reverse()
         for i in order:
-            samples[i].append(trees[i].phases(*args))
+            samples[i].append(trees[i].phases(*calls[turn % len(calls)]))
     lines = [
         "",
         f"Where `vault {' '.join(args[:1])}` (keyword, no owner) spends its time, median ms "
@@ -260,6 +264,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--runs", type=int, default=15, help="calls per figure and tree")
     p.add_argument("--baseline-src", type=Path, help="another tree's src/ to compare with")
     p.add_argument(
+        "--query-file",
+        type=Path,
+        help="the searches' queries: a JSON list of strings, or the peers harness's results "
+        "file (its `queries`)",
+    )
+    p.add_argument(
         "--fifo",
         action="store_true",
         help="run the timed calls under `chrt -f 10` (root): ahead of other work on a shared "
@@ -267,6 +277,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "quiet one",
     )
     return p.parse_args(argv)
+
+
+def queries(args: argparse.Namespace) -> list[str]:
+    if args.query_file is None:
+        return QUERIES
+    loaded = json.loads(args.query_file.read_text(encoding="utf-8"))
+    return list(loaded["queries"] if isinstance(loaded, dict) else loaded)
 
 
 def header(trees: list[Tree], vault: Path, args: argparse.Namespace) -> list[str]:
@@ -312,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.index is None:
             log("building the keyword index")
             trees[-1].time_call("reindex", "--no-vectors", "--quiet")
-        searches = [["search", q, "--mode", "keyword", "--json"] for q in QUERIES]
+        searches = [["search", q, "--mode", "keyword", "--json"] for q in queries(args)]
         if len(trees) == 2:
             own_indexes(trees, vault, index, work)
         for t in trees:
@@ -333,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         lines.append(row("CPU (user + system) of that search", trees, cpu))
         log("phases of a search, no owner")
-        phases = phase_table(trees, searches[0], args.runs)
+        phases = phase_table(trees, searches, args.runs)
         imports = {t.name: (t.imports("--help"), t.imports(*searches[0])) for t in trees}
         log("search, with `vault watch` owning the index")
         for t in trees:  # one index, for the owner to hold
