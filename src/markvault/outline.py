@@ -124,6 +124,8 @@ class _Walk:
                     if depth == 1:
                         tops.append(("Rule", None, r["start"], r["end"]))
                     continue
+            # A block's start and end both close the inline run before them; the two
+            # branches repeat those lines because a call per event costs more here.
             elif "Start" in ev:
                 value = ev["Start"]
                 name = value if type(value) is str else next(iter(value))

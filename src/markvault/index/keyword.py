@@ -53,7 +53,6 @@ class KeywordIndex:
         self._stats_at: tuple[int, tuple[int, int, int]] | None = None
         self._gone: tuple[tuple[int, ...], Any] | None = None  # expired ids as an array
         self._staged: _Staged | None = None  # a first build's postings (``stage``)
-        self._removed = 0  # chunks remove_postings took out, for add_postings' counts
 
     def rebuild(self) -> None:
         """Rebuild the keyword index: from the postings staged while a first build wrote
@@ -176,30 +175,29 @@ class KeywordIndex:
         total = int(row[0]) if row else 0
         return changed_chunks <= max(KW_DELTA_MIN, KW_DELTA_SHARE * total)
 
-    def remove_postings(self, chunk_ids: Sequence[int]) -> None:
-        """Take chunks out of the postings, before they are deleted; the vocabulary and
-        collection statistics follow in the ``add_postings`` that must come next in the
-        same transaction (with the chunks put back, maybe none): one net update of each
-        instead of two (an edit takes a note's chunks out and puts them back, and most
-        of its terms' counts end where they were)."""
+    def remove_postings(self, chunk_ids: Sequence[int]) -> int:
+        """Take chunks out of the postings, before they are deleted, and return how many:
+        the vocabulary and collection statistics follow in the ``add_postings`` that is
+        given that number, next in the same transaction (with the chunks put back, maybe
+        none): one net update of each instead of two (an edit takes a note's chunks out
+        and puts them back, and most of its terms' counts end where they were)."""
         self._staged = None  # staged rows no longer match the chunks
-        self._removed = len(chunk_ids)
         if not chunk_ids:
-            return
+            return 0
         # The chunks' terms come from their tokens, by the rule that made their postings:
         # postings are sorted by term, so finding a chunk's rows there scans the whole
         # table (~45 ms at 8.4M rows), which only the delete does.
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE kw_old AS {_chunk_postings(chunk_ids)}")
         wanted = ", ".join(str(int(i)) for i in chunk_ids)
         self.con.execute(f"DELETE FROM postings WHERE chunk_id IN ({wanted})")
+        return len(chunk_ids)
 
-    def add_postings(self, chunk_ids: Sequence[int]) -> None:
+    def add_postings(self, chunk_ids: Sequence[int], removed: int = 0) -> None:
         """Put freshly inserted chunks into the keyword index, tokenized exactly as the
         full rebuild tokenizes them (whitespace-separated tokens of ``fts_text``), and
         update document frequencies and the collection statistics by what this and the
-        ``remove_postings`` before it (if any) took out and put in."""
+        ``remove_postings`` before it took out (``removed``: what it returned) and put in."""
         self._staged = None  # staged rows no longer match the chunks
-        removed, self._removed = self._removed, 0
         if not chunk_ids and not removed:
             return
         if not removed:  # none taken out: nothing to subtract

@@ -115,13 +115,12 @@ class NoteWrites:
                 old_ids.append(cid)
             new_count = sum(r.chunk_count for r in records)
             incremental = self.keyword.delta_fits(len(old_ids) + new_count)
-            if incremental:
-                self.keyword.remove_postings(old_ids)
+            taken_out = self.keyword.remove_postings(old_ids) if incremental else 0
             for table, column in _SKIPPED_ROWS if unindexed else _NOTE_ROWS + _SKIPPED_ROWS:
                 self.con.execute(f"DELETE FROM {table} WHERE {column} {in_gone}")
             new_ids = self._insert(records, old) if records else []
             if incremental:
-                self.keyword.add_postings(new_ids)
+                self.keyword.add_postings(new_ids, taken_out)
             else:
                 self.keyword.stage(records, new_ids, len(old_ids))
             if skipped:
