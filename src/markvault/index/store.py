@@ -9,53 +9,23 @@ by rebuilding it from the vault, with a notice, never by a crash or a migration.
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
 import time
-import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# The duckdb release whose ``duckdb._version`` module ``_known_duckdb_version`` stands in
-# for (pyproject.toml pins it); with any other, duckdb is imported untouched.
-DUCKDB_RELEASE = "1.5.5"
+# DuckDB's engine module, which the ``duckdb`` package re-exports (``duckdb.connect`` is
+# ``_duckdb.connect``; the errors and the connection class are the same objects too). The
+# package's own ``__init__`` adds what markvault never uses, at a price a one-shot
+# `vault search` pays on every call: DB-API type objects, one of which is parsed from a
+# type name by DuckDB's default in-memory database, opened for it (~16 ms), and its version
+# looked up through importlib.metadata (~10 ms). Whatever asks for the package later
+# (duckdb_extensions, the engine itself for pandas or fsspec) imports it then, as usual.
+import _duckdb as duckdb
 
-
-def _known_duckdb_version() -> None:
-    """duckdb's ``__init__`` asks importlib.metadata for its own version
-    (duckdb/_version.py): importing that and the email parser it reads with costs a
-    one-shot `vault search` ~15 ms of its ~200. Where the duckdb that import will
-    find is that release (its dist-info beside it, its engine's version), the module is
-    given ready, with the same three names and values."""
-    if "duckdb" in sys.modules:
-        return
-    for entry in sys.path:
-        folder = entry or "."
-        if os.path.isfile(os.path.join(folder, "duckdb", "__init__.py")):
-            break
-    else:
-        return
-    if not os.path.isdir(os.path.join(folder, f"duckdb-{DUCKDB_RELEASE}.dist-info")):
-        return
-    import _duckdb
-
-    if _duckdb.__version__ not in (DUCKDB_RELEASE, f"v{DUCKDB_RELEASE}"):
-        return
-    known = types.ModuleType("duckdb._version")
-    known.__version__ = DUCKDB_RELEASE  # type: ignore[attr-defined]
-    known.__duckdb_version__ = _duckdb.__version__  # type: ignore[attr-defined]
-    known.version = lambda: f"{DUCKDB_RELEASE} (with duckdb {_duckdb.__version__})"  # type: ignore[attr-defined]
-    sys.modules["duckdb._version"] = known
-
-
-_known_duckdb_version()
-
-import duckdb  # noqa: E402  (after the above)
-
-from ..config import Settings  # noqa: E402
-from ..errors import IndexBusyError, MarkvaultError  # noqa: E402
-from .filters import sql_string  # noqa: E402
+from ..config import Settings
+from ..errors import IndexBusyError, MarkvaultError
+from .filters import sql_string
 
 if TYPE_CHECKING:
     import pyarrow as pa
