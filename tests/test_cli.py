@@ -161,11 +161,13 @@ def test_missing_vault_is_a_clear_error(tmp_path: Path) -> None:
 
 # What a keyword search of a ready index never needs: the model, the sync (parsing,
 # chunking, worker processes), the session pipeline, the writers, Arrow, numpy (the vector
-# side's), the ignore rules' parser (no ignore file here), the watcher, and the duckdb
-# package around the engine (index/store.py says why).
+# side's), the ignore rules' parser (no ignore file here), the watcher, the duckdb
+# package around the engine (index/store.py says why) and logging (only a listener's
+# failure logs).
 NOT_FOR_KEYWORD_SEARCH = (
     "duckdb",
     "importlib.metadata",
+    "logging",
     "torch",
     "numpy",
     "pathspec",
@@ -186,26 +188,19 @@ NOT_FOR_KEYWORD_SEARCH = (
     "markvault.core.context",
     "markvault.index.sessions",
 )
+# `vault --help` opens no vault: no index layer, no DuckDB, no core.
+NOT_FOR_HELP = (*NOT_FOR_KEYWORD_SEARCH, "_duckdb", "markvault.index", "markvault.core")
 
 
-def test_keyword_search_process_imports_only_what_it_uses(small: Path) -> None:
-    """The console script's keyword path stays light: no model, no sync, no sessions."""
+def _loaded_by_cli(args: list[str], modules: tuple[str, ...]) -> tuple[str, str]:
+    """Run the console script's main with ``args`` in a new process: its output, and
+    which of ``modules`` it imported (a line "LOADED=a,b" on stderr)."""
     code = (
         "import sys; from markvault.cli import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        f"heavy = {NOT_FOR_KEYWORD_SEARCH!r}\n"
+        f"heavy = {modules!r}\n"
         "print('LOADED=' + ','.join(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
     )
-    args = [
-        "--vault",
-        str(small),
-        "--index",
-        str(small.parent / "index"),
-        "search",
-        "quokka",
-        "--mode",
-        "keyword",
-    ]
     proc = subprocess.run(
         [sys.executable, "-c", code, *args],
         capture_output=True,
@@ -214,8 +209,22 @@ def test_keyword_search_process_imports_only_what_it_uses(small: Path) -> None:
         timeout=60,
         check=False,
     )
-    assert "notes/alpha.md" in proc.stdout
-    assert "LOADED=\n" in proc.stderr, proc.stderr
+    return proc.stdout, proc.stderr
+
+
+def test_keyword_search_process_imports_only_what_it_uses(small: Path) -> None:
+    """The console script's keyword path stays light: no model, no sync, no sessions."""
+    index = str(small.parent / "index")
+    args = ["--vault", str(small), "--index", index, "search", "quokka", "--mode", "keyword"]
+    out, err = _loaded_by_cli(args, NOT_FOR_KEYWORD_SEARCH)
+    assert "notes/alpha.md" in out
+    assert "LOADED=\n" in err, err
+
+
+def test_help_imports_no_index_layer() -> None:
+    out, err = _loaded_by_cli(["--help"], NOT_FOR_HELP)
+    assert "Examples" in out
+    assert "LOADED=\n" in err, err
 
 
 def test_move_delete_trash_restore(small: Path) -> None:

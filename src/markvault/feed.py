@@ -20,14 +20,11 @@ Light on purpose (no index layer): processes that only talk to an owner decode t
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
-
-logger = logging.getLogger(__name__)
 
 Level = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 """The log levels of the MCP specification (syslog's), least severe first."""
@@ -145,7 +142,9 @@ class ChangeFeed:
             try:
                 listener(item)
             except Exception:  # one listener's bug must not stop a sync or the others
-                logger.exception("a change feed listener failed")
+                import logging  # here: a call that meets no such bug never loads it
+
+                logging.getLogger(__name__).exception("a change feed listener failed")
 
 
 class FeedQueue:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -40,8 +39,6 @@ if TYPE_CHECKING:
 LIVE_RETRIES = 5  # reconnections to find a live owner before a write
 CONNECT_WAIT_SECONDS = 60.0  # an owner may be building a large index before it answers
 FOLLOW_RETRY_SECONDS = 1.0  # longest wait between two looks for an owner's change feed
-
-logger = logging.getLogger(__name__)
 
 
 def connect(settings: Settings, *, must_own: bool = False) -> Vault:
@@ -340,7 +337,9 @@ class _Follower:
             try:
                 listener(item)
             except Exception:  # one listener's bug must not starve the others
-                logger.exception("a change listener failed")
+                import logging  # here: a call that meets no such bug never loads it
+
+                logging.getLogger(__name__).exception("a change listener failed")
 
     def _start_thread(self) -> None:
         with self._guard:
