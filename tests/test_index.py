@@ -489,7 +489,8 @@ def test_edits_leave_what_a_full_rebuild_gives(
 def test_the_index_layer_uses_the_engine_the_duckdb_package_exports() -> None:
     """store.py imports DuckDB's engine module, not the package: what it uses of it must be
     the very objects ``import duckdb`` gives (a DuckDB upgrade that changes that fails
-    here), and importing the index layer must not open DuckDB's default database."""
+    here), and importing the index layer must not import the package (whose ``__init__``
+    opens DuckDB's default database)."""
     import subprocess
     import sys
 
