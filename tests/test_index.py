@@ -174,7 +174,8 @@ def test_bm25_matches_a_reference_implementation(
         v.reindex(vectors=False)
         index = v.host.core().keeper.open_index(write=True)
         index.keyword.arrays = arrays
-        docs = dict(index.store.con.execute("SELECT id, fts_text FROM chunks").fetchall())
+        ids = [r[0] for r in index.store.con.execute("SELECT id FROM chunks").fetchall()]
+        docs = index.keyword.chunk_tokens(ids)
         tokens = {cid: text.split() for cid, text in docs.items()}
         n = len(tokens)
         avgdl = sum(len(t) for t in tokens.values()) / n

@@ -1,7 +1,8 @@
 """Keyword search: our own postings, kept up to date edit by edit, and BM25 over them.
 
-Chunks are tokenized in Python (see ``text.py``) and stored as space-separated tokens;
-``rebuild`` groups them into postings and a vocabulary in SQL, and BM25 is
+Chunks are tokenized in Python (``text.chunk_words``) and their terms counted where they
+are read (``sync.note_terms``); only those counts are stored: ``rebuild`` sorts them into
+postings and a vocabulary in SQL, and BM25 is
 computed over only the query terms' postings (in SQL, or in numpy in a process that
 searches again: bm25.py), which is about three times faster than ``match_bm25``'s full
 scan. Edits update postings, document frequencies and
@@ -12,7 +13,7 @@ is faster rebuilt.
 from __future__ import annotations
 
 import sys
-from collections import defaultdict
+from collections import _count_elements, defaultdict  # type: ignore[attr-defined]
 from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -102,13 +103,11 @@ class KeywordIndex:
         self._staged.add(self.con, records, chunk_ids)
 
     def _postings_from_tokens(self) -> None:
-        """Postings and vocabulary grouped in SQL from the chunks' token strings."""
-        # Our tokens are final (split on whitespace only, no stemming, no folding), so
-        # the postings are a GROUP BY of the split token strings: the fts extension's
-        # create_fts_index gave the same rows but first stored every token occurrence
-        # (twice the time, and most of a first build's peak memory). Tokens are grouped
-        # a slice of the chunks at a time (DuckDB's hash table for one slice, not the
-        # vault), each row with its note's number for the note frequencies.
+        """Postings and vocabulary counted from the chunks' text (``text.chunk_words``)
+        and grouped in SQL, when no first build staged them (a large change to a built
+        index, an interrupted build)."""
+        # The chunks are tokenized a slice at a time (the slice's text in memory, not
+        # the vault's), each row with its note's number for the note frequencies.
         row = self.con.execute("SELECT count(*), min(id), max(id) FROM chunks").fetchone()
         count, low, high = (int(row[0]), row[1], row[2]) if row and row[0] else (0, 0, 0)
         step = (high - low) // max(1, -(-count // KW_REBUILD_SLICE)) + 1
@@ -121,13 +120,14 @@ class KeywordIndex:
             "(chunk_id BIGINT, note INTEGER, term VARCHAR, tf INTEGER)"
         )
         for first in range(low, high + 1, step):
-            self.con.execute(
-                f"""INSERT INTO kw_all SELECT chunk_id, any_value(note), term,
-                    count(*)::INTEGER
-                FROM ({_chunk_terms("id >= ? AND id < ?")}) JOIN kw_notes USING (chunk_id)
-                GROUP BY chunk_id, term""",
+            rows = self.con.execute(
+                """SELECT c.id, k.note, n.title, c.context, c.text
+                FROM chunks c JOIN kw_notes k ON k.chunk_id = c.id
+                     JOIN notes n ON n.path = c.path
+                WHERE c.id >= ? AND c.id < ?""",
                 [first, first + step],
-            )
+            ).fetchall()
+            self._insert_rows("kw_all", _counted_rows(rows))
         # df counts chunks, ndf notes (bm25.py scores both).
         self.con.execute(
             """CREATE OR REPLACE TEMP TABLE kw_terms AS
@@ -184,25 +184,56 @@ class KeywordIndex:
         self._staged = None  # staged rows no longer match the chunks
         if not chunk_ids:
             return 0
-        # The chunks' terms come from their tokens, by the rule that made their postings:
-        # postings are sorted by term, so finding a chunk's rows there scans the whole
-        # table (~45 ms at 8.4M rows), which only the delete does.
-        self.con.execute(f"CREATE OR REPLACE TEMP TABLE kw_old AS {_chunk_postings(chunk_ids)}")
+        # The chunks' terms are the postings rows the delete returns: postings are sorted
+        # by term, so finding a chunk's rows there scans the whole table (~45 ms at 8.4M
+        # rows), once.
         wanted = ", ".join(str(int(i)) for i in chunk_ids)
-        self.con.execute(f"DELETE FROM postings WHERE chunk_id IN ({wanted})")
+        gone = self.con.execute(
+            f"DELETE FROM postings WHERE chunk_id IN ({wanted}) RETURNING chunk_id, termid, tf"
+        ).to_arrow_table()
+        self.con.register("kw_gone", gone)
+        try:
+            self.con.execute(
+                f"""CREATE OR REPLACE TEMP TABLE kw_old AS
+                SELECT g.chunk_id, c.path, v.term, g.tf
+                FROM kw_gone g JOIN vocab v USING (termid)
+                     JOIN (SELECT id, path FROM chunks WHERE id IN ({wanted})) c
+                     ON c.id = g.chunk_id"""
+            )
+        finally:
+            self.con.unregister("kw_gone")
         return len(chunk_ids)
 
-    def add_postings(self, chunk_ids: Sequence[int], removed: int = 0) -> None:
-        """Put freshly inserted chunks into the keyword index, tokenized exactly as the
-        full rebuild tokenizes them (whitespace-separated tokens of ``fts_text``), and
-        update document frequencies and the collection statistics by what this and the
-        ``remove_postings`` before it took out (``removed``: what it returned) and put in."""
+    def add_postings(
+        self, records: Sequence[NoteRows], chunk_ids: Sequence[int], removed: int = 0
+    ) -> None:
+        """Put the chunks of ``records``, just inserted as ``chunk_ids``, into the keyword
+        index, from the term counts their worker made (``NoteRows.term_counts``, as a
+        first build's), and update document frequencies and the collection statistics
+        by what this and the ``remove_postings`` before it took out (``removed``: what it
+        returned) and put in."""
         self._staged = None  # staged rows no longer match the chunks
         if not chunk_ids and not removed:
             return
+        if any(r.term_counts is None for r in records):  # not counted: rebuild at the end
+            self.store.set_meta(fts_dirty="1")
+            return
         if not removed:  # none taken out: nothing to subtract
-            self.con.execute(f"CREATE OR REPLACE TEMP TABLE kw_old AS {_chunk_postings(())}")
-        self.con.execute(f"CREATE OR REPLACE TEMP TABLE kw_new AS {_chunk_postings(chunk_ids)}")
+            self.con.execute(
+                "CREATE OR REPLACE TEMP TABLE kw_old "
+                "(chunk_id BIGINT, path VARCHAR, term VARCHAR, tf INTEGER)"
+            )
+        self.con.execute(
+            "CREATE OR REPLACE TEMP TABLE kw_new "
+            "(chunk_id BIGINT, path VARCHAR, term VARCHAR, tf INTEGER)"
+        )
+        if chunk_ids:
+            self._insert_rows("kw_new", _record_rows(records, chunk_ids))
+        self._apply_delta(len(chunk_ids) - removed, removed > 0)
+
+    def _apply_delta(self, chunks: int, removed: bool) -> None:
+        """Apply ``kw_new`` (postings put in) and ``kw_old`` (taken out) to the vocabulary,
+        the postings and the statistics (``chunks``: how many more chunks there are)."""
         self.con.execute(
             """INSERT INTO vocab
             SELECT term, (SELECT coalesce(max(termid), 0) FROM vocab)
@@ -221,23 +252,20 @@ class KeywordIndex:
                   GROUP BY term HAVING sum(n) <> 0 OR sum(notes) <> 0) d
             WHERE vocab.term = d.term"""
         )
-        if chunk_ids:
-            self.con.execute(
-                """INSERT INTO postings
-                SELECT v.termid, k.chunk_id, k.tf, s.dl::INTEGER
-                FROM kw_new k JOIN vocab v USING (term)
-                     JOIN (SELECT chunk_id, sum(tf) AS dl FROM kw_new GROUP BY chunk_id) s
-                     USING (chunk_id)
-                ORDER BY v.termid, k.chunk_id"""
-            )
+        self.con.execute(
+            """INSERT INTO postings
+            SELECT v.termid, k.chunk_id, k.tf, s.dl::INTEGER
+            FROM kw_new k JOIN vocab v USING (term)
+                 JOIN (SELECT chunk_id, sum(tf) AS dl FROM kw_new GROUP BY chunk_id) s
+                 USING (chunk_id)
+            ORDER BY v.termid, k.chunk_id"""
+        )
         row = self.con.execute(
             "SELECT (SELECT count(*) FROM kw_new), (SELECT coalesce(sum(tf), 0) FROM kw_new), "
             "(SELECT coalesce(sum(tf), 0) FROM kw_old)"
         ).fetchone()
         rows, tokens = (int(row[0]), int(row[1]) - int(row[2])) if row else (0, 0)
-        self.con.execute(
-            f"UPDATE kw_stats SET n = n + {len(chunk_ids) - removed}, total = total + {tokens}"
-        )
+        self.con.execute(f"UPDATE kw_stats SET n = n + {chunks}, total = total + {tokens}")
         if removed:
             self.con.execute("DELETE FROM vocab WHERE df <= 0")
         self.con.execute("DROP TABLE kw_new")
@@ -245,6 +273,16 @@ class KeywordIndex:
         if rows:
             appended = int(self.store.meta().get("kw_appended") or 0) + rows
             self.store.set_meta(kw_appended=str(appended))
+
+    def _insert_rows(self, table: str, columns: dict[str, Any]) -> None:
+        """Append ``columns`` (Arrow arrays or lists, named as ``table``'s) to ``table``."""
+        import pyarrow as pa
+
+        self.con.register("kw_incoming", pa.table(columns))
+        try:
+            self.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM kw_incoming")
+        finally:
+            self.con.unregister("kw_incoming")
 
     def needs_compaction(self) -> bool:
         """Rows added in place land unsorted at the end of postings, where no query can
@@ -418,8 +456,18 @@ class KeywordIndex:
         return kept[:fetch]
 
     def chunk_tokens(self, ids: Sequence[int]) -> dict[int, str]:
-        """The search tokens of each chunk id."""
-        return {int(r[0]): r[1] for r in self.reads.chunk_rows(ids, "fts_text")}
+        """The search tokens of each chunk id, space-separated: made again from the
+        chunk's text by the rule that made its postings (``text.chunk_words``)."""
+        from ..text import chunk_words
+
+        if not ids:
+            return {}
+        wanted = ", ".join(str(int(i)) for i in ids)
+        rows = self.con.execute(
+            "SELECT c.id, n.title, c.context, c.text FROM chunks c "
+            f"JOIN notes n ON n.path = c.path WHERE c.id IN ({wanted})"
+        ).fetchall()
+        return {int(r[0]): " ".join(chunk_words(r[1], r[2], r[3])) for r in rows}
 
     def terms_with_prefix(self, prefix: str, limit: int = 64) -> list[str]:
         """The most frequent indexed terms that start with ``prefix``."""
@@ -434,25 +482,44 @@ class KeywordIndex:
         return [r[0] for r in rows]
 
 
-def _chunk_terms(where: str) -> str:
-    """SQL yielding (chunk_id, term) for each token of the chunks ``where`` selects: our
-    tokens are final, so they are ``fts_text`` split on whitespace, the one rule the
-    rebuild and the in-place update must share. ``fts_text`` is its tokens joined by
-    single spaces (no token holds whitespace), so a plain split gives the same terms as
-    a split on ``\\s+``, in half the time of the regular expression."""
-    return f"""SELECT * FROM (
-        SELECT id AS chunk_id, unnest(string_split(fts_text, ' ')) AS term
-        FROM chunks WHERE {where}) WHERE term <> ''"""
+def _counted_rows(rows: Sequence[tuple[Any, ...]]) -> dict[str, list[Any]]:
+    """``kw_all``'s columns for chunks given as (id, note number, title, context, text):
+    each chunk's terms (``text.chunk_words``) and their counts."""
+    from ..text import chunk_words
+
+    out: dict[str, list[Any]] = {"chunk_id": [], "note": [], "term": [], "tf": []}
+    for chunk_id, note, title, context, text in rows:
+        found: dict[str, int] = {}
+        _count_elements(found, chunk_words(title, context, text))
+        out["chunk_id"] += [chunk_id] * len(found)
+        out["note"] += [note] * len(found)
+        out["term"] += found
+        out["tf"] += found.values()
+    return out
 
 
-def _chunk_postings(chunk_ids: Sequence[int]) -> str:
-    """SQL yielding (chunk_id, path, term, tf) of the chunks ``chunk_ids`` (none: no rows
-    of those columns)."""
-    wanted = ", ".join(str(int(i)) for i in chunk_ids) or "NULL"
-    return f"""SELECT k.chunk_id, c.path, k.term, k.tf
-        FROM (SELECT chunk_id, term, count(*)::INTEGER AS tf
-              FROM ({_chunk_terms(f"id IN ({wanted})")}) GROUP BY chunk_id, term) k
-        JOIN (SELECT id, path FROM chunks WHERE id IN ({wanted})) c ON c.id = k.chunk_id"""
+def _record_rows(records: Sequence[NoteRows], chunk_ids: Sequence[int]) -> dict[str, Any]:
+    """``kw_new``'s columns (chunk_id, path, term, tf) for the chunks of ``records``,
+    inserted as ``chunk_ids``, from the term counts their worker made
+    (``sync.note_terms``: per note, each chunk's number of terms, then the term
+    positions, then the counts)."""
+    import numpy as np
+    import pyarrow as pa
+
+    parts = [np.frombuffer(r.term_counts or b"", np.int32) for r in records]
+    sizes = np.concatenate([p[: r.chunk_count] for p, r in zip(parts, records, strict=True)])
+    pairs = [p[r.chunk_count :].reshape(2, -1) for p, r in zip(parts, records, strict=True)]
+    local, tf = np.concatenate(pairs, axis=1)
+    firsts = np.cumsum([0, *(len(r.terms) for r in records)])[:-1]
+    chunk = np.repeat(np.arange(len(sizes)), sizes)
+    note = np.repeat(np.arange(len(records)), [r.chunk_count for r in records])[chunk]
+    terms = pa.array(list(chain.from_iterable(r.terms for r in records)), pa.string())
+    return {
+        "chunk_id": np.asarray(chunk_ids, np.int64)[chunk],
+        "path": pa.array([r.path for r in records], pa.string()).take(note),
+        "term": terms.take(local + np.repeat(firsts, [p.shape[1] for p in pairs])),
+        "tf": tf,
+    }
 
 
 class _Staged:
