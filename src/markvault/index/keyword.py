@@ -229,11 +229,11 @@ class KeywordIndex:
         )
         if chunk_ids:
             self._insert_rows("kw_new", _record_rows(records, chunk_ids))
-        self._apply_delta(len(chunk_ids) - removed, removed > 0)
+        self._apply_delta(len(chunk_ids), removed)
 
-    def _apply_delta(self, chunks: int, removed: bool) -> None:
-        """Apply ``kw_new`` (postings put in) and ``kw_old`` (taken out) to the vocabulary,
-        the postings and the statistics (``chunks``: how many more chunks there are)."""
+    def _apply_delta(self, added: int, removed: int) -> None:
+        """Apply ``kw_new`` (the postings of ``added`` chunks put in) and ``kw_old`` (of
+        ``removed`` chunks taken out) to the vocabulary, the postings and the statistics."""
         self.con.execute(
             """INSERT INTO vocab
             SELECT term, (SELECT coalesce(max(termid), 0) FROM vocab)
@@ -252,20 +252,23 @@ class KeywordIndex:
                   GROUP BY term HAVING sum(n) <> 0 OR sum(notes) <> 0) d
             WHERE vocab.term = d.term"""
         )
-        self.con.execute(
-            """INSERT INTO postings
-            SELECT v.termid, k.chunk_id, k.tf, s.dl::INTEGER
-            FROM kw_new k JOIN vocab v USING (term)
-                 JOIN (SELECT chunk_id, sum(tf) AS dl FROM kw_new GROUP BY chunk_id) s
-                 USING (chunk_id)
-            ORDER BY v.termid, k.chunk_id"""
-        )
+        if added:
+            self.con.execute(
+                """INSERT INTO postings
+                SELECT v.termid, k.chunk_id, k.tf, s.dl::INTEGER
+                FROM kw_new k JOIN vocab v USING (term)
+                     JOIN (SELECT chunk_id, sum(tf) AS dl FROM kw_new GROUP BY chunk_id) s
+                     USING (chunk_id)
+                ORDER BY v.termid, k.chunk_id"""
+            )
         row = self.con.execute(
             "SELECT (SELECT count(*) FROM kw_new), (SELECT coalesce(sum(tf), 0) FROM kw_new), "
             "(SELECT coalesce(sum(tf), 0) FROM kw_old)"
         ).fetchone()
         rows, tokens = (int(row[0]), int(row[1]) - int(row[2])) if row else (0, 0)
-        self.con.execute(f"UPDATE kw_stats SET n = n + {chunks}, total = total + {tokens}")
+        self.con.execute(
+            f"UPDATE kw_stats SET n = n + {added - removed}, total = total + {tokens}"
+        )
         if removed:
             self.con.execute("DELETE FROM vocab WHERE df <= 0")
         self.con.execute("DROP TABLE kw_new")
