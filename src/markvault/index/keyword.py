@@ -266,9 +266,7 @@ class KeywordIndex:
             "(SELECT coalesce(sum(tf), 0) FROM kw_old)"
         ).fetchone()
         rows, tokens = (int(row[0]), int(row[1]) - int(row[2])) if row else (0, 0)
-        self.con.execute(
-            f"UPDATE kw_stats SET n = n + {added - removed}, total = total + {tokens}"
-        )
+        self.con.execute(f"UPDATE kw_stats SET n = n + {added - removed}, total = total + {tokens}")
         if removed:
             self.con.execute("DELETE FROM vocab WHERE df <= 0")
         self.con.execute("DROP TABLE kw_new")
