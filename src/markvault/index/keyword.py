@@ -13,6 +13,7 @@ is faster rebuilt.
 from __future__ import annotations
 
 import sys
+from array import array
 from collections import _count_elements, defaultdict  # type: ignore[attr-defined]
 from collections.abc import Callable, Sequence
 from itertools import chain
@@ -186,22 +187,21 @@ class KeywordIndex:
             return 0
         # The chunks' terms are the postings rows the delete returns: postings are sorted
         # by term, so finding a chunk's rows there scans the whole table (~45 ms at 8.4M
-        # rows), once.
+        # rows), once. A note's rows go back in as text, not Arrow: importing pyarrow
+        # and numpy costs a one-note edit more than its writes (store.rows).
         wanted = ", ".join(str(int(i)) for i in chunk_ids)
         gone = self.con.execute(
             f"DELETE FROM postings WHERE chunk_id IN ({wanted}) RETURNING chunk_id, termid, tf"
-        ).to_arrow_table()
-        self.con.register("kw_gone", gone)
-        try:
-            self.con.execute(
-                f"""CREATE OR REPLACE TEMP TABLE kw_old AS
-                SELECT g.chunk_id, c.path, v.term, g.tf
-                FROM kw_gone g JOIN vocab v USING (termid)
-                     JOIN (SELECT id, path FROM chunks WHERE id IN ({wanted})) c
-                     ON c.id = g.chunk_id"""
-            )
-        finally:
-            self.con.unregister("kw_gone")
+        ).fetchall()
+        columns = zip(*gone, strict=True) if gone else ((), (), ())
+        rows = _split_rows(dict(zip(("chunk_id", "termid", "tf"), columns, strict=True)))
+        self.con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE kw_old AS
+            SELECT g.chunk_id, c.path, v.term, g.tf
+            FROM ({rows}) g JOIN vocab v USING (termid)
+                 JOIN (SELECT id, path FROM chunks WHERE id IN ({wanted})) c
+                 ON c.id = g.chunk_id"""
+        )
         return len(chunk_ids)
 
     def add_postings(
@@ -228,7 +228,13 @@ class KeywordIndex:
             "(chunk_id BIGINT, path VARCHAR, term VARCHAR, tf INTEGER)"
         )
         if chunk_ids:
-            self._insert_rows("kw_new", _record_rows(records, chunk_ids))
+            wanted = ", ".join(str(int(i)) for i in chunk_ids)
+            self.con.execute(
+                f"""INSERT INTO kw_new SELECT k.chunk_id, c.path, k.term, k.tf
+                FROM ({_split_rows(_record_postings(records, chunk_ids))}) k
+                JOIN (SELECT id, path FROM chunks WHERE id IN ({wanted})) c
+                ON c.id = k.chunk_id"""
+            )
         self._apply_delta(len(chunk_ids), removed)
 
     def _apply_delta(self, added: int, removed: int) -> None:
@@ -499,28 +505,48 @@ def _counted_rows(rows: Sequence[tuple[Any, ...]]) -> dict[str, list[Any]]:
     return out
 
 
-def _record_rows(records: Sequence[NoteRows], chunk_ids: Sequence[int]) -> dict[str, Any]:
-    """``kw_new``'s columns (chunk_id, path, term, tf) for the chunks of ``records``,
-    inserted as ``chunk_ids``, from the term counts their worker made
+def _record_postings(
+    records: Sequence[NoteRows], chunk_ids: Sequence[int]
+) -> dict[str, Sequence[Any]]:
+    """(chunk_id, term, tf) of each posting of the chunks of ``records``, inserted as
+    ``chunk_ids``, column by column, from the term counts their worker made
     (``sync.note_terms``: per note, each chunk's number of terms, then the term
     positions, then the counts)."""
-    import numpy as np
-    import pyarrow as pa
+    ids: list[int] = []
+    terms: list[str] = []
+    tfs: list[int] = []
+    first = 0
+    for record in records:
+        counts = array("i")
+        counts.frombytes(record.term_counts or b"")
+        n = record.chunk_count
+        pairs = (len(counts) - n) // 2
+        for at, size in enumerate(counts[:n]):
+            ids += [chunk_ids[first + at]] * size
+        terms += map(record.terms.__getitem__, counts[n : n + pairs])
+        tfs += counts[n + pairs :]
+        first += n
+    return {"chunk_id": ids, "term": terms, "tf": tfs}
 
-    parts = [np.frombuffer(r.term_counts or b"", np.int32) for r in records]
-    sizes = np.concatenate([p[: r.chunk_count] for p, r in zip(parts, records, strict=True)])
-    pairs = [p[r.chunk_count :].reshape(2, -1) for p, r in zip(parts, records, strict=True)]
-    local, tf = np.concatenate(pairs, axis=1)
-    firsts = np.cumsum([0, *(len(r.terms) for r in records)])[:-1]
-    chunk = np.repeat(np.arange(len(sizes)), sizes)
-    note = np.repeat(np.arange(len(records)), [r.chunk_count for r in records])[chunk]
-    terms = pa.array(list(chain.from_iterable(r.terms for r in records)), pa.string())
-    return {
-        "chunk_id": np.asarray(chunk_ids, np.int64)[chunk],
-        "path": pa.array([r.path for r in records], pa.string()).take(note),
-        "term": terms.take(local + np.repeat(firsts, [p.shape[1] for p in pairs])),
-        "tf": tf,
-    }
+
+# The SQL type of each column ``_split_rows`` is given.
+_SPLIT_TYPES = {"chunk_id": "BIGINT", "termid": "INTEGER", "term": "VARCHAR", "tf": "INTEGER"}
+
+
+def _split_rows(columns: dict[str, Sequence[Any]]) -> str:
+    """SQL yielding ``columns``' rows from one space-separated literal per column (a
+    search term holds no space): the rows of one edit, in one short statement to parse,
+    without Arrow (see ``remove_postings``) or bound parameters (see ``term_ids``)."""
+    typed = ", ".join(f"{name}::{_SPLIT_TYPES[name]} AS {name}" for name in columns)
+    if not len(next(iter(columns.values()))):
+        return (
+            f"SELECT {typed} FROM (SELECT {', '.join(f'NULL AS {c}' for c in columns)}) WHERE false"
+        )
+    split = ", ".join(
+        f"unnest(string_split({sql_string(' '.join(map(str, values)))}, ' ')) AS {name}"
+        for name, values in columns.items()
+    )
+    return f"SELECT {typed} FROM (SELECT {split})"
 
 
 class _Staged:
