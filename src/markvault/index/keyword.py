@@ -470,9 +470,12 @@ class KeywordIndex:
         if not ids:
             return {}
         wanted = ", ".join(str(int(i)) for i in ids)
+        # The chunks first (by their id index), then their notes' titles: a plain join
+        # planned a scan of the chunks, 5-10x slower for 200 ids on big.
         rows = self.con.execute(
-            "SELECT c.id, n.title, c.context, c.text FROM chunks c "
-            f"JOIN notes n ON n.path = c.path WHERE c.id IN ({wanted})"
+            f"""WITH c AS MATERIALIZED (
+                SELECT id, path, context, text FROM chunks WHERE id IN ({wanted}))
+            SELECT c.id, n.title, c.context, c.text FROM c JOIN notes n ON n.path = c.path"""
         ).fetchall()
         return {int(r[0]): " ".join(chunk_words(r[1], r[2], r[3])) for r in rows}
 
