@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from array import array
 from collections import _count_elements, defaultdict  # type: ignore[attr-defined]
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,9 @@ KW_DELTA_MIN = 5_000
 KW_DELTA_SHARE = 0.2
 KW_COMPACT_MIN_ROWS = 200_000
 KW_REBUILD_SLICE = 15_000  # chunks whose tokens a rebuild groups at a time
+# An edit of up to this many chunks moves its postings as SQL literals, a larger one as
+# Arrow tables (importing pyarrow costs ~0.25 s; the literals ~2-5 µs a row).
+KW_LITERAL_CHUNKS = 500
 KW_COMPACT_SHARE = 0.1
 # Up to this many chunks of expired or superseded notes are dropped from results after
 # ranking; more, and the ranking query joins each candidate with its note instead.
@@ -189,19 +192,27 @@ class KeywordIndex:
         # by term, so finding a chunk's rows there scans the whole table (~45 ms at 8.4M
         # rows), once. A note's rows go back in as text, not Arrow: importing pyarrow
         # and numpy costs a one-note edit more than its writes (store.rows).
-        wanted = ", ".join(str(int(i)) for i in chunk_ids)
-        gone = self.con.execute(
-            f"DELETE FROM postings WHERE chunk_id IN ({wanted}) RETURNING chunk_id, termid, tf"
-        ).fetchall()
-        columns = zip(*gone, strict=True) if gone else ((), (), ())
-        rows = _split_rows(dict(zip(("chunk_id", "termid", "tf"), columns, strict=True)))
         self.con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE kw_old AS
-            SELECT g.chunk_id, c.path, v.term, g.tf
-            FROM ({rows}) g JOIN vocab v USING (termid)
+            "CREATE OR REPLACE TEMP TABLE kw_old "
+            "(chunk_id BIGINT, path VARCHAR, term VARCHAR, tf INTEGER)"
+        )
+        self.con.execute(
+            "CREATE OR REPLACE TEMP TABLE kw_gone (chunk_id BIGINT, termid INTEGER, tf INTEGER)"
+        )
+        wanted = ", ".join(str(int(i)) for i in chunk_ids)
+        delete = f"DELETE FROM postings WHERE chunk_id IN ({wanted}) RETURNING chunk_id, termid, tf"
+        if len(chunk_ids) > KW_LITERAL_CHUNKS:
+            self._insert_rows("kw_gone", self.con.execute(delete).to_arrow_table())
+        elif rows := self.con.execute(delete).fetchall():
+            columns = dict(zip(("chunk_id", "termid", "tf"), zip(*rows, strict=True), strict=True))
+            self.con.execute(f"INSERT INTO kw_gone BY NAME {_split_rows(columns)}")
+        self.con.execute(
+            f"""INSERT INTO kw_old SELECT g.chunk_id, c.path, v.term, g.tf
+            FROM kw_gone g JOIN vocab v USING (termid)
                  JOIN (SELECT id, path FROM chunks WHERE id IN ({wanted})) c
                  ON c.id = g.chunk_id"""
         )
+        self.con.execute("DROP TABLE kw_gone")
         return len(chunk_ids)
 
     def add_postings(
@@ -227,13 +238,17 @@ class KeywordIndex:
             "CREATE OR REPLACE TEMP TABLE kw_new "
             "(chunk_id BIGINT, path VARCHAR, term VARCHAR, tf INTEGER)"
         )
+        postings = _record_postings(records, chunk_ids)
+        if len(chunk_ids) > KW_LITERAL_CHUNKS:
+            self._insert_rows("kw_new", postings)
+        elif postings["chunk_id"]:
+            self.con.execute(f"INSERT INTO kw_new BY NAME {_split_rows(postings)}")
         if chunk_ids:
             wanted = ", ".join(str(int(i)) for i in chunk_ids)
             self.con.execute(
-                f"""INSERT INTO kw_new SELECT k.chunk_id, c.path, k.term, k.tf
-                FROM ({_split_rows(_record_postings(records, chunk_ids))}) k
-                JOIN (SELECT id, path FROM chunks WHERE id IN ({wanted})) c
-                ON c.id = k.chunk_id"""
+                f"""UPDATE kw_new SET path = c.path
+                FROM (SELECT id, path FROM chunks WHERE id IN ({wanted})) c
+                WHERE c.id = kw_new.chunk_id"""
             )
         self._apply_delta(len(chunk_ids), removed)
 
@@ -281,11 +296,12 @@ class KeywordIndex:
             appended = int(self.store.meta().get("kw_appended") or 0) + rows
             self.store.set_meta(kw_appended=str(appended))
 
-    def _insert_rows(self, table: str, columns: dict[str, Any]) -> None:
-        """Append ``columns`` (Arrow arrays or lists, named as ``table``'s) to ``table``."""
+    def _insert_rows(self, table: str, rows: Any) -> None:
+        """Append ``rows`` (an Arrow table, or columns as lists or Arrow arrays, named as
+        ``table``'s) to ``table``."""
         import pyarrow as pa
 
-        self.con.register("kw_incoming", pa.table(columns))
+        self.con.register("kw_incoming", rows if isinstance(rows, pa.Table) else pa.table(rows))
         try:
             self.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM kw_incoming")
         finally:
@@ -536,15 +552,12 @@ def _record_postings(
 _SPLIT_TYPES = {"chunk_id": "BIGINT", "termid": "INTEGER", "term": "VARCHAR", "tf": "INTEGER"}
 
 
-def _split_rows(columns: dict[str, Sequence[Any]]) -> str:
-    """SQL yielding ``columns``' rows from one space-separated literal per column (a
-    search term holds no space): the rows of one edit, in one short statement to parse,
-    without Arrow (see ``remove_postings``) or bound parameters (see ``term_ids``)."""
+def _split_rows(columns: Mapping[str, Sequence[Any]]) -> str:
+    """SQL yielding ``columns``' rows (at least one) from one space-separated literal
+    per column (a search term holds no space): the rows of a small edit in one short
+    statement, without Arrow (see ``remove_postings``) or bound parameters (see
+    ``term_ids``). DuckDB takes ~2-5 µs a row this way, so many go in as Arrow."""
     typed = ", ".join(f"{name}::{_SPLIT_TYPES[name]} AS {name}" for name in columns)
-    if not len(next(iter(columns.values()))):
-        return (
-            f"SELECT {typed} FROM (SELECT {', '.join(f'NULL AS {c}' for c in columns)}) WHERE false"
-        )
     split = ", ".join(
         f"unnest(string_split({sql_string(' '.join(map(str, values)))}, ' ')) AS {name}"
         for name, values in columns.items()
