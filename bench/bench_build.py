@@ -7,7 +7,7 @@
 nothing changed (no-op), then one note edited (a paragraph appended to the mid-sized
 note, as ``../shared/peers/bench.py`` picks it), each tree on a fresh copy of the index
 it built itself, wall and CPU; then one in-process edit of each tree, twice, split into
-its phases.
+its phases; then the tables whose rows differ between the two trees' edited indexes.
 
 Each pair runs ``vault --vault COPY --index EMPTY reindex --no-vectors`` once with the
 baseline's ``src/`` first on ``PYTHONPATH`` and once with this tree's (order alternating
@@ -325,6 +325,11 @@ def again_main(args: argparse.Namespace) -> int:
         )
         for _, _ in alternating(2, lambda name: phases_of(name, trees[name], vault, work, note)):
             pass
+        for name, src in trees.items():  # each tree's index after the edit, kept
+            copy_index(work / f"built-{name}", work / f"edited-{name}")
+            reindex_s(args.bin, src, vault, work / f"edited-{name}", work / "home")
+        differing = differing_tables(work / "edited-baseline", work / "edited-this")
+        print(f"tables differing from the baseline's index after the edit: {differing or 'none'}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -6,7 +6,7 @@
     python bench/profile_index.py /path/to/notes --hot parse     # cProfile of one stage
     python bench/profile_index.py /path/to/notes --baseline-src ../main/src
         # + chunk, tokenize and count terms with another tree's modules, pair by pair,
-        #   and whether their chunks, fts texts and postings are this tree's on every note
+        #   and whether their chunks, tokens and postings are this tree's on every note
 
 Runs the stages of ``vault reindex --no-vectors`` one after the other in this one process
 (no worker processes, so CPU time is the work itself): scan, read, hash, parse, chunk,
@@ -50,7 +50,7 @@ from markvault.model import NoteRecord
 from markvault.parse import parse_note
 from markvault.rows import NoteRows
 from markvault.sync import note_terms
-from markvault.text import tokenize
+from markvault.text import chunk_words
 
 
 def rss_mb() -> float:
@@ -182,30 +182,29 @@ def profile_build(
         n_chunks = sum(len(c) for c in chunked)
         s.note = f"{n_chunks} chunks"
 
-    with stages.stage("tokenize (fts text per chunk)") as s:
+    with stages.stage("tokenize (tokens per chunk)") as s:
         words = [
-            [tokenize(f"{note.title} {c.context}\n{c.text}") for c in chunks]
+            [chunk_words(note.title, c.context, c.text) for c in chunks]
             for note, chunks in zip(notes, chunked, strict=True)
         ]
-        tokens = [[" ".join(ws) for ws in note_words] for note_words in words]
-        n_tokens = sum(t.count(" ") + 1 for ts in tokens for t in ts if t)
-        s.note = f"{n_tokens / 1e6:.1f} M tokens"
+        note_lens = [sum(map(len, note_words)) for note_words in words]
+        s.note = f"{sum(note_lens) / 1e6:.1f} M tokens"
 
     with stages.stage("count terms (postings per note)") as s:
         counted = [note_terms(note_words) for note_words in words]
-        pairs = sum(len(c) // 4 - len(ts) for (_, c), ts in zip(counted, tokens, strict=True))
+        pairs = sum(len(c) // 4 - len(ws) for (_, c), ws in zip(counted, words, strict=True))
         s.note = f"{pairs / 2e6:.1f} M postings"
 
     if baseline:
         texts = [text for _, _, text in raw]
-        alternative_chunking(baseline, notes, texts, settings, (chunked, tokens), stages)
+        alternative_chunking(baseline, notes, texts, settings, (chunked, words), stages)
         alternative_note_build(raw, settings, stages)
 
     records = [
         NoteRecord(
             replace(note, body="", blocks=(), sections=(), code_lines=frozenset()),
             chunks,
-            toks,
+            note_len,
             st.file,
             h,
             st.mtime_ns,
@@ -213,11 +212,11 @@ def profile_build(
             terms=terms,
             term_counts=counts,
         )
-        for (st, _, _), note, chunks, toks, h, (terms, counts) in zip(
-            raw, notes, chunked, tokens, hashes, counted, strict=True
+        for (st, _, _), note, chunks, note_len, h, (terms, counts) in zip(
+            raw, notes, chunked, note_lens, hashes, counted, strict=True
         )
     ]
-    del raw, notes, chunked, words, tokens, counted
+    del raw, notes, chunked, words, note_lens, counted
     gc.collect()
 
     with stages.stage("rows (worker side, per note)"):
@@ -269,7 +268,6 @@ def profile_build(
     print(f"  ({n_records} notes, {postings[0] if postings else 0} postings)", flush=True)
 
     if alternatives:
-        alternative_rebuild(index, stages)
         alternative_postings(con, stages)
     if alternatives or parse_check:
         alternative_parse(files, stats, settings, stages)
@@ -284,10 +282,12 @@ def note_lines(text: str) -> list[str]:
     return [line.rstrip("\r") for line in lines]
 
 
-def fts_texts(notes: list[Any], chunked: list[list[Any]], tokenizer: Any) -> list[list[str]]:
-    """The fts text of every chunk, as the sync makes it."""
+def chunk_tokens(
+    notes: list[Any], chunked: list[list[Any]], tokenizer: Any
+) -> list[list[list[str]]]:
+    """The tokens of every chunk, as the sync makes them."""
     return [
-        [" ".join(tokenizer(f"{note.title} {c.context}\n{c.text}")) for c in chunks]
+        [tokenizer(f"{note.title} {c.context}\n{c.text}") for c in chunks]
         for note, chunks in zip(notes, chunked, strict=True)
     ]
 
@@ -323,12 +323,12 @@ def alternative_chunking(
     notes: list[Any],
     texts: list[str],
     settings: Settings,
-    ours: tuple[list[list[Any]], list[list[str]]],
+    ours: tuple[list[list[Any]], list[list[list[str]]]],
     stages: Stages,
 ) -> None:
     """The chunk, tokenize and count terms stages with the baseline tree's modules and
     this tree's, pair by pair on the same parsed notes, each starting with empty caches (as a worker
-    does); counts the notes whose chunks or fts texts differ from this tree's (0: none)."""
+    does); counts the notes whose chunks or tokens differ from this tree's (0: none)."""
     from markvault import chunk, text
 
     base_chunk, base_text = load_baseline(baseline)
@@ -342,7 +342,7 @@ def alternative_chunking(
                 for n, ls in zip(notes, lines, strict=True)
             ]
         with stages.stage(f"alt: tokenize, {label}") as t:
-            tokens = fts_texts(notes, chunked, tokenizer.tokenize)
+            tokens = chunk_tokens(notes, chunked, tokenizer.tokenize)
         alternative_counting(label, notes, chunked, tokenizer, stages)
         pairs = zip(chunked, ours[0], strict=True)
         s.note = (
@@ -403,27 +403,6 @@ def alternative_note_build(raw: list[Any], settings: Settings, stages: Stages) -
     print(f"    note build: notes whose rows differ from the baseline's: {differing}", flush=True)
 
 
-def alternative_rebuild(index: Index, stages: Stages) -> None:
-    """The keyword rebuild splitting ``fts_text`` with a regular expression on ``\\s+``
-    (as before) and with a plain split on " " (now), pair by pair on the same data."""
-    from markvault.index import keyword
-
-    plain = keyword._chunk_terms
-
-    def regex_split(where: str) -> str:
-        return plain(where).replace("string_split(fts_text, ' ')", REGEX_SPLIT)
-
-    pair = (("split on \\s+ (before)", regex_split), ("split on ' '", plain))
-    for label, terms in pair * 2:
-        keyword._chunk_terms = terms
-        with stages.stage(f"alt: keyword rebuild, {label}"):
-            index.keyword.rebuild()
-    keyword._chunk_terms = plain
-
-
-REGEX_SPLIT = "string_split_regex(fts_text, '\\s+')"
-
-
 def alternative_parse(
     files: VaultFiles, stats: list[Any], settings: Settings, stages: Stages
 ) -> None:
@@ -463,28 +442,30 @@ def differing_from_fts(con: Any) -> int:
     from markvault.index.store import load_extension
 
     load_extension(con, "fts")
+    token_strings(con)
     con.execute(
-        "PRAGMA create_fts_index('chunks', 'id', 'fts_text', stemmer='none', "
+        "PRAGMA create_fts_index('kw_reference', 'id', 'fts_text', stemmer='none', "
         "stopwords='none', ignore='\\s+', strip_accents=0, lower=0, overwrite=1)"
     )
     con.execute(
         """CREATE OR REPLACE TEMP TABLE postings2 AS
         SELECT t.termid::INTEGER AS termid, d.name AS chunk_id,
                count(*)::INTEGER AS tf, any_value(d.len)::INTEGER AS dl
-        FROM fts_main_chunks.terms t JOIN fts_main_chunks.docs d USING (docid)
+        FROM fts_main_kw_reference.terms t JOIN fts_main_kw_reference.docs d USING (docid)
         GROUP BY t.termid, d.name ORDER BY t.termid, d.name"""
     )
     con.execute(
         """CREATE OR REPLACE TEMP TABLE vocab2 AS
         SELECT d.term, d.termid::INTEGER AS termid, d.df::INTEGER AS df,
                coalesce(n.ndf, 0)::INTEGER AS ndf
-        FROM fts_main_chunks.dict d LEFT JOIN (
+        FROM fts_main_kw_reference.dict d LEFT JOIN (
             SELECT p.termid, count(DISTINCT c.path) AS ndf
             FROM postings2 p JOIN chunks c ON c.id = p.chunk_id GROUP BY p.termid
         ) n ON n.termid = d.termid
         ORDER BY d.term"""
     )
-    con.execute("PRAGMA drop_fts_index('chunks')")
+    con.execute("PRAGMA drop_fts_index('kw_reference')")
+    con.execute("DROP TABLE kw_reference")
     row = con.execute(
         """SELECT count(*) FROM (
             (SELECT v.term, p.chunk_id, p.tf, p.dl, v.df, v.ndf
@@ -500,6 +481,27 @@ def differing_from_fts(con: Any) -> int:
     con.execute("DROP TABLE postings2")
     con.execute("DROP TABLE vocab2")
     return int(row[0]) if row else -1
+
+
+def token_strings(con: Any) -> None:
+    """``kw_reference(id, fts_text)``: each chunk's tokens (``text.chunk_words``) joined
+    by spaces, the text the fts extension indexes for the comparison."""
+    rows = con.execute(
+        "SELECT c.id, n.title, c.context, c.text FROM chunks c JOIN notes n ON n.path = c.path"
+    ).fetchall()
+    import pyarrow as pa
+
+    reference = pa.table(
+        {
+            "id": pa.array([r[0] for r in rows], pa.int64()),
+            "fts_text": [" ".join(chunk_words(*r[1:])) for r in rows],
+        }
+    )
+    con.register("kw_incoming", reference)
+    try:
+        con.execute("CREATE OR REPLACE TABLE kw_reference AS SELECT * FROM kw_incoming")
+    finally:
+        con.unregister("kw_incoming")
 
 
 def hot_profile(stages: Stages) -> None:

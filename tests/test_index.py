@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from markvault.host import open_local
-from markvault.index import Index
+from markvault.index import Index, keyword
 from markvault.index.keyword import BM25_B, BM25_K1
 from markvault.model import Filters
 from markvault.text import tokenize
@@ -174,7 +174,8 @@ def test_bm25_matches_a_reference_implementation(
         v.reindex(vectors=False)
         index = v.host.core().keeper.open_index(write=True)
         index.keyword.arrays = arrays
-        docs = dict(index.store.con.execute("SELECT id, fts_text FROM chunks").fetchall())
+        ids = [r[0] for r in index.store.con.execute("SELECT id FROM chunks").fetchall()]
+        docs = index.keyword.chunk_tokens(ids)
         tokens = {cid: text.split() for cid, text in docs.items()}
         n = len(tokens)
         avgdl = sum(len(t) for t in tokens.values()) / n
@@ -343,11 +344,14 @@ def _keyword_state(
     return postings, df, tuple(stats or ())
 
 
+@pytest.mark.parametrize("literal_chunks", [500, 0], ids=["literals", "arrow"])
 def test_keyword_index_updated_in_place_equals_a_full_rebuild(
-    bundled_copy: Path, tmp_path: Path
+    bundled_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, literal_chunks: int
 ) -> None:
     """Edits, new notes, deletions and renames update postings, document frequencies and
-    collection statistics in place; the rankings equal those of a rebuild from nothing."""
+    collection statistics in place, their postings moved as SQL literals or as Arrow
+    tables; the rankings equal those of a rebuild from nothing."""
+    monkeypatch.setattr(keyword, "KW_LITERAL_CHUNKS", literal_chunks)
     index_dir = tmp_path / "index"
     with open_local(bundled_copy, index_dir) as v:
         v.reindex(vectors=False)

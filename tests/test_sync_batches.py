@@ -21,7 +21,7 @@ from .conftest import WriteNotes
 
 TABLES = {
     "notes": "SELECT path, title, aliases, problems, hash FROM notes ORDER BY path",
-    "chunks": "SELECT id, path, seq, hash, fts_text FROM chunks ORDER BY id",
+    "chunks": "SELECT id, path, seq, hash, note_len FROM chunks ORDER BY id",
     "links": "SELECT source, target, target_path, line FROM links ORDER BY source, line, target",
     "postings": "SELECT v.term, p.chunk_id, p.tf, p.dl FROM postings p JOIN vocab v "
     "USING (termid) ORDER BY v.term, p.chunk_id",

@@ -249,7 +249,7 @@ class NoteRecord:
 
     note: ParsedNote
     chunks: list[Chunk]
-    chunk_tokens: list[str]  # fts text per chunk
+    note_len: int  # search tokens in all its chunks: the note's length for BM25
     file: str  # the path as on disk (may differ from note.path in Unicode form)
     hash: str
     mtime_ns: int
@@ -257,8 +257,8 @@ class NoteRecord:
     conflicted: bool = False  # holds git conflict markers (told to the change feed)
     # The note's distinct search terms and its postings over them, (chunk position, term
     # position, count) as int32 triples (``sync.note_terms``): a first build's keyword
-    # index is sorted from these instead of splitting every chunk's tokens again. None:
-    # not counted (the keyword index is then rebuilt from the tokens).
+    # index is sorted from these, and an edit's postings are made from them. None: not
+    # counted (the keyword index is then rebuilt from the chunks' text).
     terms: tuple[str, ...] = ()
     term_counts: bytes | None = None
 

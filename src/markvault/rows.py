@@ -52,7 +52,6 @@ CHUNK_COLUMNS = (
     "text",
     "context",
     "hash",
-    "fts_text",
     "note_len",
 )
 LINK_COLUMNS = (
@@ -96,8 +95,6 @@ class NoteRows(NamedTuple):
     def of(cls, rec: NoteRecord) -> NoteRows:
         note = rec.note
         cs, ls = rec.chunks, note.links
-        # Search tokens in all its chunks: the note's length for BM25 (bm25.py).
-        note_len = sum(t.count(" ") + 1 for t in rec.chunk_tokens if t)
         chunks = (
             [note.path] * len(cs),
             [c.seq for c in cs],
@@ -107,8 +104,7 @@ class NoteRows(NamedTuple):
             [c.text for c in cs],
             [c.context for c in cs],
             [c.hash for c in cs],
-            list(rec.chunk_tokens),
-            [note_len] * len(cs),
+            [rec.note_len] * len(cs),
         )
         links = (
             [note.path] * len(ls),

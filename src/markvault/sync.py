@@ -55,7 +55,7 @@ def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> 
     # Imported here: a sync that reads no file (nothing changed) never loads the parser.
     from .chunk import chunk_note
     from .parse import parse_note
-    from .text import tokenize
+    from .text import chunk_words
 
     note = parse_note(stat.path, text, max_frontmatter_bytes=settings.max_frontmatter_bytes)
     lines = (text[1:] if text.startswith("\ufeff") else text).split("\n")
@@ -63,13 +63,12 @@ def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> 
         lines = [line.rstrip("\r") for line in lines]
     chunks = chunk_note(note, lines, settings.chunk)
     # Title and heading path are searchable with every chunk of the note.
-    words = [tokenize(f"{note.title} {c.context}\n{c.text}") for c in chunks]
-    tokens = [" ".join(ws) for ws in words]
+    words = [chunk_words(note.title, c.context, c.text) for c in chunks]
     terms, counts = note_terms(words)
     return NoteRecord(
         note,
         chunks,
-        tokens,
+        sum(map(len, words)),
         stat.file,
         content_hash(data),
         stat.mtime_ns,
@@ -83,9 +82,7 @@ def note_terms(chunk_words: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], b
     """A note's distinct terms, and its postings as int32 arrays end to end: how many
     terms each chunk has, then the term (its position in the note's terms) and count of
     each. Counted here, in the worker that tokenized the note, from each chunk's token
-    list before it is joined into ``fts_text``: the terms the keyword index splits
-    ``fts_text`` into (``keyword._chunk_terms``: on single spaces, empty strings
-    dropped), since no token holds a space, without splitting the joined text again."""
+    list (``text.chunk_words``); the index stores the counts, never the tokens."""
     ids: defaultdict[str, int] = defaultdict()
     ids.default_factory = ids.__len__  # a new term gets the next position
     sizes: list[int] = []

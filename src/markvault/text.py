@@ -122,6 +122,14 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+def chunk_words(title: str, context: str, text: str) -> list[str]:
+    """A chunk's search tokens: its note's title and heading path are searchable with
+    every chunk. The one rule of what a chunk holds, for the workers that count a
+    first build's postings, the edits and rebuilds that count them again, and the
+    searches that check a phrase or a required word in a candidate's tokens."""
+    return tokenize(f"{title} {context}\n{text}")
+
+
 def _ascii_words(text: str) -> list[str]:
     """The words of normalized ASCII ``text``: what the segments pattern finds there
     (or of text whose other characters all separate words: ``_ascii_words_only``)."""

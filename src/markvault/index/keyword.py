@@ -1,7 +1,8 @@
 """Keyword search: our own postings, kept up to date edit by edit, and BM25 over them.
 
-Chunks are tokenized in Python (see ``text.py``) and stored as space-separated tokens;
-``rebuild`` groups them into postings and a vocabulary in SQL, and BM25 is
+Chunks are tokenized in Python (``text.chunk_words``) and their terms counted where they
+are read (``sync.note_terms``); only those counts are stored: ``rebuild`` sorts them into
+postings and a vocabulary in SQL, and BM25 is
 computed over only the query terms' postings (in SQL, or in numpy in a process that
 searches again: bm25.py), which is about three times faster than ``match_bm25``'s full
 scan. Edits update postings, document frequencies and
@@ -12,8 +13,9 @@ is faster rebuilt.
 from __future__ import annotations
 
 import sys
-from collections import defaultdict
-from collections.abc import Callable, Sequence
+from array import array
+from collections import _count_elements, defaultdict  # type: ignore[attr-defined]
+from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,9 @@ KW_DELTA_MIN = 5_000
 KW_DELTA_SHARE = 0.2
 KW_COMPACT_MIN_ROWS = 200_000
 KW_REBUILD_SLICE = 15_000  # chunks whose tokens a rebuild groups at a time
+# An edit of up to this many chunks moves its postings as SQL literals, a larger one as
+# Arrow tables (importing pyarrow costs ~0.25 s; the literals ~2-5 µs a row).
+KW_LITERAL_CHUNKS = 500
 KW_COMPACT_SHARE = 0.1
 # Up to this many chunks of expired or superseded notes are dropped from results after
 # ranking; more, and the ranking query joins each candidate with its note instead.
@@ -102,13 +107,11 @@ class KeywordIndex:
         self._staged.add(self.con, records, chunk_ids)
 
     def _postings_from_tokens(self) -> None:
-        """Postings and vocabulary grouped in SQL from the chunks' token strings."""
-        # Our tokens are final (split on whitespace only, no stemming, no folding), so
-        # the postings are a GROUP BY of the split token strings: the fts extension's
-        # create_fts_index gave the same rows but first stored every token occurrence
-        # (twice the time, and most of a first build's peak memory). Tokens are grouped
-        # a slice of the chunks at a time (DuckDB's hash table for one slice, not the
-        # vault), each row with its note's number for the note frequencies.
+        """Postings and vocabulary counted from the chunks' text (``text.chunk_words``)
+        and grouped in SQL, when no first build staged them (a large change to a built
+        index, an interrupted build)."""
+        # The chunks are tokenized a slice at a time (the slice's text in memory, not
+        # the vault's), each row with its note's number for the note frequencies.
         row = self.con.execute("SELECT count(*), min(id), max(id) FROM chunks").fetchone()
         count, low, high = (int(row[0]), row[1], row[2]) if row and row[0] else (0, 0, 0)
         step = (high - low) // max(1, -(-count // KW_REBUILD_SLICE)) + 1
@@ -121,13 +124,14 @@ class KeywordIndex:
             "(chunk_id BIGINT, note INTEGER, term VARCHAR, tf INTEGER)"
         )
         for first in range(low, high + 1, step):
-            self.con.execute(
-                f"""INSERT INTO kw_all SELECT chunk_id, any_value(note), term,
-                    count(*)::INTEGER
-                FROM ({_chunk_terms("id >= ? AND id < ?")}) JOIN kw_notes USING (chunk_id)
-                GROUP BY chunk_id, term""",
+            rows = self.con.execute(
+                """SELECT c.id, k.note, n.title, c.context, c.text
+                FROM chunks c JOIN kw_notes k ON k.chunk_id = c.id
+                     JOIN notes n ON n.path = c.path
+                WHERE c.id >= ? AND c.id < ?""",
                 [first, first + step],
-            )
+            ).fetchall()
+            self._insert_rows("kw_all", _counted_rows(rows))
         # df counts chunks, ndf notes (bm25.py scores both).
         self.con.execute(
             """CREATE OR REPLACE TEMP TABLE kw_terms AS
@@ -184,25 +188,73 @@ class KeywordIndex:
         self._staged = None  # staged rows no longer match the chunks
         if not chunk_ids:
             return 0
-        # The chunks' terms come from their tokens, by the rule that made their postings:
-        # postings are sorted by term, so finding a chunk's rows there scans the whole
-        # table (~45 ms at 8.4M rows), which only the delete does.
-        self.con.execute(f"CREATE OR REPLACE TEMP TABLE kw_old AS {_chunk_postings(chunk_ids)}")
+        # The chunks' terms are the postings rows the delete returns: postings are sorted
+        # by term, so finding a chunk's rows there scans the whole table (~45 ms at 8.4M
+        # rows), once. A note's rows go back in as text, not Arrow: importing pyarrow
+        # and numpy costs a one-note edit more than its writes (store.rows).
+        self.con.execute(
+            "CREATE OR REPLACE TEMP TABLE kw_old "
+            "(chunk_id BIGINT, path VARCHAR, term VARCHAR, tf INTEGER)"
+        )
+        self.con.execute(
+            "CREATE OR REPLACE TEMP TABLE kw_gone (chunk_id BIGINT, termid INTEGER, tf INTEGER)"
+        )
         wanted = ", ".join(str(int(i)) for i in chunk_ids)
-        self.con.execute(f"DELETE FROM postings WHERE chunk_id IN ({wanted})")
+        delete = f"DELETE FROM postings WHERE chunk_id IN ({wanted}) RETURNING chunk_id, termid, tf"
+        if len(chunk_ids) > KW_LITERAL_CHUNKS:
+            self._insert_rows("kw_gone", self.con.execute(delete).to_arrow_table())
+        elif rows := self.con.execute(delete).fetchall():
+            columns = dict(zip(("chunk_id", "termid", "tf"), zip(*rows, strict=True), strict=True))
+            self.con.execute(f"INSERT INTO kw_gone BY NAME {_split_rows(columns)}")
+        self.con.execute(
+            f"""INSERT INTO kw_old SELECT g.chunk_id, c.path, v.term, g.tf
+            FROM kw_gone g JOIN vocab v USING (termid)
+                 JOIN (SELECT id, path FROM chunks WHERE id IN ({wanted})) c
+                 ON c.id = g.chunk_id"""
+        )
+        self.con.execute("DROP TABLE kw_gone")
         return len(chunk_ids)
 
-    def add_postings(self, chunk_ids: Sequence[int], removed: int = 0) -> None:
-        """Put freshly inserted chunks into the keyword index, tokenized exactly as the
-        full rebuild tokenizes them (whitespace-separated tokens of ``fts_text``), and
-        update document frequencies and the collection statistics by what this and the
-        ``remove_postings`` before it took out (``removed``: what it returned) and put in."""
+    def add_postings(
+        self, records: Sequence[NoteRows], chunk_ids: Sequence[int], removed: int = 0
+    ) -> None:
+        """Put the chunks of ``records``, just inserted as ``chunk_ids``, into the keyword
+        index, from the term counts their worker made (``NoteRows.term_counts``, as a
+        first build's), and update document frequencies and the collection statistics
+        by what this and the ``remove_postings`` before it took out (``removed``: what it
+        returned) and put in."""
         self._staged = None  # staged rows no longer match the chunks
         if not chunk_ids and not removed:
             return
+        if any(r.term_counts is None for r in records):  # not counted: rebuild at the end
+            self.store.set_meta(fts_dirty="1")
+            return
         if not removed:  # none taken out: nothing to subtract
-            self.con.execute(f"CREATE OR REPLACE TEMP TABLE kw_old AS {_chunk_postings(())}")
-        self.con.execute(f"CREATE OR REPLACE TEMP TABLE kw_new AS {_chunk_postings(chunk_ids)}")
+            self.con.execute(
+                "CREATE OR REPLACE TEMP TABLE kw_old "
+                "(chunk_id BIGINT, path VARCHAR, term VARCHAR, tf INTEGER)"
+            )
+        self.con.execute(
+            "CREATE OR REPLACE TEMP TABLE kw_new "
+            "(chunk_id BIGINT, path VARCHAR, term VARCHAR, tf INTEGER)"
+        )
+        postings = _record_postings(records, chunk_ids)
+        if len(chunk_ids) > KW_LITERAL_CHUNKS:
+            self._insert_rows("kw_new", postings)
+        elif postings["chunk_id"]:
+            self.con.execute(f"INSERT INTO kw_new BY NAME {_split_rows(postings)}")
+        if chunk_ids:
+            wanted = ", ".join(str(int(i)) for i in chunk_ids)
+            self.con.execute(
+                f"""UPDATE kw_new SET path = c.path
+                FROM (SELECT id, path FROM chunks WHERE id IN ({wanted})) c
+                WHERE c.id = kw_new.chunk_id"""
+            )
+        self._apply_delta(len(chunk_ids), removed)
+
+    def _apply_delta(self, added: int, removed: int) -> None:
+        """Apply ``kw_new`` (the postings of ``added`` chunks put in) and ``kw_old`` (of
+        ``removed`` chunks taken out) to the vocabulary, the postings and the statistics."""
         self.con.execute(
             """INSERT INTO vocab
             SELECT term, (SELECT coalesce(max(termid), 0) FROM vocab)
@@ -221,7 +273,7 @@ class KeywordIndex:
                   GROUP BY term HAVING sum(n) <> 0 OR sum(notes) <> 0) d
             WHERE vocab.term = d.term"""
         )
-        if chunk_ids:
+        if added:
             self.con.execute(
                 """INSERT INTO postings
                 SELECT v.termid, k.chunk_id, k.tf, s.dl::INTEGER
@@ -235,9 +287,7 @@ class KeywordIndex:
             "(SELECT coalesce(sum(tf), 0) FROM kw_old)"
         ).fetchone()
         rows, tokens = (int(row[0]), int(row[1]) - int(row[2])) if row else (0, 0)
-        self.con.execute(
-            f"UPDATE kw_stats SET n = n + {len(chunk_ids) - removed}, total = total + {tokens}"
-        )
+        self.con.execute(f"UPDATE kw_stats SET n = n + {added - removed}, total = total + {tokens}")
         if removed:
             self.con.execute("DELETE FROM vocab WHERE df <= 0")
         self.con.execute("DROP TABLE kw_new")
@@ -245,6 +295,17 @@ class KeywordIndex:
         if rows:
             appended = int(self.store.meta().get("kw_appended") or 0) + rows
             self.store.set_meta(kw_appended=str(appended))
+
+    def _insert_rows(self, table: str, rows: Any) -> None:
+        """Append ``rows`` (an Arrow table, or columns as lists or Arrow arrays, named as
+        ``table``'s) to ``table``."""
+        import pyarrow as pa
+
+        self.con.register("kw_incoming", rows if isinstance(rows, pa.Table) else pa.table(rows))
+        try:
+            self.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM kw_incoming")
+        finally:
+            self.con.unregister("kw_incoming")
 
     def needs_compaction(self) -> bool:
         """Rows added in place land unsorted at the end of postings, where no query can
@@ -418,8 +479,21 @@ class KeywordIndex:
         return kept[:fetch]
 
     def chunk_tokens(self, ids: Sequence[int]) -> dict[int, str]:
-        """The search tokens of each chunk id."""
-        return {int(r[0]): r[1] for r in self.reads.chunk_rows(ids, "fts_text")}
+        """The search tokens of each chunk id, space-separated: made again from the
+        chunk's text by the rule that made its postings (``text.chunk_words``)."""
+        from ..text import chunk_words
+
+        if not ids:
+            return {}
+        wanted = ", ".join(str(int(i)) for i in ids)
+        # The chunks first (by their id index), then their notes' titles: a plain join
+        # planned a scan of the chunks, 5-10x slower for 200 ids on big.
+        rows = self.con.execute(
+            f"""WITH c AS MATERIALIZED (
+                SELECT id, path, context, text FROM chunks WHERE id IN ({wanted}))
+            SELECT c.id, n.title, c.context, c.text FROM c JOIN notes n ON n.path = c.path"""
+        ).fetchall()
+        return {int(r[0]): " ".join(chunk_words(r[1], r[2], r[3])) for r in rows}
 
     def terms_with_prefix(self, prefix: str, limit: int = 64) -> list[str]:
         """The most frequent indexed terms that start with ``prefix``."""
@@ -434,25 +508,61 @@ class KeywordIndex:
         return [r[0] for r in rows]
 
 
-def _chunk_terms(where: str) -> str:
-    """SQL yielding (chunk_id, term) for each token of the chunks ``where`` selects: our
-    tokens are final, so they are ``fts_text`` split on whitespace, the one rule the
-    rebuild and the in-place update must share. ``fts_text`` is its tokens joined by
-    single spaces (no token holds whitespace), so a plain split gives the same terms as
-    a split on ``\\s+``, in half the time of the regular expression."""
-    return f"""SELECT * FROM (
-        SELECT id AS chunk_id, unnest(string_split(fts_text, ' ')) AS term
-        FROM chunks WHERE {where}) WHERE term <> ''"""
+def _counted_rows(rows: Sequence[tuple[Any, ...]]) -> dict[str, list[Any]]:
+    """``kw_all``'s columns for chunks given as (id, note number, title, context, text):
+    each chunk's terms (``text.chunk_words``) and their counts."""
+    from ..text import chunk_words
+
+    out: dict[str, list[Any]] = {"chunk_id": [], "note": [], "term": [], "tf": []}
+    for chunk_id, note, title, context, text in rows:
+        found: dict[str, int] = {}
+        _count_elements(found, chunk_words(title, context, text))
+        out["chunk_id"] += [chunk_id] * len(found)
+        out["note"] += [note] * len(found)
+        out["term"] += found
+        out["tf"] += found.values()
+    return out
 
 
-def _chunk_postings(chunk_ids: Sequence[int]) -> str:
-    """SQL yielding (chunk_id, path, term, tf) of the chunks ``chunk_ids`` (none: no rows
-    of those columns)."""
-    wanted = ", ".join(str(int(i)) for i in chunk_ids) or "NULL"
-    return f"""SELECT k.chunk_id, c.path, k.term, k.tf
-        FROM (SELECT chunk_id, term, count(*)::INTEGER AS tf
-              FROM ({_chunk_terms(f"id IN ({wanted})")}) GROUP BY chunk_id, term) k
-        JOIN (SELECT id, path FROM chunks WHERE id IN ({wanted})) c ON c.id = k.chunk_id"""
+def _record_postings(
+    records: Sequence[NoteRows], chunk_ids: Sequence[int]
+) -> dict[str, Sequence[Any]]:
+    """(chunk_id, term, tf) of each posting of the chunks of ``records``, inserted as
+    ``chunk_ids``, column by column, from the term counts their worker made
+    (``sync.note_terms``: per note, each chunk's number of terms, then the term
+    positions, then the counts)."""
+    ids: list[int] = []
+    terms: list[str] = []
+    tfs: list[int] = []
+    first = 0
+    for record in records:
+        counts = array("i")
+        counts.frombytes(record.term_counts or b"")
+        n = record.chunk_count
+        pairs = (len(counts) - n) // 2
+        for at, size in enumerate(counts[:n]):
+            ids += [chunk_ids[first + at]] * size
+        terms += map(record.terms.__getitem__, counts[n : n + pairs])
+        tfs += counts[n + pairs :]
+        first += n
+    return {"chunk_id": ids, "term": terms, "tf": tfs}
+
+
+# The SQL type of each column ``_split_rows`` is given.
+_SPLIT_TYPES = {"chunk_id": "BIGINT", "termid": "INTEGER", "term": "VARCHAR", "tf": "INTEGER"}
+
+
+def _split_rows(columns: Mapping[str, Sequence[Any]]) -> str:
+    """SQL yielding ``columns``' rows (at least one) from one space-separated literal
+    per column (a search term holds no space): the rows of a small edit in one short
+    statement, without Arrow (see ``remove_postings``) or bound parameters (see
+    ``term_ids``). DuckDB takes ~2-5 µs a row this way, so many go in as Arrow."""
+    typed = ", ".join(f"{name}::{_SPLIT_TYPES[name]} AS {name}" for name in columns)
+    split = ", ".join(
+        f"unnest(string_split({sql_string(' '.join(map(str, values)))}, ' ')) AS {name}"
+        for name, values in columns.items()
+    )
+    return f"SELECT {typed} FROM (SELECT {split})"
 
 
 class _Staged:

@@ -30,7 +30,7 @@ from .filters import sql_string
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = "11"
+SCHEMA_VERSION = "12"
 # DuckDB's memory while a sync writes, over what the connection already holds (see
 # deferred_checkpoints): a 90 MB vault's first build peaked at 1.2 GB without it.
 BUILD_MEMORY_BYTES = 256 * 10**6
@@ -48,8 +48,7 @@ CREATE TABLE notes (
 );
 CREATE TABLE chunks (
     id BIGINT, path VARCHAR, seq INTEGER, heading_path VARCHAR[], start_line INTEGER,
-    end_line INTEGER, text VARCHAR, context VARCHAR, hash VARCHAR, fts_text VARCHAR,
-    note_len INTEGER
+    end_line INTEGER, text VARCHAR, context VARCHAR, hash VARCHAR, note_len INTEGER
 );
 CREATE TABLE links (
     source VARCHAR, target VARCHAR, heading VARCHAR, block VARCHAR, alias VARCHAR,

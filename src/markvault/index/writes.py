@@ -120,7 +120,7 @@ class NoteWrites:
                 self.con.execute(f"DELETE FROM {table} WHERE {column} {in_gone}")
             new_ids = self._insert(records, old) if records else []
             if incremental:
-                self.keyword.add_postings(new_ids, taken_out)
+                self.keyword.add_postings(records, new_ids, taken_out)
             else:
                 self.keyword.stage(records, new_ids, len(old_ids))
             if skipped:
