@@ -32,6 +32,8 @@ In two steps, so that a query costs little more than scoring chunks: the best
 their notes as wholes from those chunks' postings (``pool_sql``, ``note_scores``), then
 both combined (``rerank``), keeping at most ``CHUNKS_PER_NOTE`` chunks of a note so that
 one with hundreds of matching chunks does not crowd the others out of a limited fetch.
+A process's first search reads the first two steps' postings in one statement
+(``top_pool_sql``): the scores and the pool's postings from one read of the terms'.
 
 The postings table (``keyword.py``) holds one row per (term, chunk) with the chunk's
 length, sorted by term; ``kw_stats`` the chunks' count and total length.
@@ -83,13 +85,15 @@ def scored_sql(
     b: float,
     *,
     condition: str = "",
+    postings: str | None = None,
 ) -> str:
     """SQL yielding ``(chunk_id, score)``, the chunk's own BM25, for chunks holding any
     of ``found``'s terms and meeting ``condition``.
 
     ``found``: term -> (term id, chunks with it, notes with it) for the query terms the
     index knows; ``terms``: the query's ranking terms with their repeats; ``condition``:
-    SQL over ``chunk_id`` (``query.presence_sql``).
+    SQL over ``chunk_id`` (``query.presence_sql``); ``postings``: SQL yielding their
+    ``(termid, chunk_id, tf, dl)``, when read already (``top_pool_sql``).
     """
     where = f"WHERE {condition}" if condition else ""
     # Each term's weight is computed once, beside the query terms, not on each of its
@@ -99,7 +103,7 @@ def scored_sql(
     return f"""
         SELECT * FROM (
             SELECT p.chunk_id, sum({chunk}) AS score
-            FROM ({_term_postings(found, "termid, chunk_id, tf, dl")}) p JOIN (
+            FROM ({postings or _term_postings(found, "termid, chunk_id, tf, dl")}) p JOIN (
                 SELECT q.termid, {_weight("q.df", "st.n")} AS w, st.avgdl
                 FROM (VALUES {_query(found, terms)}) q(termid, df, qtf),
                      (SELECT n, total / greatest(n, 1) AS avgdl FROM kw_stats) st
@@ -118,6 +122,48 @@ def _term_postings(found: Mapping[str, tuple[int, int, int]], columns: str) -> s
     return " UNION ALL ".join(
         f"SELECT {columns} FROM postings WHERE termid = {int(v[0])}" for v in found.values()
     )
+
+
+def top_pool_sql(
+    found: Mapping[str, tuple[int, int, int]],
+    terms: Sequence[str],
+    params: tuple[float, float, int],
+    condition: str = "",
+) -> str:
+    """``scored_sql``'s best ``limit`` chunks and what ``pool_sql`` would then read, in
+    one statement that reads the query terms' postings once (a process's first search
+    pays DuckDB's first read of them, and planning a statement costs it ~1-2 ms):
+    rows ``(kind, a, b, c)``, read by ``split_top_pool``. ``params``: (k1, b, limit)."""
+    k1, b, limit = params
+    postings = _term_postings(found, "termid, chunk_id, tf, dl")
+    scored = scored_sql(found, terms, k1, b, condition=condition, postings="SELECT * FROM p")
+    return f"""
+        WITH p AS MATERIALIZED ({postings}),
+        s AS MATERIALIZED (
+            SELECT chunk_id, score FROM ({scored})
+            ORDER BY score DESC, chunk_id LIMIT {int(limit)}
+        )
+        SELECT 0, chunk_id, score, NULL FROM s
+        UNION ALL SELECT 1, chunk_id, termid, tf FROM p SEMI JOIN s USING (chunk_id)
+        UNION ALL SELECT 2, (SELECT count(*) FROM notes), NULL, total FROM kw_stats
+    """
+
+
+def split_top_pool(
+    found: Mapping[str, tuple[int, int, int]], rows: Sequence[tuple[Any, ...]]
+) -> tuple[list[tuple[int, float]], tuple[list[tuple[int, int, int]], int, int]]:
+    """``top_pool_sql``'s rows as (the chunks and scores best first, as ``ORDER BY score
+    DESC, chunk_id`` gives them; (their postings ``(chunk_id, termid, tf)`` a term at a
+    time in ``found``'s order, as ``pool_sql`` gives them, the note count, the chunks'
+    total length))."""
+    ranked = [(int(r[1]), float(r[2])) for r in rows if r[0] == 0]
+    ranked.sort(key=lambda r: (-r[1], r[0]))
+    at = {v[0]: i for i, v in enumerate(found.values())}
+    postings = [(int(r[1]), int(r[2]), int(r[3])) for r in rows if r[0] == 1]
+    postings.sort(key=lambda r: (at[r[1]], r[0]))
+    stats = [r for r in rows if r[0] == 2]
+    notes, total = (int(stats[0][1]), int(stats[0][3])) if stats else (0, 0)
+    return ranked, (postings, notes, total)
 
 
 def pool_sql(found: Mapping[str, tuple[int, int, int]], chunk_ids: Sequence[int]) -> str:

@@ -12,6 +12,7 @@ is faster rebuilt.
 
 from __future__ import annotations
 
+import functools
 import sys
 from array import array
 from collections import _count_elements, defaultdict  # type: ignore[attr-defined]
@@ -371,7 +372,7 @@ class KeywordIndex:
         fetch = limit if verify is None else max(limit * 20, 1000)
         if per_note:  # a pool of chunks whose notes are then scored as wholes
             fetch = max(fetch, bm25.NOTE_POOL)
-        ranked, postings = self._ranked(found, terms, filters, fetch, condition)
+        ranked, postings = self._ranked(found, terms, filters, (fetch, per_note), condition)
         if chunk_scores is not None:
             chunk_scores.update(ranked)
         if per_note and ranked:
@@ -396,11 +397,13 @@ class KeywordIndex:
         found: dict[str, tuple[int, int, int]],
         terms: Sequence[str],
         filters: Filters,
-        fetch: int,
+        fetch_pool: tuple[int, bool],
         condition: str,
     ) -> tuple[list[tuple[int, float]], Any]:
         """The ``fetch`` best chunks by their own BM25, and the query terms' postings as
-        arrays when they were scored in numpy (bm25.py), else None."""
+        arrays when they were scored in numpy (bm25.py), or the pool's postings when SQL
+        read them with the scores (``pool``: the notes are scored next), else None."""
+        fetch, pool = fetch_pool
         expired = (
             self.reads.expired_chunk_ids()
             if filters.is_empty() and not filters.include_expired
@@ -412,17 +415,20 @@ class KeywordIndex:
             stats = self._stats()
             params = (BM25_K1, BM25_B, fetch, self._sorted_array(expired))
             return bm25.top_chunks(found, terms, postings, stats[:2], params), postings
-        scored = bm25.scored_sql(found, terms, BM25_K1, BM25_B, condition=condition)
         if filters.is_empty() and len(expired) <= EXPIRED_INLINE_MAX:
-            rows = self._top_without(scored, fetch, expired)
-        else:
-            where, params_sql = filters_sql(filters)
-            sql = f"""
-                SELECT s.chunk_id, s.score FROM ({scored}) s
-                JOIN chunks c ON c.id = s.chunk_id JOIN notes n ON n.path = c.path
-                WHERE {where} ORDER BY s.score DESC, s.chunk_id LIMIT ?
-            """
-            rows = self.con.execute(sql, [*params_sql, fetch]).fetchall()
+            if pool:
+                top = functools.partial(self._top_pool, found, terms, condition)
+            else:
+                top = functools.partial(self._top, found, terms, condition)
+            return self._top_without(top, fetch, expired)
+        scored = bm25.scored_sql(found, terms, BM25_K1, BM25_B, condition=condition)
+        where, params_sql = filters_sql(filters)
+        sql = f"""
+            SELECT s.chunk_id, s.score FROM ({scored}) s
+            JOIN chunks c ON c.id = s.chunk_id JOIN notes n ON n.path = c.path
+            WHERE {where} ORDER BY s.score DESC, s.chunk_id LIMIT ?
+        """
+        rows = self.con.execute(sql, [*params_sql, fetch]).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows], None
 
     def _pool(
@@ -432,6 +438,18 @@ class KeywordIndex:
         when there are some, else from SQL."""
         if postings is None:
             return self.con.execute(bm25.pool_sql(found, chunk_ids)).fetchall()
+        if isinstance(postings, tuple):  # read with the scores (bm25.top_pool_sql)
+            rows, notes, total = postings
+            wanted = set(chunk_ids)
+            at = {
+                int(r[0]): (r[1], int(r[2]))
+                for r in self.reads.chunk_rows(chunk_ids, "path, note_len")
+            }
+            return [
+                (cid, termid, tf, *at[cid], notes, total)
+                for cid, termid, tf in rows
+                if cid in wanted and cid in at
+            ]
         _, total, notes = self._stats()
         return bm25.pool_rows(
             postings, chunk_ids, self.reads.chunk_notes(chunk_ids), (notes, total)
@@ -464,19 +482,39 @@ class KeywordIndex:
             self._stats_at = (self.store.changes, counts)
         return self._stats_at[1]
 
-    def _top_without(self, scored: str, fetch: int, expired: Sequence[int]) -> list[Any]:
-        """The ``fetch`` best of ``scored`` leaving out ``expired`` chunks: asks for a few
-        more than needed, and for all it could need only when those were not enough."""
-        sql = f"SELECT chunk_id, score FROM ({scored}) ORDER BY score DESC, chunk_id LIMIT "
+    def _top(
+        self, found: dict[str, tuple[int, int, int]], terms: Sequence[str], condition: str, n: int
+    ) -> tuple[list[tuple[int, float]], None]:
+        """The ``n`` best chunks by their own BM25, best first."""
+        scored = bm25.scored_sql(found, terms, BM25_K1, BM25_B, condition=condition)
+        sql = f"SELECT chunk_id, score FROM ({scored}) ORDER BY score DESC, chunk_id LIMIT {n}"
+        return [(int(r[0]), float(r[1])) for r in self.con.execute(sql).fetchall()], None
+
+    def _top_pool(
+        self, found: dict[str, tuple[int, int, int]], terms: Sequence[str], condition: str, n: int
+    ) -> tuple[list[tuple[int, float]], Any]:
+        """The ``n`` best chunks and their postings (the pool's), in one statement."""
+        sql = bm25.top_pool_sql(found, terms, (BM25_K1, BM25_B, n), condition)
+        return bm25.split_top_pool(found, self.con.execute(sql).fetchall())
+
+    def _top_without(
+        self,
+        top: Callable[[int], tuple[list[tuple[int, float]], Any]],
+        fetch: int,
+        expired: Sequence[int],
+    ) -> tuple[list[tuple[int, float]], Any]:
+        """The ``fetch`` best of ``top(n)`` (the ``n`` best chunks, best first, and what
+        else it read) leaving out ``expired`` chunks: asks for a few more than needed,
+        and for all it could need only when those were not enough."""
         if len(expired) == 0:
-            return self.con.execute(sql + str(int(fetch))).fetchall()
+            return top(int(fetch))
         gone = set(expired)
         for extra in (min(len(expired), max(fetch, 100)), len(expired)):
-            rows = self.con.execute(sql + str(int(fetch + extra))).fetchall()
+            rows, more = top(int(fetch + extra))
             kept = [r for r in rows if r[0] not in gone]
             if len(kept) >= fetch or len(rows) < fetch + extra:
-                return kept[:fetch]
-        return kept[:fetch]
+                return kept[:fetch], more
+        return kept[:fetch], more
 
     def chunk_tokens(self, ids: Sequence[int]) -> dict[int, str]:
         """The search tokens of each chunk id, space-separated: made again from the

@@ -130,6 +130,8 @@ class VectorIndex:
             return self._matrix[1], self._matrix[2]
         if not self.store.has_table("embeddings"):
             return np.zeros(0, np.int64), np.zeros((0, 1), np.float32)
+        if not self.store.writable:  # a read-only open has one thread (store.connect)
+            self.con.execute("RESET threads")
         table = self.con.execute(
             "SELECT c.id, e.vec FROM chunks c JOIN embeddings e ON e.hash = c.hash "
             "AND e.model = ? ORDER BY c.id",
