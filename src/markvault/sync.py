@@ -111,6 +111,8 @@ APPLY_BATCH = 500
 # Below this many files to read, worker processes cost more than they save.
 PARALLEL_MIN_FILES = 200
 READ_BATCH = 64  # files a worker reads per turn
+# What a worker reading notes imports, imported once where the workers fork from.
+WORKER_MODULES = ("markvault.sync", "markvault.parse", "markvault.chunk", "markvault.text")
 
 
 def read_file(
@@ -160,6 +162,7 @@ def read_files(
         functools.partial(_read_batch, settings),
         batch_size=READ_BATCH,
         min_items=PARALLEL_MIN_FILES,
+        preload=WORKER_MODULES,
     ):
         for (st, _), result in done:
             yield st, result
