@@ -80,6 +80,7 @@ def worker_setup() -> None:
     """A worker's collector: what it imported is frozen out of its collections, and the
     young generation is collected every 50,000 allocations, not 700. A worker builds
     many short-lived objects a batch at a time, freed by their counts; collecting the
-    youngest so often walked them for nothing (3-5% of a note's build)."""
+    youngest so often walked them for nothing (~6% of a worker's CPU on a vault of long
+    documents; bench/bench_workers.py)."""
     gc.freeze()
     gc.set_threshold(WORKER_GC_THRESHOLD, *gc.get_threshold()[1:])
