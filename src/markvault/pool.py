@@ -21,9 +21,10 @@ T = TypeVar("T")
 R = TypeVar("R")
 MAX_WORKERS = 8
 # Batches handed to the workers ahead of the one consumed, per worker: enough to keep
-# them busy, few enough that results do not pile up in this process while the consumer
-# works (a first build writes each batch as it comes).
-AHEAD_PER_WORKER = 2
+# them busy while the consumer works (a first build writes 500 notes at a time, ~8 of
+# sync's batches: with 2 ahead per worker they ran out and waited), few enough that
+# results do not pile up in this process.
+AHEAD_PER_WORKER = 6
 WORKER_GC_THRESHOLD = 50_000  # see worker_setup
 
 
