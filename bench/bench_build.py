@@ -15,7 +15,9 @@ from pair to pair), under ``/usr/bin/time -v``: wall seconds and the peak RSS of
 largest process (the parent; workers are smaller), and the CPU seconds (user + system)
 of the parent alone (the workers are not its children: forkserver), which holds the
 writes and the keyword rebuild; steadier than wall on a busy machine. "all CPU" adds
-the forkserver's and the workers' CPU, sampled from /proc: on 2 cores the parent and
+the forkserver's and the workers' CPU: this script is the child subreaper (Linux), so
+it waits for the forkserver the build leaves behind and counts its rusage, which holds
+its workers' (elsewhere sampled from /proc every 0.1 s): on 2 cores the parent and
 two workers share the cores, so work moved from the parent to the workers shortens
 the wall only as far as it shrinks this sum.
 Prints each pair, the median of the ratios (this tree / baseline) and the load average,
@@ -54,6 +56,7 @@ def run_once(
     shutil.rmtree(index, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": str(src), "HOME": str(work / "home")}
     cmd = ["/usr/bin/time", "-v", vault_bin, "--vault", str(vault), "--index", str(index)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(
         [*cmd, "reindex", "--no-vectors"],
         env=env,
@@ -63,6 +66,13 @@ def run_once(
     )
     others = descendants_cpu(proc)
     stdout, stderr = proc.communicate()
+    if reaped_orphans():  # every process of the build waited for: its whole rusage
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        spent = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        parent_cpu = sum(
+            map(float, re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", stderr))
+        )
+        others = max(0.0, spent - parent_cpu)
     out = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     if out.returncode != 0:
         sys.exit(f"reindex failed under {src}:\n{out.stdout}\n{out.stderr}")
@@ -74,6 +84,31 @@ def run_once(
     wall = int(h or 0) * 3600 + int(m) * 60 + float(s)
     size = sum(p.stat().st_size for p in index.rglob("*.duckdb*") if p.is_file())
     return wall, int(rss_m.group(1)) / 1024, size / 2**20, sum(map(float, cpu_m)), others
+
+
+def adopt_orphans() -> bool:
+    """Become the child subreaper (Linux): the forkserver a build leaves behind is then
+    this process's to wait for, and its rusage (which holds its workers') is counted."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+ADOPTING = False
+
+
+def reaped_orphans() -> bool:
+    """Wait for the build's orphaned processes; whether they were adopted at all."""
+    if not ADOPTING:
+        return False
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            return True
 
 
 def descendants_cpu(proc: subprocess.Popen[str]) -> float:
@@ -117,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bin", default=str(HERE / ".venv" / "bin" / "vault"))
     p.add_argument("--again", type=int, default=0, metavar="N", help="time N no-op/edit pairs")
     args = p.parse_args(argv)
+    global ADOPTING
+    ADOPTING = adopt_orphans()
     if args.phases:
         return phases(args.corpus, args.phases)
     if args.baseline_src is None:

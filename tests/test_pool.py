@@ -7,8 +7,10 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from markvault.host import open_local
-from markvault.pool import in_workers
+from markvault.pool import WORKER_GC_THRESHOLD, in_workers
 
 from .conftest import OpenVault, WriteNotes
 from .test_sessions import assistant, user
@@ -37,6 +39,24 @@ def test_results_come_in_order_and_equal_the_work_done_here() -> None:
     # Below min_items, one item at a time, here.
     small = list(in_workers(items[:5], square, squares, batch_size=7, min_items=10))
     assert small == [[(x, x * x)] for x in items[:5]]
+
+
+def young_thresholds(batch: list[int]) -> list[int]:
+    import gc
+
+    return [gc.get_threshold()[0] for _ in batch]
+
+
+def test_workers_collect_their_young_objects_less_often() -> None:
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: the work runs here, without workers")
+    items = list(range(20))
+    got = [
+        r
+        for done in in_workers(items, square, young_thresholds, batch_size=5, min_items=10)
+        for _, r in done
+    ]
+    assert got == [WORKER_GC_THRESHOLD] * len(items)
 
 
 def test_broken_workers_leave_the_work_to_this_process() -> None:

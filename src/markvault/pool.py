@@ -8,6 +8,7 @@ read from stdin, a sandbox without semaphores) the work goes on here.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 from collections import deque
@@ -20,9 +21,11 @@ T = TypeVar("T")
 R = TypeVar("R")
 MAX_WORKERS = 8
 # Batches handed to the workers ahead of the one consumed, per worker: enough to keep
-# them busy, few enough that results do not pile up in this process while the consumer
-# works (a first build writes each batch as it comes).
-AHEAD_PER_WORKER = 2
+# them busy while the consumer works (a first build writes 500 notes at a time, ~8 of
+# sync's batches: with 2 ahead per worker they ran out and waited), few enough that
+# results do not pile up in this process.
+AHEAD_PER_WORKER = 6
+WORKER_GC_THRESHOLD = 50_000  # see worker_setup
 
 
 def in_workers(
@@ -32,13 +35,15 @@ def in_workers(
     *,
     batch_size: int,
     min_items: int,
+    preload: Sequence[str] = (),
 ) -> Iterator[list[tuple[T, R]]]:
     """Each item with its result, in order, a list at a time (one item, or one batch).
 
     Below ``min_items`` items, or on one core, ``here`` runs on each item in this process
     (worker processes would cost more than they save); otherwise ``there`` runs on
     batches of ``batch_size`` in worker processes. ``there`` must pickle: a module-level
-    function, or a ``functools.partial`` of one.
+    function, or a ``functools.partial`` of one. ``preload``: modules ``there`` uses,
+    imported once by the process the workers fork from instead of by each worker.
     """
     workers = min(os.cpu_count() or 1, MAX_WORKERS)
     if len(items) < min_items or workers < 2:
@@ -49,7 +54,11 @@ def in_workers(
     done = 0
     try:
         context = multiprocessing.get_context("forkserver")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        if preload:  # only read when the server starts (the first pool of a process)
+            context.set_forkserver_preload(["__main__", *preload])
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=worker_setup
+        ) as pool:
             pending: deque[Future[list[R]]] = deque()
             try:
                 while done < len(batches):
@@ -66,3 +75,13 @@ def in_workers(
     except (BrokenProcessPool, OSError):
         for batch in batches[done:]:
             yield [(item, here(item)) for item in batch]
+
+
+def worker_setup() -> None:
+    """A worker's collector: what it imported is frozen out of its collections, and the
+    young generation is collected every 50,000 allocations, not 700. A worker builds
+    many short-lived objects a batch at a time, freed by their counts; collecting the
+    youngest so often walked them for nothing (~6% of a worker's CPU on a vault of long
+    documents; bench/bench_workers.py)."""
+    gc.freeze()
+    gc.set_threshold(WORKER_GC_THRESHOLD, *gc.get_threshold()[1:])

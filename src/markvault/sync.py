@@ -108,6 +108,8 @@ APPLY_BATCH = 500
 # Below this many files to read, worker processes cost more than they save.
 PARALLEL_MIN_FILES = 200
 READ_BATCH = 64  # files a worker reads per turn
+# What a worker reading notes imports, imported once where the workers fork from.
+WORKER_MODULES = ("markvault.sync", "markvault.parse", "markvault.chunk", "markvault.text")
 
 
 def read_file(
@@ -157,6 +159,7 @@ def read_files(
         functools.partial(_read_batch, settings),
         batch_size=READ_BATCH,
         min_items=PARALLEL_MIN_FILES,
+        preload=WORKER_MODULES,
     ):
         for (st, _), result in done:
             yield st, result
@@ -214,9 +217,26 @@ class Syncer:
             stored = None
         if stored is not None:
             stored.begin_batches(len(to_read))
-        batch: list[NoteRows] = []
         progress.start("Reading notes", len(to_read))
         todo = [(st, known[st.path][3] if st.path in known else None) for st in to_read]
+        if stored is None:
+            self._read(todo, changes, None, progress)
+        else:  # its batches are written while workers read the next
+            with self.index.store.one_thread():
+                self._read(todo, changes, stored, progress)
+        progress.finish()
+        return changes
+
+    def _read(
+        self,
+        todo: list[tuple[FileStat, str | None]],
+        changes: Changes,
+        stored: StoredNotes | None,
+        progress: Progress,
+    ) -> None:
+        """Read ``todo`` into ``changes``, or its records into ``stored`` a batch at a
+        time (see scan_changes)."""
+        batch: list[NoteRows] = []
         for st, (outcome, value) in read_files(self.files, self.settings, todo, progress):
             if outcome == "record":
                 assert isinstance(value, NoteRows)
@@ -225,18 +245,16 @@ class Syncer:
                     continue
                 batch.append(value)
                 if len(batch) >= APPLY_BATCH:
-                    stored.store(batch, known)
+                    stored.store(batch, changes.known)
                     batch = []
             elif outcome == "touched":
                 changes.touched.append((st.path, st.file, st.mtime_ns, st.size))
             elif outcome == "skipped":
                 changes.skipped.append((st.path, str(value), st.mtime_ns, st.size))
             else:
-                warnings.append(str(value))
+                changes.warnings.append(str(value))
         if batch and stored is not None:
-            stored.store(batch, known)
-        progress.finish()
-        return changes
+            stored.store(batch, changes.known)
 
     def run(
         self,
