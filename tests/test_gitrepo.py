@@ -12,7 +12,7 @@ import pytest
 import markvault.files
 from markvault import RefusedError
 from markvault.files import VaultFiles, content_hash
-from markvault.gitrepo import find_repo
+from markvault.gitrepo import find_repo, has_conflict_markers
 
 HOLD_LOCK = """
 import fcntl, os, sys
@@ -120,3 +120,22 @@ def test_writes_share_the_lock_and_a_sync_waits_for_them(repo_vault: Path) -> No
         pass
     with repo.writes_lock(exclusive=True, timeout=0.1):
         pass
+
+
+@pytest.mark.parametrize(
+    ("text", "conflicted"),
+    [
+        ("a\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> main\nb\n", True),
+        ("<<<<<<<\nours\n>>>>>>>", True),  # markers without a name, at the text's ends
+        ("a\r\n<<<<<<< HEAD\r\nx\r\n>>>>>>> b\r\n", True),  # CRLF lines
+        ("x <<<<<<< HEAD\n>>>>>>> main\n", False),  # not at a line's start
+        ("<<<<<<<< HEAD\n>>>>>>> main\n", False),  # eight
+        ("<<<<<<<x\n>>>>>>> main\n", False),
+        ("<<<<<<< HEAD\n", False),  # one end only
+        (">>>>>>> main\n<<<<<<< HEAD", True),  # both ends, in any order
+        ("a\n=======\n", False),  # a setext heading's underline
+        ("", False),
+    ],
+)
+def test_conflict_markers_are_both_ends_at_a_line_start(text: str, conflicted: bool) -> None:
+    assert has_conflict_markers(text) is conflicted

@@ -186,8 +186,16 @@ _CONFLICT_END = re.compile(r"^>{7}(?: |$)", re.MULTILINE)
 
 
 def has_conflict_markers(text: str) -> bool:
-    """Whether ``text`` holds both ends of a git merge conflict."""
-    return bool(_CONFLICT_START.search(text) and _CONFLICT_END.search(text))
+    """Whether ``text`` holds both ends of a git merge conflict. The patterns run only
+    where both markers occur at all: a line-start pattern is scanned for character by
+    character (big's 90 MiB of notes: 0.46 CPU s), a substring found several times faster
+    (0.04 s), and every note a sync reads is asked."""
+    return bool(
+        "<<<<<<<" in text
+        and ">>>>>>>" in text
+        and _CONFLICT_START.search(text)
+        and _CONFLICT_END.search(text)
+    )
 
 
 def check_writable(text: str, path: str) -> None:
