@@ -32,6 +32,11 @@ _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}ー"
 # ASCII).
 _ASCII_WORD_CHARS = (string.ascii_lowercase + string.digits).encode()
 _ASCII_NOT_WORD = bytes(c if c in _ASCII_WORD_CHARS else 32 for c in range(256))
+# The same for ASCII text before its normalization, which for ASCII is lower case only
+# (NFKC leaves it as it is): upper case letters become lower case ones here too.
+_ASCII_FOLDED_WORDS = bytes(
+    c + 32 if 65 <= c <= 90 else c if c in _ASCII_WORD_CHARS else 32 for c in range(256)
+)
 # The word pattern's matches in a line of ASCII (not normalized): no ASCII mark.
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
 
@@ -104,6 +109,9 @@ def _unaccent(text: str) -> str:
 
 def tokenize(text: str) -> list[str]:
     """All search tokens of ``text``, in order (duplicates kept: they are term frequency)."""
+    if text.isascii():  # most text: normalized and split in one translate
+        data = text.encode("ascii").translate(_ASCII_FOLDED_WORDS)
+        return list(map(_stem, data.decode("ascii").split()))
     text = unicodedata.normalize("NFKC", text).casefold()
     if text.isascii() or _ascii_words_only(text):
         return list(map(_stem, _ascii_words(text)))
