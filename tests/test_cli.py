@@ -221,6 +221,16 @@ def test_keyword_search_process_imports_only_what_it_uses(small: Path) -> None:
     assert "LOADED=\n" in err, err
 
 
+def test_first_reindex_of_a_few_notes_imports_no_arrow(small: Path) -> None:
+    """A new index's keyword rebuild at open has no chunks to insert: a first build of a
+    few notes (rows go in as SQL literals) never imports pyarrow or numpy (~0.2 s)."""
+    index = str(small.parent / "fresh-index")
+    args = ["--vault", str(small), "--index", index, "reindex", "--no-vectors"]
+    out, err = _loaded_by_cli(args, ("pyarrow", "numpy"))
+    assert "added" in out, out + err
+    assert "LOADED=\n" in err, err
+
+
 def test_help_imports_no_index_layer() -> None:
     out, err = _loaded_by_cli(["--help"], NOT_FOR_HELP)
     assert "Examples" in out

@@ -132,7 +132,8 @@ class KeywordIndex:
                 WHERE c.id >= ? AND c.id < ?""",
                 [first, first + step],
             ).fetchall()
-            self._insert_rows("kw_all", _counted_rows(rows))
+            if rows:  # none in a new index: its rebuild at open then imports no pyarrow
+                self._insert_rows("kw_all", _counted_rows(rows))
         # df counts chunks, ndf notes (bm25.py scores both).
         self.con.execute(
             """CREATE OR REPLACE TEMP TABLE kw_terms AS
