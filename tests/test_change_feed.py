@@ -42,6 +42,10 @@ DELIVERY_SECONDS = 20.0
 STARTUP_SECONDS = 120.0  # a `vault mcp` process imports the SDK and opens the index
 
 ALPHA = "vault://note/alpha"
+# ALPHA_HEARD_AGAIN: `edit_alpha` writes in place, as many editors do (truncate, then
+# write). A sync that reads the file between the two indexes a half-written note, and the
+# next one the whole note: two real changes, so ALPHA may be heard twice. The helpers
+# allow that repeat, and only that, before the changes that follow.
 LATER = "vault://note/later"  # a note that does not exist yet
 
 
@@ -93,9 +97,14 @@ async def current_era_hears(events: Subscription, vault_dir: Path) -> None:
     with anyio.fail_after(DELIVERY_SECONDS):
         assert await anext(events) == ResourceUpdated(uri=ALPHA)
     add_later(vault_dir)
+    wanted = {ResourceUpdated(uri=LATER), ResourcesListChanged()}
+    heard: set[Any] = set()
     with anyio.fail_after(DELIVERY_SECONDS):
-        heard = {await anext(events), await anext(events)}
-    assert heard == {ResourceUpdated(uri=LATER), ResourcesListChanged()}
+        while not wanted <= heard:
+            event = await anext(events)
+            if event != ResourceUpdated(uri=ALPHA):  # see ALPHA_HEARD_AGAIN
+                heard.add(event)
+    assert heard == wanted
 
 
 async def handshake_era_hears(inbox: Inbox, vault_dir: Path) -> None:
@@ -108,6 +117,8 @@ async def handshake_era_hears(inbox: Inbox, vault_dir: Path) -> None:
     add_later(vault_dir)
     with anyio.fail_after(DELIVERY_SECONDS):
         told = await inbox.next(types.ResourceUpdatedNotification)
+        while told.params.uri == ALPHA:  # see ALPHA_HEARD_AGAIN
+            told = await inbox.next(types.ResourceUpdatedNotification)
         await inbox.next(types.ResourceListChangedNotification)
     assert told.params.uri == LATER
 
