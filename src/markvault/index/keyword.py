@@ -556,6 +556,7 @@ def _counted_rows(rows: Sequence[tuple[Any, ...]]) -> dict[str, list[Any]]:
     for chunk_id, note, title, context, text in rows:
         found: dict[str, int] = {}
         _count_elements(found, chunk_words(title, context, text))
+        found.pop("", None)  # as the workers count (sync.note_terms)
         out["chunk_id"] += [chunk_id] * len(found)
         out["note"] += [note] * len(found)
         out["term"] += found
