@@ -363,3 +363,19 @@ def test_a_follower_moves_to_the_next_owner_and_says_what_it_missed(
             assert [(n.kind, n.id) for n in heard[1].notes] == [("added", "fourth")]
     finally:
         asker.close()
+
+
+def test_a_failing_listener_stops_neither_the_others_nor_the_sender(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    feed = ChangeFeed()
+    heard: list[FeedItem] = []
+
+    def broken(item: FeedItem) -> None:
+        raise RuntimeError("a listener's own bug")
+
+    feed.subscribe(broken)
+    feed.subscribe(heard.append)
+    feed.lost("the index was rebuilt")
+    assert heard == [ChangeBatch(lost="the index was rebuilt")]
+    assert "a change feed listener failed" in caplog.text

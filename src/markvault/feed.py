@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -138,13 +138,19 @@ class ChangeFeed:
         self._send(OwnerEvent(level, kind, message, tuple(paths)))
 
     def _send(self, item: FeedItem) -> None:
-        for listener in list(self._listeners.values()):
-            try:
-                listener(item)
-            except Exception:  # one listener's bug must not stop a sync or the others
-                import logging  # here: a call that meets no such bug never loads it
+        tell_each(self._listeners.values(), item)
 
-                logging.getLogger(__name__).exception("a change feed listener failed")
+
+def tell_each(listeners: Iterable[Listener], item: FeedItem) -> None:
+    """Give ``item`` to each of ``listeners`` (a copy is taken first: one may unsubscribe
+    meanwhile). One listener's bug is logged and stops neither a sync nor the others."""
+    for listener in list(listeners):
+        try:
+            listener(item)
+        except Exception:
+            import logging  # here: a call that meets no such bug never loads it
+
+            logging.getLogger(__name__).exception("a change feed listener failed")
 
 
 class FeedQueue:

@@ -28,7 +28,7 @@ from . import errors
 from .calls import Call, SyncReport
 from .client import Declined, OwnerClient
 from .config import Settings
-from .feed import ChangeBatch, FeedItem, Listener
+from .feed import ChangeBatch, FeedItem, Listener, tell_each
 from .owner import IndexOwner, OwnerLock, lock_path, socket_path
 from .vault import Vault
 
@@ -333,13 +333,7 @@ class _Follower:
         self._wake.set()
 
     def _relay(self, item: FeedItem) -> None:
-        for listener in list(self._listeners.values()):
-            try:
-                listener(item)
-            except Exception:  # one listener's bug must not starve the others
-                import logging  # here: a call that meets no such bug never loads it
-
-                logging.getLogger(__name__).exception("a change listener failed")
+        tell_each(self._listeners.values(), item)
 
     def _start_thread(self) -> None:
         with self._guard:

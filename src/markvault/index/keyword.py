@@ -373,7 +373,7 @@ class KeywordIndex:
         fetch = limit if verify is None else max(limit * 20, 1000)
         if per_note:  # a pool of chunks whose notes are then scored as wholes
             fetch = max(fetch, bm25.NOTE_POOL)
-        ranked, postings = self._ranked(found, terms, filters, (fetch, per_note), condition)
+        ranked, postings = self._ranked(found, terms, filters, fetch, condition, pool=per_note)
         if chunk_scores is not None:
             chunk_scores.update(ranked)
         if per_note and ranked:
@@ -398,13 +398,14 @@ class KeywordIndex:
         found: dict[str, tuple[int, int, int]],
         terms: Sequence[str],
         filters: Filters,
-        fetch_pool: tuple[int, bool],
+        fetch: int,
         condition: str,
+        *,
+        pool: bool,
     ) -> tuple[list[tuple[int, float]], Any]:
         """The ``fetch`` best chunks by their own BM25, and the query terms' postings as
         arrays when they were scored in numpy (bm25.py), or the pool's postings when SQL
         read them with the scores (``pool``: the notes are scored next), else None."""
-        fetch, pool = fetch_pool
         expired = (
             self.reads.expired_chunk_ids()
             if filters.is_empty() and not filters.include_expired
