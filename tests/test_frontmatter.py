@@ -86,6 +86,14 @@ FLAT_CASES = [
 ]
 
 
+@pytest.mark.parametrize("fm_text", ["d: NULL\n- a", "e: ~\n- a", "n: null\n- a\n- b"])
+def test_a_null_value_takes_no_list(fm_text: str) -> None:
+    """Found by the property test below: a key whose value reads as null is not a key
+    without a value, and a list under it is PyYAML's error, not a list."""
+    assert _flat_mapping(fm_text) is None
+    assert _load_yaml(fm_text)[1] is not None  # PyYAML's error, said as a warning
+
+
 def flat_lines() -> st.SearchStrategy[str]:
     pieces = [line for case in FLAT_CASES for line in case.split("\n")]
     return st.lists(st.sampled_from(pieces), min_size=1, max_size=8).map("\n".join)

@@ -144,7 +144,8 @@ def _flat_mapping(fm_text: str) -> dict[str, Any] | None:
         value = _plain(rest) if rest[:1] == " " else _CLAIMED if rest else None
         if value is _CLAIMED or not _FLAT_KEY.fullmatch(key) or _plain(key) != key:
             return None
-        items = [] if value is None else None
+        # Only a key with nothing after it takes a list: "d: null" is a value already.
+        items = [] if not rest.strip(" ") else None
         out[key] = value
     return out
 
