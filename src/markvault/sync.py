@@ -8,6 +8,7 @@ notes and renamed files reuse their vectors.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 import unicodedata
@@ -307,6 +308,13 @@ class Syncer:
         self.index.writes.touch(changes.touched)
         files_changed = bool(changes.files_added or changes.files_removed)
         notes_changed = bool(changes.records or changes.removed or changes.skipped)
+        # Written batch by batch for a keyword rebuild: the batches' rows go to the file
+        # before the postings sort needs the memory (else it evicts them to the temporary
+        # file, and the checkpoint at the end reads them back), and that checkpoint runs
+        # while link resolution works in Python (the links stay marked pending till then).
+        alongside = None
+        if stored.batched and self.index.keyword.dirty():
+            alongside = self.index.store.checkpoint_large_log
         if notes_changed or files_changed or stored.wrote or links_pending:
             # One transaction: notes never without their links' targets, and one commit
             # (a sync of DuckDB's log to disk) instead of three.
@@ -314,7 +322,10 @@ class Syncer:
                 if notes_changed:
                     stored.store(changes.records, changes.known, changes.removed, changes.skipped)
                 self.index.writes.set_attachments(changes.files_added, changes.files_removed)
-                self._resolve_links(changes, stored, links_pending)
+                if alongside is None:
+                    self._resolve_links(changes, stored, links_pending)
+            if alongside is not None:
+                self._resolve_links(changes, stored, links_pending, alongside)
             if told is not None:
                 told.publish(note_changes(changes, stored.written, stored.before))
                 _tell_skipped(told, changes.skipped)
@@ -326,11 +337,19 @@ class Syncer:
         elif self.index.keyword.needs_compaction():
             self.index.keyword.compact()
 
-    def _resolve_links(self, changes: Changes, stored: StoredNotes, every: bool) -> None:
+    def _resolve_links(
+        self,
+        changes: Changes,
+        stored: StoredNotes,
+        every: bool,
+        alongside: Callable[[], None] | None = None,
+    ) -> None:
         """Resolve the written notes' own links, and the links whose target may now
         point elsewhere: those naming a file or alias that came or went, and those that
         pointed at a file that went or a note whose aliases changed. ``every``: all
-        links (a build written batch by batch was interrupted before this step)."""
+        links (a build written batch by batch was interrupted before this step).
+        ``alongside``: a DuckDB statement to run on a thread while the links are
+        resolved in Python (between reading them and writing their targets)."""
         aliases_before = stored.aliases_before()
         sources: list[str] | None = [w.path for w in stored.written]
         names: set[str] = set()
@@ -347,17 +366,16 @@ class Syncer:
         if every or not changes.known:  # the first build: every link
             sources = None
         rows = self.index.writes.links_to_resolve(sources, names, targets)
-        if rows:
-            notes = self.index.writes.note_link_keys()
-            files = self.index.reads.attachments()
+        notes = self.index.writes.note_link_keys() if rows else []
+        files = self.index.reads.attachments() if rows else set()
+        with _alongside(alongside):
             resolver = (
                 LinkResolver(notes, files)
                 if sources is None  # a whole vault's links name most of its files
                 else LinkResolver.for_links([r[1:] for r in rows], notes, files)
             )
-            self.index.writes.set_link_targets(
-                [(rid, resolver.resolve(src, target, style)) for rid, src, target, style in rows]
-            )
+            resolved = [(rid, resolver.resolve(src, t, style)) for rid, src, t, style in rows]
+        self.index.writes.set_link_targets(resolved)
         if every or stored.batched:
             self.index.writes.clear_links_pending()
 
@@ -463,6 +481,25 @@ class StoredNotes:
         # None of them in the index (a first build): nothing there to look up or delete.
         self.index.writes.apply(records, removed, skipped, unindexed=not replaced)
         self.wrote = True
+
+
+@contextlib.contextmanager
+def _alongside(work: Callable[[], None] | None) -> Iterator[None]:
+    """Run ``work`` on a thread while the body runs, and wait for it. DuckDB releases
+    Python's lock while it executes, so a statement there and pure Python here use both
+    cores; the body must not use the connection meanwhile."""
+    if work is None:
+        yield
+        return
+    from concurrent.futures import ThreadPoolExecutor, wait
+
+    with ThreadPoolExecutor(1) as pool:
+        future = pool.submit(work)
+        try:
+            yield
+        finally:
+            wait([future])
+        future.result()
 
 
 def _within(path: str, hints: list[str]) -> bool:

@@ -331,14 +331,20 @@ class Store:
         self.con.execute(f"SET memory_limit = '{held + BUILD_MEMORY_BYTES} bytes'")
         try:
             yield
-            # Past DuckDB's usual threshold its next commit would checkpoint anyway: do it
-            # now, under the cap, as it reads the spilled rows back.
-            wal = self.settings.db_path.with_name(self.settings.db_path.name + ".wal")
-            if wal.exists() and wal.stat().st_size > WAL_CHECKPOINT_BYTES:
-                self.con.execute("CHECKPOINT")
+            self.checkpoint_large_log()
         finally:
             self.con.execute("RESET memory_limit")
             self.con.execute("RESET checkpoint_threshold")
+
+    def checkpoint_large_log(self) -> None:
+        """Checkpoint now if the log has passed DuckDB's usual threshold (its next commit
+        would checkpoint anyway): under ``deferred_checkpoints``' cap, as it reads the
+        spilled rows back. Before a large sort too: the rows in the log are then in the
+        file, and the sort's memory evicts nothing to the temporary file for the
+        checkpoint to read back (a first build's postings, bench/README.md "tail")."""
+        wal = self.settings.db_path.with_name(self.settings.db_path.name + ".wal")
+        if wal.exists() and wal.stat().st_size > WAL_CHECKPOINT_BYTES:
+            self.con.execute("CHECKPOINT")
 
     @contextlib.contextmanager
     def one_thread(self) -> Iterator[None]:
