@@ -190,15 +190,14 @@ class _Walk:
                 )
         return out
 
-    def blocks(
-        self, tops: list[tuple[str, Any, int, int]], sections: list[Section]
-    ) -> list[Block]:
+    def blocks(self, tops: list[tuple[str, Any, int, int]], sections: list[Section]) -> list[Block]:
         """Each top-level block's kind and lines (and a heading's level and text), each
         heading also added to ``sections``: built once, with the note's line numbers."""
         data = self.data
         count, find, rfind = data.count, data.find, data.rfind
         make: Any = tuple.__new__  # the named tuples' own constructor less a Python call
         out: list[Block] = []
+        add, add_section = out.append, sections.append
         line = self.body_line  # byte ``pos`` is on ``line`` (blocks come in order)
         pos = 0
         previous, after = line - 1, 0  # the last line of the block before, the next line's start
@@ -217,6 +216,7 @@ class _Walk:
                 following = find(b"\n", last_at) + 1
             if (
                 first > previous + 1
+                and start - after > 1  # more than the one blank line's "\n"
                 and data[after:start].strip(b" \t\n")  # what lies before the block's line
                 and data[after : rfind(b"\n", 0, start) + 1].strip(b" \t\n")
             ):
@@ -228,10 +228,10 @@ class _Walk:
                     text = self.setext(start, end, last < line)
                 else:
                     text = self.atx(start, end)
-                out.append(make(Block, ("heading", first, last, level, text)))
-                sections.append(make(Section, (level, text, first)))
+                add(make(Block, ("heading", first, last, level, text)))
+                add_section(make(Section, (level, text, first)))
             else:
-                out.append(make(Block, ("code" if name == "CodeBlock" else "text", first, last, 0, "")))
+                add(make(Block, ("code" if name == "CodeBlock" else "text", first, last, 0, "")))
         return out
 
     def setext(self, start: int, end: int, dropped: bool) -> str:
