@@ -58,6 +58,7 @@ _INLINE = frozenset(
 _TEXT = frozenset(("Text", "Code", "InlineHtml", "InlineMath", "FootnoteReference"))
 # Any of these bytes may start a tag or a link (see ``_marked``).
 _MARKER = re.compile(rb"#|\]\(|\[\[")
+_LEVELS = {"H1": 1, "H2": 2, "H3": 3, "H4": 4, "H5": 5, "H6": 6}
 _VERBATIM = frozenset(("CodeBlock", "HtmlBlock", "MetadataBlock"))
 # Inside these markdown-it's content is not the raw source: it strips a quote's ">" and
 # splits a table's rows into cells.
@@ -118,7 +119,6 @@ class _Walk:
         verbatim = False  # inside a code or HTML block: its text is no inline source
         fresh = False  # the last event opened a list item
         heading = False  # inside a heading
-        top_start = 0  # the current top-level block's first byte
         events: Iterable[tuple[Any, Any]] = pyromark.events_with_range(
             self.src, options=_OPTIONS, merge_text=True
         )
@@ -142,8 +142,6 @@ class _Walk:
                         first = None
                     if name in _STRIPPED:
                         raise _Doubt
-                    if depth == 1:
-                        top_start = r["start"]
                     depth += 1
                     fresh = name == "Item"
                     heading = heading or name == "Heading"
@@ -162,7 +160,8 @@ class _Walk:
                     fresh = verbatim = heading = False
                     depth -= 1
                     if depth == 1:
-                        tops.append((name, value, top_start, r["end"]))
+                        # a block's end event has its start event's range
+                        tops.append((name, value, r["start"], r["end"]))
                     continue
             elif verbatim or next(iter(ev)) not in _TEXT:
                 continue  # block HTML, code, task markers: no inline source
@@ -223,7 +222,7 @@ class _Walk:
                 raise _Doubt  # lines between blocks that pulldown-cmark skipped
             previous, after = last, following
             if name == "Heading":
-                level = int(value["Heading"][1])
+                level = _LEVELS[value["Heading"]]
                 if last > first:
                     text = self.setext(start, end, last < line)
                 else:
