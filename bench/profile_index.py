@@ -202,7 +202,7 @@ def profile_build(
 
     records = [
         NoteRecord(
-            replace(note, body="", blocks=(), sections=(), code_lines=frozenset()),
+            replace(note, body="", blocks=(), sections=()),
             chunks,
             note_len,
             st.file,

@@ -102,10 +102,17 @@ class ParsedNote:
     body_line: int  # 1-based line where the body starts
     sections: tuple[Section, ...]
     links: tuple[Link, ...]
-    code_lines: frozenset[int]  # 1-based lines inside fences or indented code
     blocks: tuple[Block, ...]  # top-level Markdown blocks, in order
     frontmatter_title: bool
     problems: tuple[str, ...]
+
+    @property
+    def code_lines(self) -> frozenset[int]:
+        """1-based lines inside fences or indented code (from ``blocks``: nothing in a
+        build reads them, so they are not made for every note)."""
+        return frozenset(
+            line for b in self.blocks if b.kind == "code" for line in range(b.start, b.end + 1)
+        )
 
 
 @dataclass(frozen=True, init=False)

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyromark
 
+from .model import Block, Section
+
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
@@ -56,6 +58,7 @@ _INLINE = frozenset(
 _TEXT = frozenset(("Text", "Code", "InlineHtml", "InlineMath", "FootnoteReference"))
 # Any of these bytes may start a tag or a link (see ``_marked``).
 _MARKER = re.compile(rb"#|\]\(|\[\[")
+_LEVELS = {"H1": 1, "H2": 2, "H3": 3, "H4": 4, "H5": 5, "H6": 6}
 _VERBATIM = frozenset(("CodeBlock", "HtmlBlock", "MetadataBlock"))
 # Inside these markdown-it's content is not the raw source: it strips a quote's ">" and
 # splits a table's rows into cells.
@@ -63,25 +66,28 @@ _STRIPPED = frozenset(("BlockQuote", "Table"))
 
 
 class Outline(NamedTuple):
-    # (kind, first line, last line, heading level, heading text); lines 0-based in the body
-    blocks: list[tuple[str, int, int, int, str]]
+    # Each top-level block, its lines offset by the ``body_line`` given (1-based in the
+    # note when that is the body's first line, 0-based in the body when it is 0)
+    blocks: list[Block]
     # (source, first line, inside a heading) of each paragraph, heading and table cell
-    # that holds a tag's or a link's marker (see ``_marked``)
+    # that holds a tag's or a link's marker (see ``_marked``); lines offset likewise
     inlines: list[tuple[str, int, bool]]
+    # the headings among ``blocks``, each built once with the block
+    sections: list[Section]
 
 
-def outline(body: str) -> Outline:
+def outline(body: str, body_line: int = 0) -> Outline:
     """The body's outline through pulldown-cmark, equal to ``outline_reference``'s."""
     # markdown-it's normalisation, so that lines and sources are the ones it would see
     src = _NEWLINES.sub("\n", body) if "\r" in body else body
     if "\0" in src:
         src = src.replace("\0", "\ufffd")
     if ("]:" in src and _DEFINITION.search(src)) or ("|" in src and _table_row(src)):
-        return outline_reference(src)  # see _Doubt
+        return outline_reference(src, body_line)  # see _Doubt
     try:
-        return _Walk(src).run()
+        return _Walk(src, body_line).run()
     except (_Doubt, UnicodeEncodeError):  # a lone surrogate (text from a client) has no UTF-8
-        return outline_reference(src)
+        return outline_reference(src, body_line)
 
 
 class _Doubt(Exception):
@@ -97,9 +103,11 @@ class _Walk:
     in locals, tests the commonest event (text) first and only notes down each top-level
     block and inline run, which ``blocks`` and ``inlines`` then read in loops of their own."""
 
-    def __init__(self, src: str) -> None:
+    def __init__(self, src: str, body_line: int = 0) -> None:
         self.src = src
         self.data = src.encode()
+        self.ascii = len(self.data) == len(src)
+        self.body_line = body_line
 
     def run(self) -> Outline:
         tops: list[tuple[str, Any, int, int]] = []  # (name, End value, first byte, end)
@@ -111,7 +119,6 @@ class _Walk:
         verbatim = False  # inside a code or HTML block: its text is no inline source
         fresh = False  # the last event opened a list item
         heading = False  # inside a heading
-        top_start = 0  # the current top-level block's first byte
         events: Iterable[tuple[Any, Any]] = pyromark.events_with_range(
             self.src, options=_OPTIONS, merge_text=True
         )
@@ -135,8 +142,6 @@ class _Walk:
                         first = None
                     if name in _STRIPPED:
                         raise _Doubt
-                    if depth == 1:
-                        top_start = r["start"]
                     depth += 1
                     fresh = name == "Item"
                     heading = heading or name == "Heading"
@@ -155,7 +160,8 @@ class _Walk:
                     fresh = verbatim = heading = False
                     depth -= 1
                     if depth == 1:
-                        tops.append((name, value, top_start, r["end"]))
+                        # a block's end event has its start event's range
+                        tops.append((name, value, r["start"], r["end"]))
                     continue
             elif verbatim or next(iter(ev)) not in _TEXT:
                 continue  # block HTML, code, task markers: no inline source
@@ -163,14 +169,15 @@ class _Walk:
                 first = r
                 fresh = False
             last = r  # an inline container's end event closes after its text
-        return Outline(self.blocks(tops), self.inlines(runs))
+        sections: list[Section] = []
+        return Outline(self.blocks(tops, sections), self.inlines(runs), sections)
 
     def inlines(self, runs: list[tuple[int, int, bool]]) -> list[tuple[str, int, bool]]:
         """The source of each run that holds a tag's or a link's marker, with its line."""
         data, src, count, marked = self.data, self.src, self.data.count, _MARKER.search
-        ascii = len(data) == len(src)
+        ascii = self.ascii
         out = []
-        pos = line = 0  # ``line`` newlines come before byte ``pos`` (runs come in order)
+        pos, line = 0, self.body_line  # byte ``pos`` is on ``line`` (runs come in order)
         for start, end, in_heading in runs:
             if start and data[start - 1] == 0x5C:  # an escape's backslash: "\#"
                 start -= 1
@@ -182,13 +189,17 @@ class _Walk:
                 )
         return out
 
-    def blocks(self, tops: list[tuple[str, Any, int, int]]) -> list[tuple[str, int, int, int, str]]:
-        """Each top-level block's kind and lines (and a heading's level and text)."""
+    def blocks(self, tops: list[tuple[str, Any, int, int]], sections: list[Section]) -> list[Block]:
+        """Each top-level block's kind and lines (and a heading's level and text), each
+        heading also added to ``sections``: built once, with the note's line numbers."""
         data = self.data
         count, find, rfind = data.count, data.find, data.rfind
-        out = []
-        pos = line = 0  # ``line`` newlines come before byte ``pos`` (blocks come in order)
-        previous, after = -1, 0  # the last line of the block before, and the next line's start
+        make: Any = tuple.__new__  # the named tuples' own constructor less a Python call
+        out: list[Block] = []
+        add, add_section = out.append, sections.append
+        line = self.body_line  # byte ``pos`` is on ``line`` (blocks come in order)
+        pos = 0
+        previous, after = line - 1, 0  # the last line of the block before, the next line's start
         for name, value, start, end in tops:
             line += count(b"\n", pos, start) if start >= pos else -count(b"\n", start, pos)
             first = line
@@ -204,32 +215,41 @@ class _Walk:
                 following = find(b"\n", last_at) + 1
             if (
                 first > previous + 1
+                and start - after > 1  # more than the one blank line's "\n"
                 and data[after:start].strip(b" \t\n")  # what lies before the block's line
                 and data[after : rfind(b"\n", 0, start) + 1].strip(b" \t\n")
             ):
                 raise _Doubt  # lines between blocks that pulldown-cmark skipped
             previous, after = last, following
             if name == "Heading":
-                text = self.heading(start, end, last > first, last < line)
-                out.append(("heading", first, last, int(value["Heading"][1]), text))
+                level = _LEVELS[value["Heading"]]
+                if last > first:
+                    text = self.setext(start, end, last < line)
+                else:
+                    text = self.atx(start, end)
+                add(make(Block, ("heading", first, last, level, text)))
+                add_section(make(Section, (level, text, first)))
             else:
-                out.append(("code" if name == "CodeBlock" else "text", first, last, 0, ""))
+                add(make(Block, ("code" if name == "CodeBlock" else "text", first, last, 0, "")))
         return out
 
-    def heading(self, start: int, end: int, setext: bool, dropped: bool) -> str:
-        """The heading's text as markdown-it's heading and lheading rules read it: a setext
-        heading's lines above its underline (the range's last line, ``dropped`` if it
-        ends on the line after), an ATX heading's line without its runs of #s."""
+    def setext(self, start: int, end: int, dropped: bool) -> str:
+        """A setext heading's text as markdown-it's lheading rule reads it: the lines above
+        its underline (the range's last line, ``dropped`` if it ends on the line after)."""
         data = self.data
         first_at = data.rfind(b"\n", 0, start) + 1
-        if setext:
-            last_at = data.rfind(b"\n", 0, end) + 1
-            if dropped:
-                last_at = data.rfind(b"\n", 0, last_at - 1) + 1
-            return data[first_at : last_at - 1].decode().strip()
-        line_end = data.find(b"\n", first_at)
-        rest = data[first_at : line_end if line_end >= 0 else len(data)].decode()
-        rest = rest.lstrip(" ").lstrip("#")
+        last_at = data.rfind(b"\n", 0, end) + 1
+        if dropped:
+            last_at = data.rfind(b"\n", 0, last_at - 1) + 1
+        return data[first_at : last_at - 1].decode().strip()
+
+    def atx(self, start: int, end: int) -> str:
+        """An ATX heading's text as markdown-it's heading rule reads it: its line without
+        its runs of #s. The range starts at the first "#" and ends after the line."""
+        if self.data[end - 1] == 10:
+            end -= 1
+        rest = self.src[start:end] if self.ascii else self.data[start:end].decode()
+        rest = rest.lstrip("#")
         if not rest.rstrip(" \t").endswith("#"):
             return rest.strip()
         end = len(rest.rstrip(" \t"))
@@ -239,26 +259,27 @@ class _Walk:
         return rest[:end].strip()
 
 
-def outline_reference(body: str) -> Outline:
+def outline_reference(body: str, body_line: int = 0) -> Outline:
     """The outline from markdown-it-py's block parse: what ``outline`` is held to."""
     tokens = _markdown_it().parse(body)
-    out = Outline([], [])
+    out = Outline([], [], [])
     in_heading = False
     for i, tok in enumerate(tokens):
         if tok.type == "inline":
             if tok.map and _marked(tok.content):
-                out.inlines.append((tok.content, tok.map[0], in_heading))
+                out.inlines.append((tok.content, tok.map[0] + body_line, in_heading))
             continue
         in_heading = tok.type == "heading_open" or (in_heading and tok.type != "heading_close")
         if tok.level != 0 or not tok.map or tok.nesting == -1:
             continue
-        start, end = tok.map[0], tok.map[1] - 1
+        start, end = tok.map[0] + body_line, tok.map[1] - 1 + body_line
         if tok.type == "heading_open":
-            text = tokens[i + 1].content.strip()
-            out.blocks.append(("heading", start, end, int(tok.tag[1]), text))
+            level, text = int(tok.tag[1]), tokens[i + 1].content.strip()
+            out.blocks.append(Block("heading", start, end, level, text))
+            out.sections.append(Section(level, text, start))
         else:
             kind = "code" if tok.type in ("fence", "code_block") else "text"
-            out.blocks.append((kind, start, end, 0, ""))
+            out.blocks.append(Block(kind, start, end, 0, ""))
     return out
 
 

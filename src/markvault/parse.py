@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from .frontmatter import load_frontmatter, opens_block, split_frontmatter
-from .model import KINDS, Block, Link, ParsedNote, Section
+from .model import KINDS, Link, ParsedNote
 from .outline import Outline, outline, outline_reference
 
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
@@ -68,9 +68,9 @@ def parse_note(
                 problems.append(problem)
 
     fields = _recognised_fields(metadata, problems)
-    shape = outline_reference(body) if reference else outline(body)
-    sections, h1, code_lines, blocks = _structure(shape, body_line)
-    inline_tags, links = _tags_and_links(shape, body_line, path)
+    shape = outline_reference(body, body_line) if reference else outline(body, body_line)
+    h1 = next((s.text for s in shape.sections if s.level == 1 and s.text), None)
+    inline_tags, links = _tags_and_links(shape, path)
 
     folder_kind = FOLDER_KINDS.get(path.split("/", 1)[0]) if "/" in path else None
     kind = fields.pop("kind", None) or folder_kind or "note"
@@ -98,10 +98,9 @@ def parse_note(
         metadata=metadata,
         body=body,
         body_line=body_line,
-        sections=tuple(sections),
+        sections=tuple(shape.sections),
         links=tuple(links),
-        code_lines=frozenset(code_lines),
-        blocks=tuple(blocks),
+        blocks=tuple(shape.blocks),
         frontmatter_title=bool(fields.get("title")),
         problems=tuple(problems),
     )
@@ -143,30 +142,11 @@ def _recognised_fields(meta: dict[str, Any], problems: list[str]) -> dict[str, A
     return fields
 
 
-def _structure(
-    shape: Outline, body_line: int
-) -> tuple[list[Section], str | None, set[int], list[Block]]:
-    # Built by tuple.__new__, the named tuples' own constructor less a Python call each.
-    make: Any = tuple.__new__
-    blocks: list[Block] = [
-        make(Block, (kind, first + body_line, last + body_line, level, text))
-        for kind, first, last, level, text in shape.blocks
-    ]
-    sections: list[Section] = [
-        make(Section, (b.level, b.heading, b.start)) for b in blocks if b.kind == "heading"
-    ]
-    h1 = next((s.text for s in sections if s.level == 1 and s.text), None)
-    code: set[int] = set()
-    code.update(*[range(b.start, b.end + 1) for b in blocks if b.kind == "code"])
-    return sections, h1, code, blocks
-
-
-def _tags_and_links(shape: Outline, body_line: int, path: str) -> tuple[list[str], list[Link]]:
+def _tags_and_links(shape: Outline, path: str) -> tuple[list[str], list[Link]]:
     tagged: list[str] = []  # the runs outside headings that may hold a tag
     links: list[Link] = []
     folder = posixpath.dirname(path)
-    for content, row, in_heading in shape.inlines:
-        first = body_line + row
+    for content, first, in_heading in shape.inlines:
         # Each pattern needs its marker; most blocks have none, and a substring test
         # is far cheaper than a regular-expression scan that finds nothing.
         if "`" in content:
