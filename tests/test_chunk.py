@@ -269,3 +269,10 @@ def test_a_worker_builds_a_repeated_page_once_and_the_same_records(monkeypatch) 
     assert built() == fresh
     assert len(sync._built) == 4  # the second page was the first's
     assert fresh[0][1:4] == fresh[1][1:4] and fresh[0][4] != fresh[1][4]
+
+
+def test_a_line_too_long_for_any_chunk_after_a_paragraph_gets_a_chunk_of_its_own() -> None:
+    badge = "![b](https://img.example/" + "x/" * 300 + ")"  # no white space: one piece
+    chunks = chunks_of(f"Intro line.\n\nSecond part.\n\n{badge}\n\nAfter.", max_pieces=60)
+    assert [(c.start_line, c.end_line) for c in chunks] == [(1, 3), (5, 5), (7, 7)]
+    assert chunks[1].text == badge and all(c.text for c in chunks)

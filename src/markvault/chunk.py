@@ -89,14 +89,16 @@ class _PieceCache(dict[str, int]):
     collection repeat blocks, headings and words (a reference's "## Parameters" and
     option tables, the words of markup, the same page in several versions of a
     document set), often far apart, and a hit through ``cache[text]`` costs no Python
-    call. It keeps texts of up to 1,024 characters, 8 M characters in all (about 16 MB
-    of ASCII text, twice that of CJK text); then it keeps what it has."""
+    call. It keeps texts of up to 1,024 characters, 16 M characters in all (about 32 MB
+    of ASCII text, twice that of CJK text; one worker reading half of the big corpus
+    fills 13 M, and at 8 M it estimated a quarter more texts); then it keeps what it
+    has."""
 
     chars = 0
 
     def __missing__(self, text: str) -> int:
         pieces = estimate_pieces(text)
-        if len(text) <= 1024 and self.chars < 8_000_000:
+        if len(text) <= 1024 and self.chars < 16_000_000:
             self.chars += len(text)
             self[text] = pieces
         return pieces
@@ -158,7 +160,7 @@ def chunk_note(note: ParsedNote, lines: list[str], params: ChunkParams) -> list[
         size = known[text]
         if pieces + size > budget and not bare:
             chunks.append(_chunk(len(chunks), path, first, last, parts, context))
-            parts, pieces = [], 0
+            parts, pieces, bare = [], 0, True
         if size <= budget or kind == "code":
             bare = False
             if not parts:
@@ -174,7 +176,7 @@ def chunk_note(note: ParsedNote, lines: list[str], params: ChunkParams) -> list[
         for line_no, piece, size in _split_block(lines, start, end, budget):
             if pieces + size > budget and not bare:
                 chunks.append(_chunk(len(chunks), path, first, last, parts, context))
-                parts, pieces = [], 0
+                parts, pieces, bare = [], 0, True
             bare = False
             if not parts:
                 first = line_no
