@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import regex
 
-from markvault import chunk
+from markvault import chunk, sync
 from markvault.chunk import chunk_note, estimate_pieces, fingerprint
 from markvault.config import ChunkParams, Settings
 from markvault.files import FileStat
@@ -239,3 +239,40 @@ def test_crlf_and_lf_files_make_the_same_chunks() -> None:
 
     assert chunks(text.replace("\n", "\r\n")) == chunks(text)
     assert len(chunks(text)) == 2
+
+
+def test_a_worker_builds_a_repeated_page_once_and_the_same_records(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings.load(vault=BUNDLED_VAULT, env={})
+    body = (
+        "# Setup\n\nInstall it, then set it up.\n\n## Options\n\n| a | b |\n|---|---|\n| x | y |\n"
+    )
+    texts = [
+        "---\nms.date: 2016\ntitle: Setup\n---\n" + body,
+        "---\nms.date: 2019\ntitle: Setup\n---\n" + body,  # the same page again
+        "---\nms.date: 2019\n---\n" + body,  # its body starts a line earlier
+        "---\nms.date: 2019\ntitle: Other\n---\n" + body,  # another title
+        "---\nms.date: 2022\ntitle: Setup\n---\n" + body + "More.\n",
+    ]
+
+    def built() -> list[tuple[object, ...]]:
+        records = [
+            build_record(FileStat(f"{i}.md", f"{i}.md", 0, len(t)), t.encode(), t, settings)
+            for i, t in enumerate(texts)
+        ]
+        return [(r.chunks, r.terms, r.term_counts, r.note_len, r.hash) for r in records]
+
+    assert not sync._in_worker()  # the test process keeps nothing between notes
+    fresh = built()
+    assert len(sync._built) == 0
+    monkeypatch.setattr(sync, "_in_worker", lambda: True)
+    monkeypatch.setattr(sync, "_built", sync._BuiltNotes())
+    assert built() == fresh
+    assert len(sync._built) == 4  # the second page was the first's
+    assert fresh[0][1:4] == fresh[1][1:4] and fresh[0][4] != fresh[1][4]
+
+
+def test_a_line_too_long_for_any_chunk_after_a_paragraph_gets_a_chunk_of_its_own() -> None:
+    badge = "![b](https://img.example/" + "x/" * 300 + ")"  # no white space: one piece
+    chunks = chunks_of(f"Intro line.\n\nSecond part.\n\n{badge}\n\nAfter.", max_pieces=60)
+    assert [(c.start_line, c.end_line) for c in chunks] == [(1, 3), (5, 5), (7, 7)]
+    assert chunks[1].text == badge and all(c.text for c in chunks)

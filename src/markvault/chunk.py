@@ -89,14 +89,16 @@ class _PieceCache(dict[str, int]):
     collection repeat blocks, headings and words (a reference's "## Parameters" and
     option tables, the words of markup, the same page in several versions of a
     document set), often far apart, and a hit through ``cache[text]`` costs no Python
-    call. It keeps texts of up to 1,024 characters, 8 M characters in all (about 16 MB
-    of ASCII text, twice that of CJK text); then it keeps what it has."""
+    call. It keeps texts of up to 1,024 characters, 16 M characters in all (about 32 MB
+    of ASCII text, twice that of CJK text; one worker reading half of the big corpus
+    fills 13 M, and at 8 M it estimated a quarter more texts); then it keeps what it
+    has."""
 
     chars = 0
 
     def __missing__(self, text: str) -> int:
         pieces = estimate_pieces(text)
-        if len(text) <= 1024 and self.chars < 8_000_000:
+        if len(text) <= 1024 and self.chars < 16_000_000:
             self.chars += len(text)
             self[text] = pieces
         return pieces
@@ -121,140 +123,151 @@ def fingerprint(params: ChunkParams, model: str) -> str:
 
 
 def chunk_note(note: ParsedNote, lines: list[str], params: ChunkParams) -> list[Chunk]:
-    """Chunks of ``note``; ``lines`` are the file's lines (index 0 is line 1)."""
-    builder = _Builder(note, lines, params)
+    """Chunks of ``note``; ``lines`` are the file's lines (index 0 is line 1).
+
+    One loop over the blocks with the open chunk in locals (a quarter million chunks
+    and a million blocks in a large collection: a method call and attribute writes per
+    block cost more than the rest of the work on it)."""
     known = _known  # cache[text]: no Python call for a text seen before
     count = len(lines)
-    # The open headings, each with its level, its path of headings and that path's
-    # pieces: headings nest, so the stack's levels only increase.
-    stack: list[tuple[int, tuple[str, ...], int]] = []
+    title = note.title
+    # Pieces a chunk may hold: the heading context is read by the model too.
+    title_pieces = known[title]
+    budget = params.max_pieces - title_pieces
+    head = _Head(title, note.frontmatter_title, budget - 1)
+    path, context = head.path, head.context
+    chunks: list[Chunk] = []
+    parts: list[str] = []  # the open chunk's texts, from line first to last
+    first = last = pieces = 0
+    bare = True  # the open chunk has no block but headings
     for kind, start, end, level, heading in note.blocks:
         if start == end and start <= count:
             text = lines[start - 1].rstrip()
         else:
             text = "\n".join(lines[start - 1 : end]).rstrip()
         if kind == "heading":
-            if not builder.headings_only:
-                builder.flush()
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            if stack:  # " > " between the headings is one mark (see set_path)
-                _, path, cost = stack[-1]
-                path, cost = (*path, heading), cost + 1 + known[heading]
-            else:
-                path, cost = (heading,), known[heading]
-            stack.append((level, path, cost))
-            builder.set_path(path, cost)
-            builder.add_piece(start, end, text, known[text])
+            if not bare:
+                chunks.append(_chunk(len(chunks), path, first, last, parts, context))
+                parts, pieces, bare = [], 0, True
+            budget = head.enter(level, heading, known)
+            path, context = head.path, head.context
+            if not parts:
+                first = start
+            last = end
+            parts.append(text)
+            pieces += known[text]
             continue
         size = known[text]
-        if builder.pieces + size > builder.budget and not builder.headings_only:
-            builder.flush()
-        if size <= builder.budget or kind == "code":
-            builder.add_block(start, end, text, size)
-            if size > builder.budget:
-                builder.flush()
-        else:
-            builder.add_oversized(start, end)
-    builder.flush()
-    if not builder.chunks:
-        builder.add_piece(note.body_line, note.body_line, note.title)
-        builder.flush()
-    return builder.chunks
+        if pieces + size > budget and not bare:
+            chunks.append(_chunk(len(chunks), path, first, last, parts, context))
+            parts, pieces, bare = [], 0, True
+        if size <= budget or kind == "code":
+            bare = False
+            if not parts:
+                first = start
+            last = end
+            parts.append(text)
+            pieces += size
+            if size > budget:  # an oversized code fence stays whole, in a chunk of its own
+                chunks.append(_chunk(len(chunks), path, first, last, parts, context))
+                parts, pieces, bare = [], 0, True
+            continue
+        # A long text block: by lines, then long lines by sentences, then words.
+        for line_no, piece, size in _split_block(lines, start, end, budget):
+            if pieces + size > budget and not bare:
+                chunks.append(_chunk(len(chunks), path, first, last, parts, context))
+                parts, pieces, bare = [], 0, True
+            bare = False
+            if not parts:
+                first = line_no
+            last = line_no
+            parts.append(piece)
+            pieces += size
+    if parts:
+        chunks.append(_chunk(len(chunks), path, first, last, parts, context))
+    if not chunks:
+        chunks.append(_chunk(0, path, note.body_line, note.body_line, [title], context))
+    return chunks
 
 
-class _Builder:
-    def __init__(self, note: ParsedNote, lines: list[str], params: ChunkParams) -> None:
-        self.note = note
-        self.lines = lines
-        self.params = params
+def _chunk(
+    seq: int, path: tuple[str, ...], first: int, last: int, parts: list[str], context: str
+) -> Chunk:
+    text = "\n".join(filter(None, parts)).strip("\n")
+    embed_text = embed_input(context, text)
+    digest = hashlib.blake2b(embed_text.encode("utf-8"), digest_size=16).hexdigest()
+    # Positional: a quarter million chunks in a large vault, keywords cost a third more.
+    return Chunk(seq, path, first, last, text, context, digest)
+
+
+class _Head:
+    """The open headings of a note, each with its level, its path of headings and that
+    path's pieces: headings nest, so the stack's levels only increase."""
+
+    def __init__(self, title: str, own_title: bool, limit: int) -> None:
+        self.title = title
+        self.own_title = own_title
+        self.limit = limit  # the budget of a chunk under a path of no pieces
+        self.stack: list[tuple[int, tuple[str, ...], int]] = []
         self.path: tuple[str, ...] = ()
-        self.context = note.title if note.frontmatter_title else ""
-        self.chunks: list[Chunk] = []
-        self._texts: list[str] = []  # the open chunk's parts, from line _start to _end
-        self._start = self._end = 0
-        self.headings_only = True  # no block but headings since the last chunk
-        self.pieces = 0
-        self._title_pieces = _known[note.title]
-        # Pieces a chunk may hold: the heading context is read by the model too.
-        self.budget = params.max_pieces - self._title_pieces
+        self.context = title if own_title else ""
 
-    def set_path(self, path: tuple[str, ...], path_pieces: int) -> None:
-        """``path_pieces``: the estimate of " > ".join(path). Estimates add up across
-        white space, so the context "title > h1 > h2" is the sum of its parts' and the
-        marks', and a heading's estimate is made once for all the headings below it."""
+    def enter(self, level: int, heading: str, known: dict[str, int]) -> int:
+        """Open ``heading``; returns the pieces a chunk under it may hold. Estimates add
+        up across white space, so the context "title > h1 > h2" is the sum of its
+        parts' and the marks' (" > " is one), and a heading's estimate is made once for
+        all the headings below it."""
+        stack = self.stack
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        if stack:
+            _, path, cost = stack[-1]
+            path, cost = (*path, heading), cost + 1 + known[heading]
+        else:
+            path, cost = (heading,), known[heading]
+        stack.append((level, path, cost))
         self.path = path
-        self.budget = self.params.max_pieces - (self._title_pieces + 1 + path_pieces)
-        title = self.note.title
-        if self.note.frontmatter_title and path[0] != title:
+        title = self.title
+        if self.own_title and path[0] != title:
             self.context = " > ".join((title, *path))
         else:
             self.context = " > ".join(path)
+        return self.limit - cost
 
-    def full(self, size: int) -> bool:
-        """Would ``size`` more pieces overflow a chunk that has more than headings?"""
-        return self.pieces + size > self.budget and not self.headings_only
 
-    def add_block(self, start: int, end: int, text: str, size: int) -> None:
-        self.headings_only = False
-        self.add_piece(start, end, text, size)
+def _split_block(lines: list[str], start: int, end: int, budget: int) -> list[tuple[int, str, int]]:
+    """(line, piece, its estimated size) of a text block too long for a chunk: its
+    lines, long lines split by sentences, then by words, each within ``budget``."""
+    out: list[tuple[int, str, int]] = []
+    for line_no in range(start, end + 1):
+        line = lines[line_no - 1] if line_no <= len(lines) else ""
+        out += ((line_no, piece, size) for piece, size in _split_line(line, budget))
+    return out
 
-    def add_piece(self, start: int, end: int, text: str, size: int | None = None) -> None:
-        if not self._texts:
-            self._start = start
-        self._end = end
-        self._texts.append(text)
-        self.pieces += estimate_pieces(text) if size is None else size
 
-    def add_oversized(self, start: int, end: int) -> None:
-        """Split a long text block by lines, then long lines by sentences, then words."""
-        for line_no in range(start, end + 1):
-            line = self.lines[line_no - 1] if line_no <= len(self.lines) else ""
-            for piece, size in self._split_line(line):
-                if self.full(size):
-                    self.flush()
-                self.headings_only = False
-                self.add_piece(line_no, line_no, piece, size)
-
-    def _split_line(self, line: str) -> list[tuple[str, int]]:
-        """(piece, its estimated size) of ``line``, each piece within the budget."""
-        limit = self.budget
-        size = _known[line]
+def _split_line(line: str, limit: int) -> list[tuple[str, int]]:
+    """(piece, its estimated size) of ``line``, each piece within ``limit``."""
+    size = _known[line]
+    if size <= limit:
+        return [(line, size)]
+    out: list[tuple[str, int]] = []
+    sentences = _SENTENCE_END.split(line)
+    for sentence in sentences:
+        if len(sentences) > 1:
+            size = estimate_pieces(sentence)
         if size <= limit:
-            return [(line, size)]
-        out: list[tuple[str, int]] = []
-        sentences = _SENTENCE_END.split(line)
-        for sentence in sentences:
-            if len(sentences) > 1:
-                size = estimate_pieces(sentence)
-            if size <= limit:
-                out.append((sentence, size))
-                continue
-            # Every word but the last ends in whitespace, so no estimated piece spans two
-            # words and their estimates add up: a running sum, not a re-count per word.
-            words: list[str] = []
-            size = 0
-            for word in _AFTER_SPACE.split(sentence):
-                words.append(word)
-                size += _known[word]
-                if size >= limit - 8:
-                    out.append(("".join(words), size))
-                    words, size = [], 0
-            if words:
+            out.append((sentence, size))
+            continue
+        # Every word but the last ends in whitespace, so no estimated piece spans two
+        # words and their estimates add up: a running sum, not a re-count per word.
+        words: list[str] = []
+        size = 0
+        for word in _AFTER_SPACE.split(sentence):
+            words.append(word)
+            size += _known[word]
+            if size >= limit - 8:
                 out.append(("".join(words), size))
-        return [(s, n) for s, n in out if s.strip()]
-
-    def flush(self) -> None:
-        if not self._texts:
-            return
-        text = "\n".join(filter(None, self._texts)).strip("\n")
-        embed_text = embed_input(self.context, text)
-        digest = hashlib.blake2b(embed_text.encode("utf-8"), digest_size=16).hexdigest()
-        # Positional: a quarter million chunks in a large vault, keywords cost a third more.
-        seq = len(self.chunks)
-        self.chunks.append(
-            Chunk(seq, self.path, self._start, self._end, text, self.context, digest)
-        )
-        self._texts = []
-        self.headings_only = True
-        self.pieces = 0
+                words, size = [], 0
+        if words:
+            out.append(("".join(words), size))
+    return [(s, n) for s, n in out if s.strip()]

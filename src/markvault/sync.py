@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 import time
 import unicodedata
 from array import array
@@ -18,14 +19,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from .config import Settings
+from .config import ChunkParams, Settings
 from .embed import Embedder
 from .errors import MarkvaultError, RefusedError
 from .feed import ChangeFeed, NoteChange
 from .files import FileStat, VaultFiles, content_hash
 from .gitrepo import has_conflict_markers
 from .links import LinkResolver, link_name, names_of
-from .model import NoProgress, NoteRecord, Progress, ReindexReport
+from .model import Chunk, NoProgress, NoteRecord, ParsedNote, Progress, ReindexReport
 from .rows import NoteRows
 
 if TYPE_CHECKING:  # the workers that read notes import this module: not DuckDB
@@ -54,22 +55,22 @@ class Changes:
 
 def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> NoteRecord:
     # Imported here: a sync that reads no file (nothing changed) never loads the parser.
-    from .chunk import chunk_note
     from .parse import parse_note
-    from .text import chunk_words
 
     note = parse_note(stat.path, text, max_frontmatter_bytes=settings.max_frontmatter_bytes)
-    lines = (text[1:] if text.startswith("\ufeff") else text).split("\n")
-    if "\r" in text:  # only then a pass over every line
-        lines = [line.rstrip("\r") for line in lines]
-    chunks = chunk_note(note, lines, settings.chunk)
-    # Title and heading path are searchable with every chunk of the note.
-    words = [chunk_words(note.title, c.context, c.text) for c in chunks]
-    terms, counts = note_terms(words)
+    # What decides the chunks and their terms (the blocks are the body's, from its line).
+    key = (note.title, note.frontmatter_title, note.body_line, note.body, settings.chunk)
+    memo = _built if _in_worker() else None
+    built = memo.get(key) if memo is not None else None
+    if built is None:
+        built = _chunks_and_terms(note, text, settings.chunk)
+        if memo is not None:
+            memo.keep(key, built)
+    chunks, terms, counts, note_len = built
     return NoteRecord(
         note,
-        chunks,
-        sum(map(len, words)),
+        list(chunks),
+        note_len,
         stat.file,
         content_hash(data),
         stat.mtime_ns,
@@ -77,6 +78,53 @@ def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> 
         terms=terms,
         term_counts=counts,
     )
+
+
+def _chunks_and_terms(note: ParsedNote, text: str, params: ChunkParams) -> _Built:
+    """The chunks of ``note`` (``text`` its file's text), their terms and postings
+    (``note_terms``) and the note's number of tokens."""
+    from .chunk import chunk_note
+    from .text import chunk_words
+
+    lines = (text[1:] if text.startswith("\ufeff") else text).split("\n")
+    if "\r" in text:  # only then a pass over every line
+        lines = [line.rstrip("\r") for line in lines]
+    chunks = chunk_note(note, lines, params)
+    # Title and heading path are searchable with every chunk of the note.
+    words = [chunk_words(note.title, c.context, c.text) for c in chunks]
+    terms, counts = note_terms(words)
+    return tuple(chunks), terms, counts, sum(map(len, words))
+
+
+_Built = tuple[tuple[Chunk, ...], tuple[str, ...], bytes, int]
+
+
+class _BuiltNotes(dict[tuple[object, ...], _Built]):
+    """A note's chunks and terms by what decides them (title, body and its first line,
+    the chunk parameters): a collection of document sets in several versions repeats
+    whole pages under other frontmatter (a fifth of the notes one worker reads of the
+    big corpus), and a page seen before costs its worker no chunking or tokenizing.
+    Chunks are immutable, so two records may hold the same ones. Only workers keep it
+    (``_in_worker``), up to 24 M characters of body in all (their chunks about as much
+    again), then what it has."""
+
+    chars = 0
+
+    def keep(self, key: tuple[object, ...], built: _Built) -> None:
+        body = key[3]
+        if self.chars < 24_000_000 and isinstance(body, str):
+            self.chars += len(body)
+            self[key] = built
+
+
+_built = _BuiltNotes()
+
+
+def _in_worker() -> bool:
+    """Whether this is a worker process (``pool.in_workers``: it ends with its sync),
+    the only kind that remembers built notes; a long-lived process keeps none."""
+    process = sys.modules.get("multiprocessing.process")
+    return process is not None and process.parent_process() is not None
 
 
 def note_terms(chunk_words: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], bytes]:
