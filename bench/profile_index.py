@@ -390,12 +390,15 @@ def alternative_note_build(raw: list[Any], settings: Settings, stages: Stages) -
     base_caches = [importlib.import_module(f"markvault_baseline.{m}") for m in ("chunk", "text")]
     ways = (("baseline", *base, base_caches), ("this tree", sync, rows, [chunk, text]))
     batches = [raw[i : i + 64] for i in range(0, len(raw), 64)]
+    # The fields both trees' NoteRows have (this tree's adds a worker block's slot).
+    fields = [f for f in base[1].NoteRows._fields if f in rows.NoteRows._fields]
 
     def build(builder: Any, row_module: Any, batch: list[Any]) -> list[tuple[Any, ...]]:
-        return [
-            tuple(row_module.NoteRows.of(builder.build_record(st, data, text, settings)))
+        built = (
+            row_module.NoteRows.of(builder.build_record(st, data, text, settings))
             for st, data, text in batch
-        ]
+        )
+        return [tuple(getattr(r, f) for f in fields) for r in built]
 
     for label, builder, row_module, caches in ways * 2:
         clear_caches(*caches)
