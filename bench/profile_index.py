@@ -48,7 +48,7 @@ from markvault.index import Index
 from markvault.links import LinkResolver
 from markvault.model import NoteRecord
 from markvault.parse import parse_note
-from markvault.rows import NoteRows
+from markvault.rows import RowBlock
 from markvault.sync import note_terms
 from markvault.text import chunk_words
 
@@ -219,16 +219,16 @@ def profile_build(
     del raw, notes, chunked, words, note_lens, counted
     gc.collect()
 
-    with stages.stage("rows (worker side, per note)"):
-        rows = [NoteRows.of(r) for r in records]
+    with stages.stage("rows (worker side, Arrow blocks of 64 notes)"):
+        blocks = [RowBlock.of(records[i : i + 64]) for i in range(0, len(records), 64)]
     del records
     gc.collect()
 
     with stages.stage("pickle round trip (workers -> parent)") as s:
-        blobs = [pickle.dumps(rows[i : i + 64]) for i in range(0, len(rows), 64)]
+        blobs = [pickle.dumps(block) for block in blocks]
         size = sum(len(b) for b in blobs)
-        records = [r for b in blobs for r in pickle.loads(b)]
-        del rows
+        del blocks
+        records = [r for b in blobs for r in pickle.loads(b).records()]
         del blobs
         s.note = f"{size / 2**20:.0f} MiB pickled"
 
@@ -241,8 +241,16 @@ def profile_build(
         original_insert_rows(name, columns, extra)
         timings["insert"] += time.perf_counter() - started
 
+    original_insert_table = index.store.insert_table
+
+    def timed_insert_table(name: str, table: Any, extra: str | None = None) -> None:
+        started = time.perf_counter()
+        original_insert_table(name, table, extra)
+        timings["insert"] += time.perf_counter() - started
+
     index.store.insert_rows = timed_insert_rows  # type: ignore[method-assign]
-    with stages.stage("apply (columns -> Arrow -> INSERT, stage postings)") as s:
+    index.store.insert_table = timed_insert_table  # type: ignore[method-assign]
+    with stages.stage("apply (blocks -> one table -> INSERT, stage postings)") as s:
         index.writes.apply(records, [], [])
         s.note = f"of which INSERT {timings['insert']:.2f} s wall"
     n_records = len(records)
@@ -382,12 +390,15 @@ def alternative_note_build(raw: list[Any], settings: Settings, stages: Stages) -
     base_caches = [importlib.import_module(f"markvault_baseline.{m}") for m in ("chunk", "text")]
     ways = (("baseline", *base, base_caches), ("this tree", sync, rows, [chunk, text]))
     batches = [raw[i : i + 64] for i in range(0, len(raw), 64)]
+    # The fields both trees' NoteRows have (this tree's adds a worker block's slot).
+    fields = [f for f in base[1].NoteRows._fields if f in rows.NoteRows._fields]
 
     def build(builder: Any, row_module: Any, batch: list[Any]) -> list[tuple[Any, ...]]:
-        return [
-            tuple(row_module.NoteRows.of(builder.build_record(st, data, text, settings)))
+        built = (
+            row_module.NoteRows.of(builder.build_record(st, data, text, settings))
             for st, data, text in batch
-        ]
+        )
+        return [tuple(getattr(r, f) for f in fields) for r in built]
 
     for label, builder, row_module, caches in ways * 2:
         clear_caches(*caches)

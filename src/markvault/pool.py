@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -31,8 +31,9 @@ WORKER_GC_THRESHOLD = 50_000  # see worker_setup
 def in_workers(
     items: Sequence[T],
     here: Callable[[T], R],
-    there: Callable[[list[T]], list[R]],
+    there: Callable[[list[T]], Any],
     *,
+    unpack: Callable[[Any], list[R]] | None = None,
     batch_size: int,
     min_items: int,
     preload: Sequence[str] = (),
@@ -42,8 +43,10 @@ def in_workers(
     Below ``min_items`` items, or on one core, ``here`` runs on each item in this process
     (worker processes would cost more than they save); otherwise ``there`` runs on
     batches of ``batch_size`` in worker processes. ``there`` must pickle: a module-level
-    function, or a ``functools.partial`` of one. ``preload``: modules ``there`` uses,
-    imported once by the process the workers fork from instead of by each worker.
+    function, or a ``functools.partial`` of one; ``unpack``, run here on what ``there``
+    returned, turns it into the batch's results (default: it is them). ``preload``:
+    modules ``there`` uses, imported once by the process the workers fork from instead
+    of by each worker.
     """
     workers = min(os.cpu_count() or 1, MAX_WORKERS)
     if len(items) < min_items or workers < 2:
@@ -59,7 +62,7 @@ def in_workers(
         with ProcessPoolExecutor(
             max_workers=workers, mp_context=context, initializer=worker_setup
         ) as pool:
-            pending: deque[Future[list[R]]] = deque()
+            pending: deque[Future[Any]] = deque()
             try:
                 while done < len(batches):
                     while done + len(pending) < len(batches) and (
@@ -67,6 +70,8 @@ def in_workers(
                     ):
                         pending.append(pool.submit(there, batches[done + len(pending)]))
                     results = pending.popleft().result()
+                    if unpack is not None:
+                        results = unpack(results)
                     yield list(zip(batches[done], results, strict=True))
                     done += 1
             finally:

@@ -27,7 +27,7 @@ from .files import FileStat, VaultFiles, content_hash
 from .gitrepo import has_conflict_markers
 from .links import LinkResolver, link_name, names_of
 from .model import Chunk, NoProgress, NoteRecord, ParsedNote, Progress, ReindexReport
-from .rows import NoteRows
+from .rows import NoteRows, RowBlock
 
 if TYPE_CHECKING:  # the workers that read notes import this module: not DuckDB
     from .index import Index
@@ -157,8 +157,15 @@ APPLY_BATCH = 500
 # Below this many files to read, worker processes cost more than they save.
 PARALLEL_MIN_FILES = 200
 READ_BATCH = 64  # files a worker reads per turn
-# What a worker reading notes imports, imported once where the workers fork from.
-WORKER_MODULES = ("markvault.sync", "markvault.parse", "markvault.chunk", "markvault.text")
+# What a worker reading notes imports, imported once where the workers fork from
+# (pyarrow: a batch's rows go back as Arrow tables, rows.RowBlock).
+WORKER_MODULES = (
+    "markvault.sync",
+    "markvault.parse",
+    "markvault.chunk",
+    "markvault.text",
+    "pyarrow",
+)
 
 
 def read_file(
@@ -166,6 +173,16 @@ def read_file(
 ) -> tuple[str, object]:
     """Read and build one note: ("record", NoteRows), ("touched", None) when the bytes
     are unchanged, ("skipped", reason) or ("retry", message)."""
+    outcome, value = _build_file(files, settings, st, known_hash)
+    if outcome == "record":
+        return outcome, NoteRows.of(value)  # type: ignore[arg-type]
+    return outcome, value
+
+
+def _build_file(
+    files: VaultFiles, settings: Settings, st: FileStat, known_hash: str | None
+) -> tuple[str, object]:
+    """read_file, its record a NoteRecord."""
     try:
         data, text = files.read(st.file, settings.max_note_bytes)
     except RefusedError as exc:
@@ -175,16 +192,33 @@ def read_file(
     if known_hash is not None and known_hash == content_hash(data):
         return "touched", None
     record = build_record(st, data, text, settings)
-    # Rows, not the parsed note's objects: they pickle back from a worker much faster.
-    return "record", NoteRows.of(replace(record, conflicted=has_conflict_markers(text)))
+    return "record", replace(record, conflicted=has_conflict_markers(text))
 
 
 def _read_batch(
     settings: Settings, batch: list[tuple[FileStat, str | None]]
-) -> list[tuple[str, object]]:
-    """read_file over a batch, in a worker process (its own VaultFiles)."""
+) -> tuple[list[tuple[str, object]], RowBlock | None]:
+    """read_file over a batch, in a worker process (its own VaultFiles): the outcomes,
+    the records' rows in one block of Arrow tables, which pickle as a few buffers
+    instead of an object per value (see ``_unpack_batch``)."""
     files = VaultFiles(settings.vault_dir, settings.index_dir)
-    return [read_file(files, settings, st, known) for st, known in batch]
+    results = [_build_file(files, settings, st, known) for st, known in batch]
+    records = [value for outcome, value in results if outcome == "record"]
+    if not records:
+        return results, None
+    block = RowBlock.of(records)  # type: ignore[arg-type]
+    return [(o, None if o == "record" else v) for o, v in results], block
+
+
+def _unpack_batch(
+    done: tuple[list[tuple[str, object]], RowBlock | None],
+) -> list[tuple[str, object]]:
+    """A worker's batch (``_read_batch``) as read_file's outcomes, in the parent."""
+    results, block = done
+    if block is None:
+        return results
+    records = iter(block.records())
+    return [(o, next(records) if o == "record" else v) for o, v in results]
 
 
 def read_files(
@@ -206,6 +240,7 @@ def read_files(
         todo,
         lambda item: read_file(files, settings, *item),
         functools.partial(_read_batch, settings),
+        unpack=_unpack_batch,
         batch_size=READ_BATCH,
         min_items=PARALLEL_MIN_FILES,
         preload=WORKER_MODULES,

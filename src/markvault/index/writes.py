@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from itertools import chain
 from typing import Any
 
-from ..rows import CHUNK_COLUMNS, LINK_COLUMNS, NOTE_COLUMNS, NoteRows
+from ..rows import CHUNK_COLUMNS, LINK_COLUMNS, NOTE_COLUMNS, NoteRows, row_tables
 from .keyword import KeywordIndex
 from .reads import NoteReads
 from .store import Store
@@ -142,6 +142,8 @@ class NoteWrites:
     def _insert(self, records: Sequence[NoteRows], old: dict[str, list[int]]) -> list[int]:
         """Insert notes, chunks and links; returns the chunk ids inserted: those of
         ``old`` (chunk hash -> ids of the chunks replaced) for unchanged text, else new."""
+        if any(r.block is not None for r in records):  # a worker's rows: Arrow
+            return self._insert_tables(*row_tables(records), old)
         rows = zip(*(r.note for r in records), strict=True)
         notes = {c: list(v) for c, v in zip(NOTE_COLUMNS, rows, strict=True)}
         chunks: dict[str, list[Any]] = {"id": []}
@@ -151,21 +153,39 @@ class NoteWrites:
             column: list(chain.from_iterable(r.links[i] for r in records))
             for i, column in enumerate(LINK_COLUMNS)
         }
-        hashes = chunks["hash"]
+        chunks["id"] = ids = self._chunk_ids(chunks["hash"], old)
+        self.store.insert_rows("notes", notes, extra="now()")
+        self.store.insert_rows("chunks", chunks)
+        self.store.insert_rows("links", links, extra="NULL")
+        return list(ids)
+
+    def _insert_tables(
+        self, notes: Any, chunks: Any, links: Any, old: dict[str, list[int]]
+    ) -> list[int]:
+        """``_insert`` of rows given as Arrow tables (``rows.row_tables``)."""
+        import pyarrow as pa
+
+        # The hashes only matter when ids are reused (not in a first build's writes).
+        hashes = chunks.column("hash").to_pylist() if old else [""] * chunks.num_rows
+        ids = self._chunk_ids(hashes, old)
+        self.store.insert_table("notes", notes, extra="now()")
+        self.store.insert_table("chunks", chunks.add_column(0, "id", pa.array(ids, pa.int64())))
+        self.store.insert_table("links", links, extra="NULL")
+        return ids
+
+    def _chunk_ids(self, hashes: Sequence[str], old: dict[str, list[int]]) -> list[int]:
+        """Ids for new chunks of these ``hashes``: those of ``old`` (chunk hash -> ids of
+        the chunks replaced) for unchanged text, else new."""
         fresh = [
             r[0]
             for r in self.con.execute(
                 "SELECT nextval('chunk_ids') FROM range(?)", [len(hashes)]
             ).fetchall()
         ]
-        if old:
-            new = iter(fresh)
-            fresh = [(reuse.pop(0) if (reuse := old.get(h)) else next(new)) for h in hashes]
-        chunks["id"] = ids = fresh
-        self.store.insert_rows("notes", notes, extra="now()")
-        self.store.insert_rows("chunks", chunks)
-        self.store.insert_rows("links", links, extra="NULL")
-        return list(ids)
+        if not old:
+            return fresh
+        new = iter(fresh)
+        return [(reuse.pop(0) if (reuse := old.get(h)) else next(new)) for h in hashes]
 
     def note_link_keys(self, paths: Sequence[str] | None = None) -> list[tuple[str, list[str]]]:
         """(path, aliases) of every note, or of the notes at ``paths``, for link
