@@ -27,10 +27,12 @@ from .files import FileStat, VaultFiles, content_hash
 from .gitrepo import has_conflict_markers
 from .links import LinkResolver, link_name, names_of
 from .model import Chunk, NoProgress, NoteRecord, ParsedNote, Progress, ReindexReport
+from .recent import Recent
 from .rows import NoteRows
 
 if TYPE_CHECKING:  # the workers that read notes import this module: not DuckDB
     from .index import Index
+    from .outline import Outline
 
 # Vectors are committed this many at a time: progress moves and an interrupted run
 # keeps its work, while sentence-transformers still sorts each group by length.
@@ -57,15 +59,20 @@ def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> 
     # Imported here: a sync that reads no file (nothing changed) never loads the parser.
     from .parse import parse_note
 
-    note = parse_note(stat.path, text, max_frontmatter_bytes=settings.max_frontmatter_bytes)
+    worker = _in_worker()
+    note = parse_note(
+        stat.path,
+        text,
+        max_frontmatter_bytes=settings.max_frontmatter_bytes,
+        shapes=_shapes if worker else None,
+    )
     # What decides the chunks and their terms (the blocks are the body's, from its line).
     key = (note.title, note.frontmatter_title, note.body_line, note.body, settings.chunk)
-    memo = _built if _in_worker() else None
-    built = memo.get(key) if memo is not None else None
+    built = _built.find(key) if worker else None
     if built is None:
         built = _chunks_and_terms(note, text, settings.chunk)
-        if memo is not None:
-            memo.keep(key, built)
+        if worker:
+            _built.keep(key, built, len(note.body))
     chunks, terms, counts, note_len = built
     return NoteRecord(
         note,
@@ -99,25 +106,15 @@ def _chunks_and_terms(note: ParsedNote, text: str, params: ChunkParams) -> _Buil
 _Built = tuple[tuple[Chunk, ...], tuple[str, ...], bytes, int]
 
 
-class _BuiltNotes(dict[tuple[object, ...], _Built]):
-    """A note's chunks and terms by what decides them (title, body and its first line,
-    the chunk parameters): a collection of document sets in several versions repeats
-    whole pages under other frontmatter (a fifth of the notes one worker reads of the
-    big corpus), and a page seen before costs its worker no chunking or tokenizing.
-    Chunks are immutable, so two records may hold the same ones. Only workers keep it
-    (``_in_worker``), up to 24 M characters of body in all (their chunks about as much
-    again), then what it has."""
-
-    chars = 0
-
-    def keep(self, key: tuple[object, ...], built: _Built) -> None:
-        body = key[3]
-        if self.chars < 24_000_000 and isinstance(body, str):
-            self.chars += len(body)
-            self[key] = built
-
-
-_built = _BuiltNotes()
+# What a worker remembers of the pages it built last (``_in_worker``; a long-lived process
+# keeps nothing), by characters of body: a collection of document sets in several
+# versions repeats whole pages under other frontmatter (a fifth of the notes one worker
+# reads of big), so a page seen before costs no outline, chunking or tokenizing. Chunks
+# and outlines are immutable (named tuples, frozen dataclasses; the outline's lists are
+# only read), so two records may share them.
+RECENT_CHARS = 24_000_000
+_built: Recent[tuple[object, ...], _Built] = Recent(RECENT_CHARS)
+_shapes: Recent[tuple[str, int], Outline] = Recent(RECENT_CHARS)
 
 
 def _in_worker() -> bool:
