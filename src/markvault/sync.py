@@ -108,11 +108,12 @@ _Built = tuple[tuple[Chunk, ...], tuple[str, ...], bytes, int]
 
 # What a worker remembers of the pages it built last (``_in_worker``; a long-lived process
 # keeps nothing), by characters of body: a collection of document sets in several
-# versions repeats whole pages under other frontmatter (a fifth of the notes one worker
-# reads of big), so a page seen before costs no outline, chunking or tokenizing. Chunks
-# and outlines are immutable (named tuples, frozen dataclasses; the outline's lists are
-# only read), so two records may share them.
-RECENT_CHARS = 24_000_000
+# versions repeats whole pages under other frontmatter, and a large sync hands a page's
+# versions to the workers side by side (``read_files``), so a page seen a few notes
+# before costs no outline, chunking or tokenizing. Chunks and outlines are immutable
+# (named tuples, frozen dataclasses; the outline's lists are only read), so two records
+# may share them.
+RECENT_CHARS = 1_000_000
 _built: Recent[tuple[object, ...], _Built] = Recent(RECENT_CHARS)
 _shapes: Recent[tuple[str, int], Outline] = Recent(RECENT_CHARS)
 
@@ -199,8 +200,10 @@ def read_files(
         return
     from .pool import in_workers
 
+    # A page's versions side by side (docset/v1/x.md, docset/v2/x.md, ...): mostly in
+    # one batch, so its worker builds the page once (see RECENT_CHARS).
     for done in in_workers(
-        todo,
+        sorted(todo, key=_page_order),
         lambda item: read_file(files, settings, *item),
         functools.partial(_read_batch, settings),
         batch_size=READ_BATCH,
@@ -210,6 +213,32 @@ def read_files(
         for (st, _), result in done:
             yield st, result
         progress.advance(len(done))
+
+
+def _page_order(item: tuple[FileStat, str | None]) -> tuple[str, str]:
+    """A file's place in a large read: by its name, then its path."""
+    path = item[0].path
+    return path.rpartition("/")[2], path
+
+
+def _files_order(
+    todo: list[tuple[FileStat, str | None]],
+    changes: Changes,
+    retries: list[tuple[str, str]],
+    stored: StoredNotes | None,
+) -> None:
+    """What a read in page order found, back in the files' order (``todo``'s): all that
+    a sync reports, tells the feed or matches as renames; only the chunk ids a build
+    written batch by batch hands out follow the page order."""
+    place = {st.path: i for i, (st, _) in enumerate(todo)}
+    changes.records.sort(key=lambda r: place[r.path])
+    changes.touched.sort(key=lambda t: place[t[0]])
+    changes.skipped.sort(key=lambda t: place[t[0]])
+    retries.sort(key=lambda t: place[t[0]])
+    if stored is not None:
+        stored.written.sort(key=lambda w: place[w.path])
+        # a build written batch by batch: only its notes' problems are there yet
+        stored.report.warnings.sort(key=lambda w: place.get(str(w.get("path")), -1))
 
 
 class Syncer:
@@ -283,6 +312,7 @@ class Syncer:
         """Read ``todo`` into ``changes``, or its records into ``stored`` a batch at a
         time (see scan_changes)."""
         batch: list[NoteRows] = []
+        retries: list[tuple[str, str]] = []
         for st, (outcome, value) in read_files(self.files, self.settings, todo, progress):
             if outcome == "record":
                 assert isinstance(value, NoteRows)
@@ -298,9 +328,12 @@ class Syncer:
             elif outcome == "skipped":
                 changes.skipped.append((st.path, str(value), st.mtime_ns, st.size))
             else:
-                changes.warnings.append(str(value))
+                retries.append((st.path, str(value)))
         if batch and stored is not None:
             stored.store(batch, changes.known)
+        if len(todo) >= PARALLEL_MIN_FILES:  # read in page order (read_files)
+            _files_order(todo, changes, retries, stored)
+        changes.warnings += [message for _, message in retries]
 
     def run(
         self,
