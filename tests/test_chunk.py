@@ -263,11 +263,13 @@ def test_a_worker_builds_a_repeated_page_once_and_the_same_records(monkeypatch) 
 
     assert not sync._in_worker()  # the test process keeps nothing between notes
     fresh = built()
-    assert len(sync._built) == 0
+    assert len(sync._built) == len(sync._shapes) == 0
     monkeypatch.setattr(sync, "_in_worker", lambda: True)
-    monkeypatch.setattr(sync, "_built", sync._BuiltNotes())
+    monkeypatch.setattr(sync, "_built", sync.Recent(sync.RECENT_CHARS))
+    monkeypatch.setattr(sync, "_shapes", sync.Recent(sync.RECENT_CHARS))
     assert built() == fresh
     assert len(sync._built) == 4  # the second page was the first's
+    assert (len(sync._shapes), sync._shapes.hits) == (3, 2)  # its body, another title too
     assert fresh[0][1:4] == fresh[1][1:4] and fresh[0][4] != fresh[1][4]
 
 

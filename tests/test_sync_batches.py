@@ -19,12 +19,13 @@ from markvault.vault import Vault
 
 from .conftest import WriteNotes
 
+# Chunks by note and place, not by id: a large read hands out ids in its own order.
 TABLES = {
     "notes": "SELECT path, title, aliases, problems, hash FROM notes ORDER BY path",
-    "chunks": "SELECT id, path, seq, hash, note_len FROM chunks ORDER BY id",
+    "chunks": "SELECT path, seq, hash, note_len FROM chunks ORDER BY path, seq",
     "links": "SELECT source, target, target_path, line FROM links ORDER BY source, line, target",
-    "postings": "SELECT v.term, p.chunk_id, p.tf, p.dl FROM postings p JOIN vocab v "
-    "USING (termid) ORDER BY v.term, p.chunk_id",
+    "postings": "SELECT v.term, c.path, c.seq, p.tf, p.dl FROM postings p JOIN vocab v "
+    "USING (termid) JOIN chunks c ON c.id = p.chunk_id ORDER BY v.term, c.path, c.seq",
     "vocab": "SELECT term, df, ndf FROM vocab ORDER BY term",
     "kw_stats": "SELECT n, total FROM kw_stats",
 }

@@ -27,6 +27,8 @@ from .model import Block, Section
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
+    from .recent import Recent
+
 
 class _NoDebug:
     """A logger that drops debug lines without asking the logging module."""
@@ -76,8 +78,17 @@ class Outline(NamedTuple):
     sections: list[Section]
 
 
-def outline(body: str, body_line: int = 0) -> Outline:
-    """The body's outline through pulldown-cmark, equal to ``outline_reference``'s."""
+def outline(
+    body: str, body_line: int = 0, recent: Recent[tuple[str, int], Outline] | None = None
+) -> Outline:
+    """The body's outline through pulldown-cmark, equal to ``outline_reference``'s.
+    ``recent``: outlines by (body, body_line), found there or kept there."""
+    if recent is not None:
+        shape = recent.find((body, body_line))
+        if shape is None:
+            shape = outline(body, body_line)
+            recent.keep((body, body_line), shape, len(body))
+        return shape
     # markdown-it's normalisation, so that lines and sources are the ones it would see
     src = _NEWLINES.sub("\n", body) if "\r" in body else body
     if "\0" in src:

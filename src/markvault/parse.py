@@ -10,12 +10,15 @@ import posixpath
 import re
 import unicodedata
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from .frontmatter import load_frontmatter, opens_block, split_frontmatter
 from .model import KINDS, Link, ParsedNote
 from .outline import Outline, outline, outline_reference
+
+if TYPE_CHECKING:
+    from .recent import Recent
 
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
 # Each link and tag pattern starts with a literal, which the regex engine scans for: an
@@ -44,11 +47,17 @@ LIST_FIELDS = ("tags", "aliases", "files", "concepts")
 
 
 def parse_note(
-    path: str, text: str, *, max_frontmatter_bytes: int = 64 * 1024, reference: bool = False
+    path: str,
+    text: str,
+    *,
+    max_frontmatter_bytes: int = 64 * 1024,
+    reference: bool = False,
+    shapes: Recent[tuple[str, int], Outline] | None = None,
 ) -> ParsedNote:
     """Parse one note. ``path`` is vault-relative (POSIX); ``text`` is the decoded file.
     ``reference`` reads the Markdown with markdown-it-py, the parser the fast one is held
-    to (tests and bench/profile_index.py compare the two)."""
+    to (tests and bench/profile_index.py compare the two). ``shapes``: outlines of
+    recent bodies (see ``outline``)."""
     path = unicodedata.normalize("NFC", path)
     problems: list[str] = []
     if text.startswith("\ufeff"):
@@ -68,7 +77,7 @@ def parse_note(
                 problems.append(problem)
 
     fields = _recognised_fields(metadata, problems)
-    shape = outline_reference(body, body_line) if reference else outline(body, body_line)
+    shape = outline_reference(body, body_line) if reference else outline(body, body_line, shapes)
     h1 = next((s.text for s in shape.sections if s.level == 1 and s.text), None)
     inline_tags, links = _tags_and_links(shape, path)
 

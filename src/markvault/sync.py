@@ -27,10 +27,12 @@ from .files import FileStat, VaultFiles, content_hash
 from .gitrepo import has_conflict_markers
 from .links import LinkResolver, link_name, names_of
 from .model import Chunk, NoProgress, NoteRecord, ParsedNote, Progress, ReindexReport
+from .recent import Recent
 from .rows import NoteRows, RowBlock
 
 if TYPE_CHECKING:  # the workers that read notes import this module: not DuckDB
     from .index import Index
+    from .outline import Outline
 
 # Vectors are committed this many at a time: progress moves and an interrupted run
 # keeps its work, while sentence-transformers still sorts each group by length.
@@ -57,15 +59,20 @@ def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> 
     # Imported here: a sync that reads no file (nothing changed) never loads the parser.
     from .parse import parse_note
 
-    note = parse_note(stat.path, text, max_frontmatter_bytes=settings.max_frontmatter_bytes)
+    worker = _in_worker()
+    note = parse_note(
+        stat.path,
+        text,
+        max_frontmatter_bytes=settings.max_frontmatter_bytes,
+        shapes=_shapes if worker else None,
+    )
     # What decides the chunks and their terms (the blocks are the body's, from its line).
     key = (note.title, note.frontmatter_title, note.body_line, note.body, settings.chunk)
-    memo = _built if _in_worker() else None
-    built = memo.get(key) if memo is not None else None
+    built = _built.find(key) if worker else None
     if built is None:
         built = _chunks_and_terms(note, text, settings.chunk)
-        if memo is not None:
-            memo.keep(key, built)
+        if worker:
+            _built.keep(key, built, len(note.body))
     chunks, terms, counts, note_len = built
     return NoteRecord(
         note,
@@ -99,25 +106,16 @@ def _chunks_and_terms(note: ParsedNote, text: str, params: ChunkParams) -> _Buil
 _Built = tuple[tuple[Chunk, ...], tuple[str, ...], bytes, int]
 
 
-class _BuiltNotes(dict[tuple[object, ...], _Built]):
-    """A note's chunks and terms by what decides them (title, body and its first line,
-    the chunk parameters): a collection of document sets in several versions repeats
-    whole pages under other frontmatter (a fifth of the notes one worker reads of the
-    big corpus), and a page seen before costs its worker no chunking or tokenizing.
-    Chunks are immutable, so two records may hold the same ones. Only workers keep it
-    (``_in_worker``), up to 24 M characters of body in all (their chunks about as much
-    again), then what it has."""
-
-    chars = 0
-
-    def keep(self, key: tuple[object, ...], built: _Built) -> None:
-        body = key[3]
-        if self.chars < 24_000_000 and isinstance(body, str):
-            self.chars += len(body)
-            self[key] = built
-
-
-_built = _BuiltNotes()
+# What a worker remembers of the pages it built last (``_in_worker``; a long-lived process
+# keeps nothing), by characters of body: a collection of document sets in several
+# versions repeats whole pages under other frontmatter, and a large sync hands a page's
+# versions to the workers side by side (``read_files``), so a page seen a few notes
+# before costs no outline, chunking or tokenizing. Chunks and outlines are immutable
+# (named tuples, frozen dataclasses; the outline's lists are only read), so two records
+# may share them.
+RECENT_CHARS = 1_000_000
+_built: Recent[tuple[object, ...], _Built] = Recent(RECENT_CHARS)
+_shapes: Recent[tuple[str, int], Outline] = Recent(RECENT_CHARS)
 
 
 def _in_worker() -> bool:
@@ -236,8 +234,10 @@ def read_files(
         return
     from .pool import in_workers
 
+    # A page's versions side by side (docset/v1/x.md, docset/v2/x.md, ...): mostly in
+    # one batch, so its worker builds the page once (see RECENT_CHARS).
     for done in in_workers(
-        todo,
+        sorted(todo, key=_page_order),
         lambda item: read_file(files, settings, *item),
         functools.partial(_read_batch, settings),
         unpack=_unpack_batch,
@@ -248,6 +248,32 @@ def read_files(
         for (st, _), result in done:
             yield st, result
         progress.advance(len(done))
+
+
+def _page_order(item: tuple[FileStat, str | None]) -> tuple[str, str]:
+    """A file's place in a large read: by its name, then its path."""
+    path = item[0].path
+    return path.rpartition("/")[2], path
+
+
+def _files_order(
+    todo: list[tuple[FileStat, str | None]],
+    changes: Changes,
+    retries: list[tuple[str, str]],
+    stored: StoredNotes | None,
+) -> None:
+    """What a read in page order found, back in the files' order (``todo``'s): all that
+    a sync reports, tells the feed or matches as renames; only the chunk ids a build
+    written batch by batch hands out follow the page order."""
+    place = {st.path: i for i, (st, _) in enumerate(todo)}
+    changes.records.sort(key=lambda r: place[r.path])
+    changes.touched.sort(key=lambda t: place[t[0]])
+    changes.skipped.sort(key=lambda t: place[t[0]])
+    retries.sort(key=lambda t: place[t[0]])
+    if stored is not None:
+        stored.written.sort(key=lambda w: place[w.path])
+        # a build written batch by batch: only its notes' problems are there yet
+        stored.report.warnings.sort(key=lambda w: place.get(str(w.get("path")), -1))
 
 
 class Syncer:
@@ -321,6 +347,7 @@ class Syncer:
         """Read ``todo`` into ``changes``, or its records into ``stored`` a batch at a
         time (see scan_changes)."""
         batch: list[NoteRows] = []
+        retries: list[tuple[str, str]] = []
         for st, (outcome, value) in read_files(self.files, self.settings, todo, progress):
             if outcome == "record":
                 assert isinstance(value, NoteRows)
@@ -336,9 +363,12 @@ class Syncer:
             elif outcome == "skipped":
                 changes.skipped.append((st.path, str(value), st.mtime_ns, st.size))
             else:
-                changes.warnings.append(str(value))
+                retries.append((st.path, str(value)))
         if batch and stored is not None:
             stored.store(batch, changes.known)
+        if len(todo) >= PARALLEL_MIN_FILES:  # read in page order (read_files)
+            _files_order(todo, changes, retries, stored)
+        changes.warnings += [message for _, message in retries]
 
     def run(
         self,
