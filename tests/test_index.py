@@ -531,3 +531,33 @@ def test_a_second_open_of_the_index_in_one_process_is_busy_not_a_rebuild(
         assert not settings.db_path.with_name(settings.db_path.name + ".old").exists()
     finally:
         first.close()
+
+
+def test_terms_of_an_index_without_its_keyword_tables_are_unknown(
+    vault_dir: Path, tmp_path: Path
+) -> None:
+    """A new index has no vocabulary until its keyword rebuild: a search's term lookup
+    finds nothing there, whether the tables were listed before or not (a one-shot search
+    just tries the lookup), and the connection reads on afterwards."""
+    from markvault import Settings
+    from markvault.index.store import Store
+
+    settings = Settings.load(vault=vault_dir, index=tmp_path / "index")
+    Store.open(settings, write=True, chunk_fingerprint="fp", ready=lambda _: None).close()
+    for listed in (False, True):
+        store = Store.open(settings, write=False, chunk_fingerprint="fp", ready=lambda _: None)
+        try:
+            index = Index(store)
+            if listed:
+                assert not store.has_table("vocab")
+            assert index.keyword.term_ids(["alpha"]) == {}
+            assert index.keyword.bm25(["alpha"], Filters(), 10) == []
+            assert store.meta()["chunk_fingerprint"] == "fp"
+        finally:
+            store.close()
+    store = Store.open(settings, write=True, chunk_fingerprint="fp", ready=lambda _: None)
+    try:
+        with pytest.raises(duckdb.CatalogException):  # another table missing: not hidden
+            store.rows_if_table("meta", "SELECT * FROM meta, no_such_table")
+    finally:
+        store.close()

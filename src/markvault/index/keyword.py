@@ -334,17 +334,18 @@ class KeywordIndex:
 
     def term_ids(self, terms: Sequence[str]) -> dict[str, tuple[int, int, int]]:
         """term -> (term id, chunks with it, notes with it) for the terms the index knows."""
-        if not terms or not self.store.has_table("postings"):
+        if not terms:
             return {}
         # The terms go in as SQL literals, not parameters: DuckDB's Python client tries to
         # import pandas for every parameter, which costs ~0.4 ms each when it is not
         # installed (35 ms for a 40-word query); literals also let it prune the sorted
-        # vocabulary's row groups.
+        # vocabulary's row groups. The vocabulary and the postings appear and vanish
+        # together (``rebuild``), so an index with no vocabulary has no keyword index yet.
         literals = ", ".join(sql_string(t) for t in dict.fromkeys(terms))
-        rows = self.con.execute(
-            f"SELECT term, termid, df, ndf FROM vocab WHERE term IN ({literals})"
-        ).fetchall()
-        return {r[0]: (int(r[1]), int(r[2]), int(r[3])) for r in rows}
+        rows = self.store.rows_if_table(
+            "vocab", f"SELECT term, termid, df, ndf FROM vocab WHERE term IN ({literals})"
+        )
+        return {r[0]: (int(r[1]), int(r[2]), int(r[3])) for r in rows or ()}
 
     def bm25(
         self,

@@ -268,6 +268,20 @@ class Store:
             self._tables = self._query_tables()
         return (schema, name) in self._tables
 
+    def rows_if_table(self, name: str, sql: str) -> list[tuple[Any, ...]] | None:
+        """The rows of ``sql``, a read of the table ``name``; None when there is no such
+        table. With the tables not listed yet and no transaction open (a one-shot search),
+        the statement is just tried: listing them (``duckdb_tables()``) costs a new
+        connection ~2 ms, and a failed statement outside a transaction harms nothing."""
+        if self._tables is not None or self._open_transactions:
+            return self.con.execute(sql).fetchall() if self.has_table(name) else None
+        try:
+            return self.con.execute(sql).fetchall()
+        except duckdb.CatalogException:
+            if self.has_table(name):  # another table is missing: not this one's answer
+                raise
+            return None
+
     def forget_tables(self) -> None:
         """Tables appeared or vanished outside a transaction (the keyword rebuild)."""
         self._tables = None
@@ -442,11 +456,10 @@ def connect(path: Path, settings: Settings, read_only: bool) -> duckdb.DuckDBPyC
     while True:
         con = duckdb.connect(":memory:", config=config)
         try:
-            con.execute(attach)
-            con.execute(f"USE {DATABASE}")
-            # DuckDB draws a progress bar on stdout for long statements: that would
-            # corrupt the MCP server's JSON-RPC stream and scripts' JSON.
-            con.execute("SET enable_progress_bar = false")
+            # In one call (~0.2 ms less). DuckDB draws a progress bar on stdout for long
+            # statements: that would corrupt the MCP server's JSON-RPC stream and scripts'
+            # JSON (a session setting: the connect config refuses it).
+            con.execute(f"{attach}; USE {DATABASE}; SET enable_progress_bar = false")
             return con
         except duckdb.Error as exc:
             con.close()
