@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -64,6 +65,11 @@ def in_workers(
         ) as pool:
             pending: deque[Future[Any]] = deque()
             try:
+                first, failed = _while_starting(pool, there, batches, pending, workers, here)
+                yield first
+                done = 1
+                if failed is not None:
+                    raise failed
                 while done < len(batches):
                     while done + len(pending) < len(batches) and (
                         len(pending) < AHEAD_PER_WORKER * workers
@@ -80,6 +86,36 @@ def in_workers(
     except (BrokenProcessPool, OSError):
         for batch in batches[done:]:
             yield [(item, here(item)) for item in batch]
+
+
+def _while_starting(
+    pool: ProcessPoolExecutor,
+    there: Callable[[list[T]], Any],
+    batches: list[list[T]],
+    pending: deque[Future[Any]],
+    workers: int,
+    here: Callable[[T], R],
+) -> tuple[list[tuple[T, R]], BaseException | None]:
+    """The first batch, read here while a thread hands the next ones to ``pool``: its
+    first ``submit`` waits for the worker processes to start (the forkserver's own start
+    and imports, ~0.2-0.3 s), in which this process would otherwise sit idle. With what
+    handing out raised (the pool could not start), for the caller to raise."""
+    failed: list[BaseException] = []
+
+    def hand_out() -> None:
+        try:
+            for batch in batches[1 : 1 + AHEAD_PER_WORKER * workers]:
+                pending.append(pool.submit(there, batch))
+        except BaseException as exc:  # raised by the caller, after the first batch
+            failed.append(exc)
+
+    thread = threading.Thread(target=hand_out, name="markvault-pool-start", daemon=True)
+    thread.start()
+    try:
+        first = [(item, here(item)) for item in batches[0]]
+    finally:
+        thread.join()
+    return first, failed[0] if failed else None
 
 
 def worker_setup() -> None:
