@@ -43,11 +43,12 @@ def in_workers(
 
     Below ``min_items`` items, or on one core, ``here`` runs on each item in this process
     (worker processes would cost more than they save); otherwise ``there`` runs on
-    batches of ``batch_size`` in worker processes. ``there`` must pickle: a module-level
-    function, or a ``functools.partial`` of one; ``unpack``, run here on what ``there``
-    returned, turns it into the batch's results (default: it is them). ``preload``:
-    modules ``there`` uses, imported once by the process the workers fork from instead
-    of by each worker.
+    batches of ``batch_size`` in worker processes, all but the first, whose items
+    ``here`` takes while they start (``_while_starting``). ``there`` must pickle: a
+    module-level function, or a ``functools.partial`` of one; ``unpack``, run here on
+    what ``there`` returned, turns it into the batch's results (default: it is them).
+    ``preload``: modules ``there`` uses, imported once by the process the workers fork
+    from instead of by each worker.
     """
     workers = min(os.cpu_count() or 1, MAX_WORKERS)
     if len(items) < min_items or workers < 2:
