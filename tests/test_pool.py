@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from markvault.host import open_local
-from markvault.pool import WORKER_GC_THRESHOLD, in_workers
+from markvault.pool import WORKER_GC_THRESHOLD, _batches, in_workers
 
 from .conftest import OpenVault, WriteNotes
 from .test_sessions import assistant, user
@@ -39,6 +39,19 @@ def test_results_come_in_order_and_equal_the_work_done_here() -> None:
     # Below min_items, one item at a time, here.
     small = list(in_workers(items[:5], square, squares, batch_size=7, min_items=10))
     assert small == [[(x, x * x)] for x in items[:5]]
+
+
+def test_heavy_items_are_cut_into_batches_of_their_own() -> None:
+    # Even weights: batches of the size asked for.
+    assert _batches(list(range(10)), 4, lambda _: 1) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    # Heavy items (weight 40; 133 in all, so 4 items weigh 33 on average and no batch
+    # may pass 66): two side by side go to batches of their own; the first batch, which
+    # this process reads while the workers start, keeps its 4 items whatever they weigh.
+    weights = {3: 40, 8: 40, 9: 40}
+    items = list(range(16))
+    got = _batches(items, 4, lambda i: weights.get(i, 1))
+    assert got == [[0, 1, 2, 3], [4, 5, 6, 7], [8], [9, 10, 11, 12], [13, 14, 15]]
+    assert [i for b in got for i in b] == items
 
 
 def young_thresholds(batch: list[int]) -> list[int]:
