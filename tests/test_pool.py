@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from markvault.host import open_local
-from markvault.pool import WORKER_GC_THRESHOLD, in_workers
+from markvault.pool import WORKER_GC_THRESHOLD, _batches, in_workers
 
 from .conftest import OpenVault, WriteNotes
 from .test_sessions import assistant, user
@@ -41,6 +41,19 @@ def test_results_come_in_order_and_equal_the_work_done_here() -> None:
     assert small == [[(x, x * x)] for x in items[:5]]
 
 
+def test_heavy_items_are_cut_into_batches_of_their_own() -> None:
+    # Even weights: batches of the size asked for.
+    assert _batches(list(range(10)), 4, lambda _: 1) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    # Heavy items (weight 40; 133 in all, so 4 items weigh 33 on average and no batch
+    # may pass 66): two side by side go to batches of their own; the first batch, which
+    # this process reads while the workers start, keeps its 4 items whatever they weigh.
+    weights = {3: 40, 8: 40, 9: 40}
+    items = list(range(16))
+    got = _batches(items, 4, lambda i: weights.get(i, 1))
+    assert got == [[0, 1, 2, 3], [4, 5, 6, 7], [8], [9, 10, 11, 12], [13, 14, 15]]
+    assert [i for b in got for i in b] == items
+
+
 def young_thresholds(batch: list[int]) -> list[int]:
     import gc
 
@@ -56,7 +69,25 @@ def test_workers_collect_their_young_objects_less_often() -> None:
         for done in in_workers(items, square, young_thresholds, batch_size=5, min_items=10)
         for _, r in done
     ]
-    assert got == [WORKER_GC_THRESHOLD] * len(items)
+    # The first batch is read here while the workers start (see the next test).
+    assert got == [square(x) for x in items[:5]] + [WORKER_GC_THRESHOLD] * 15
+
+
+def pids(batch: list[int]) -> list[int]:
+    return [os.getpid() for _ in batch]
+
+
+def test_the_first_batch_is_read_here_while_the_workers_start() -> None:
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: the work runs here, without workers")
+    items = list(range(12))
+    got = [
+        r
+        for done in in_workers(items, lambda _: os.getpid(), pids, batch_size=4, min_items=10)
+        for _, r in done
+    ]
+    assert got[:4] == [os.getpid()] * 4
+    assert os.getpid() not in got[4:]
 
 
 def test_broken_workers_leave_the_work_to_this_process() -> None:

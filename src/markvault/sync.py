@@ -244,6 +244,7 @@ def read_files(
         batch_size=READ_BATCH,
         min_items=PARALLEL_MIN_FILES,
         preload=WORKER_MODULES,
+        weight=lambda item: item[0].size,
     ):
         for (st, _), result in done:
             yield st, result
