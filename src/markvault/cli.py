@@ -181,15 +181,18 @@ def main(
     ctx.obj = {"vault": vault_dir, "index": index_dir, "model": model}
 
 
-def open_vault(ctx: click.Context, *, index_lock_wait: float | None = None) -> Vault:
+def open_vault(
+    ctx: click.Context, *, index_lock_wait: float | None = None, look_ahead: bool = False
+) -> Vault:
     """The vault: this process owns its index, or asks the process that does (see
     shared.py), so any number of commands and servers can run at once.
-    ``index_lock_wait``: how long to wait for the DuckDB file's lock (as the owner)."""
+    ``index_lock_wait``: how long to wait for the DuckDB file's lock (as the owner);
+    ``look_ahead``: the command's first call is a search (``shared.connect``)."""
     obj = ctx.find_root().obj
     settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
     if index_lock_wait is not None:
         settings = dataclasses.replace(settings, index_lock_wait=index_lock_wait)
-    vault = connect(settings)
+    vault = connect(settings, look_ahead=look_ahead)
     ctx.call_on_close(vault.close)
     return vault
 
@@ -465,7 +468,7 @@ def search(
     filters = _filters(kind, type_, tag, topic, project, path_glob, since, until, meta,
                        concept, files, include_expired, scope)  # fmt: skip
     fmt = "json" if as_json else fmt
-    vault = open_vault(ctx)
+    vault = open_vault(ctx, look_ahead=not batch)
     if batch:
         if query:
             raise UsageError("Give a query or --batch, not both.")
