@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -219,6 +220,15 @@ def test_keyword_search_process_imports_only_what_it_uses(small: Path) -> None:
     out, err = _loaded_by_cli(args, NOT_FOR_KEYWORD_SEARCH)
     assert "notes/alpha.md" in out
     assert "LOADED=\n" in err, err
+
+
+def test_a_search_in_the_callers_process_leaves_its_collector_on(small: Path) -> None:
+    """A `vault search` process stops Python's cycle collector once its index is there
+    (it ends with the answer); a caller running the command in its own process does not
+    end with it, and keeps its collector."""
+    assert run(small, "reindex", "--no-vectors").exit_code == 0
+    assert run(small, "search", "quokka", "--mode", "keyword").exit_code == 0
+    assert gc.isenabled()
 
 
 def test_first_reindex_of_a_few_notes_imports_no_arrow(small: Path) -> None:
