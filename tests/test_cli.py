@@ -163,9 +163,11 @@ def test_missing_vault_is_a_clear_error(tmp_path: Path) -> None:
 # What a keyword search of a ready index never needs: the model, the sync (parsing,
 # chunking, worker processes), the session pipeline, the writers, Arrow, numpy (the vector
 # side's), the ignore rules' parser (no ignore file here), the watcher, the duckdb
-# package around the engine (index/store.py says why) and logging (only a listener's
-# failure logs).
+# package around the engine (index/store.py says why), logging (only a listener's
+# failure logs) and, in a vault without git, subprocess (GNU find is spawned directly:
+# core/freshness.py).
 NOT_FOR_KEYWORD_SEARCH = (
+    "subprocess",
     "duckdb",
     "importlib.metadata",
     "logging",

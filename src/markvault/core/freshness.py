@@ -172,8 +172,11 @@ class Freshness:
             self.before_call(name)
             return read()
         ahead, self._ahead = self._ahead, None
-        if not self._due(name, False):
-            return read()
+        if not self._due(name, False):  # no index yet: ``read`` builds it
+            first = read()
+            if ahead is not None:  # done by now; its process reaped before this one ends
+                ahead.join()
+            return first
         settings = self.keeper.settings
         look = ahead or _Look(lambda: look_at_disk(settings, False))
         # Opened first, so the notices opening adds are known and given to a second read.
