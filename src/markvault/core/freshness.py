@@ -116,8 +116,9 @@ def look_ahead(settings: Settings) -> LookAhead:
     looked at by GNU find alone, spawned here by this thread (a few hundred µs), so the
     look's own thread needs the GIL only once find is done, not during the imports."""
     walk = None
-    if find_repo(settings.vault_dir) is None:
-        walk = FindWalk.start(str(settings.vault_dir), str(settings.index_dir))
+    with contextlib.suppress(OSError):  # the look's thread meets it again, and says so
+        if find_repo(settings.vault_dir) is None:
+            walk = FindWalk.start(str(settings.vault_dir), str(settings.index_dir))
     return _Look(lambda: look_at_disk(settings, False, walk))
 
 
