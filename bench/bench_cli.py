@@ -152,6 +152,7 @@ def timed(owner, attr, label):
 become_owner = shared.SharedHost._become_owner
 def own(self):
     t = time.time()
+    done = become_owner(self)  # imports the index layer (the freshness look may start first)
     import markvault.core, markvault.host, markvault.search, markvault.core.freshness
     import markvault.index.store, markvault.owner
     marks["spent"]["import the index layer (DuckDB)"] = time.time() - t
@@ -163,7 +164,7 @@ def own(self):
     timed(markvault.index.store, "connect", "DuckDB connect")
     timed(markvault.search.Searcher, "search", "the search")
     timed(markvault.owner.IndexOwner, "close", "closing the index")
-    return become_owner(self)
+    return done
 shared.SharedHost._become_owner = own
 
 def report():

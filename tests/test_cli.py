@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -162,9 +163,11 @@ def test_missing_vault_is_a_clear_error(tmp_path: Path) -> None:
 # What a keyword search of a ready index never needs: the model, the sync (parsing,
 # chunking, worker processes), the session pipeline, the writers, Arrow, numpy (the vector
 # side's), the ignore rules' parser (no ignore file here), the watcher, the duckdb
-# package around the engine (index/store.py says why) and logging (only a listener's
-# failure logs).
+# package around the engine (index/store.py says why), logging (only a listener's
+# failure logs) and, in a vault without git, subprocess (GNU find is spawned directly:
+# core/freshness.py).
 NOT_FOR_KEYWORD_SEARCH = (
+    "subprocess",
     "duckdb",
     "importlib.metadata",
     "logging",
@@ -219,6 +222,15 @@ def test_keyword_search_process_imports_only_what_it_uses(small: Path) -> None:
     out, err = _loaded_by_cli(args, NOT_FOR_KEYWORD_SEARCH)
     assert "notes/alpha.md" in out
     assert "LOADED=\n" in err, err
+
+
+def test_a_search_in_the_callers_process_leaves_its_collector_on(small: Path) -> None:
+    """A `vault search` process stops Python's cycle collector once its index is there
+    (it ends with the answer); a caller running the command in its own process does not
+    end with it, and keeps its collector."""
+    assert run(small, "reindex", "--no-vectors").exit_code == 0
+    assert run(small, "search", "quokka", "--mode", "keyword").exit_code == 0
+    assert gc.isenabled()
 
 
 def test_first_reindex_of_a_few_notes_imports_no_arrow(small: Path) -> None:

@@ -142,6 +142,26 @@ def test_finds_digest_changes_when_the_walks_sum_does(tmp_path: Path) -> None:
     assert freshness.find_digest(str(tmp_path / "link"), str(index)) != through
 
 
+def test_a_look_started_ahead_finds_what_a_look_now_finds(tmp_path: Path) -> None:
+    """A one-shot search's look at the disk, started before the index layer loads, plans
+    what a look started at the call would; a walk the look does not need is stopped."""
+    vault = tmp_path / "vault"
+    write(vault, "notes/a.md", "# A\n")
+    settings = Settings.load(vault=vault, index=tmp_path / "index")
+    ahead = freshness.look_ahead(settings)
+    ahead.join()
+    assert ahead.error is None and ahead.plan is not None and ahead.plan.walk_all
+    walk = freshness.FindWalk.start(str(vault), str(settings.index_dir))
+    if walk is None:
+        pytest.skip("no GNU find here")
+    assert freshness.look_at_disk(settings, False, walk) == freshness.look_at_disk(settings, False)
+    walk = freshness.FindWalk.start(str(vault), str(settings.index_dir))
+    assert walk is not None
+    assert freshness.look_at_disk(settings, True, walk) is None  # watched: no walk
+    with pytest.raises(ChildProcessError):  # stopped and reaped
+        os.waitpid(walk.pid, os.WNOHANG)
+
+
 def test_a_repository_with_no_commit_yet_is_checked_by_the_walks_sum(tmp_path: Path) -> None:
     """`git init` and nothing committed: there is no commit to diff from, so the check
     keeps the stat walk's sum (not a full comparison with the index on every command)."""

@@ -41,11 +41,13 @@ CONNECT_WAIT_SECONDS = 60.0  # an owner may be building a large index before it 
 FOLLOW_RETRY_SECONDS = 1.0  # longest wait between two looks for an owner's change feed
 
 
-def connect(settings: Settings, *, must_own: bool = False) -> Vault:
+def connect(settings: Settings, *, must_own: bool = False, look_ahead: bool = False) -> Vault:
     """The vault as the faces use it: this process owns its index, or asks the process
     that does, and takes over when that one stops. ``must_own``: wait until this process
-    owns the index (`vault watch`)."""
-    return Vault(SharedHost(settings, must_own=must_own))
+    owns the index (`vault watch`). ``look_ahead``: the first call is a search made now
+    (a one-shot command): where this process becomes the owner, its freshness look at
+    the disk starts before the index layer is imported."""
+    return Vault(SharedHost(settings, must_own=must_own, look_ahead=look_ahead))
 
 
 class OwnerLostError(errors.IndexBusyError):
@@ -61,9 +63,12 @@ class SharedHost:
         *,
         connect_wait: float = CONNECT_WAIT_SECONDS,
         must_own: bool = False,
+        look_ahead: bool = False,
     ) -> None:
-        """``must_own``: wait until this process owns the index (`vault watch`)."""
+        """``must_own``: wait until this process owns the index (`vault watch`);
+        ``look_ahead``: see ``connect``."""
         self._settings = settings
+        self._look_ahead = look_ahead
         self._background = False
         self._watch = False
         self._poll: bool | None = None
@@ -153,10 +158,15 @@ class SharedHost:
             delay = min(delay * 2, 0.2)
 
     def _become_owner(self) -> None:
-        from .core import Core  # the index layer: only the owner loads it
-        from .host import LocalHost
+        from .core import Core
+        from .core.freshness import look_ahead
 
-        host = LocalHost(Core(self._settings), owner=True)
+        # Before the index layer: GNU find walks the vault on the other core meanwhile.
+        look = look_ahead(self._settings) if self._look_ahead else None
+        self._look_ahead = False  # a later takeover's first call is not the command's
+        from .host import LocalHost  # the index layer: only the owner loads it
+
+        host = LocalHost(Core(self._settings, look=look), owner=True)
         host.model_wait = self._model_wait
         self._follow.owned_here(host.feed.subscribe)  # before its first sync reports
         self._owner = IndexOwner(host, self._lock)

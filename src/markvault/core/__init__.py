@@ -17,11 +17,10 @@ from typing import TYPE_CHECKING
 from ..config import Settings
 from ..embed import Embedder
 from .gate import CredentialGate
-from .lifecycle import IndexKeeper
 
 if TYPE_CHECKING:
     from .context import ContextViews
-    from .freshness import Freshness
+    from .freshness import Freshness, LookAhead
     from .git_sync import GitSync
     from .reading import NoteReader
     from .session_import import SessionImporter
@@ -32,9 +31,21 @@ if TYPE_CHECKING:
 class Core:
     """One vault's work, a part per concept, sharing one ``IndexKeeper``."""
 
-    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
-        """``embedder`` lets several vaults share one loaded model (its name must match)."""
+    def __init__(
+        self,
+        settings: Settings,
+        embedder: Embedder | None = None,
+        look: LookAhead | None = None,
+    ) -> None:
+        """``embedder`` lets several vaults share one loaded model (its name must match);
+        ``look``: a look at the disk already under way for the first call's freshness
+        check (``freshness.look_ahead``)."""
+        # Imported here, not with the package: the freshness look can start before the
+        # index layer (DuckDB) loads, and runs beside that import (shared.py).
+        from .lifecycle import IndexKeeper
+
         self.keeper = IndexKeeper(settings, embedder)  # lifecycle and sync
+        self._look = look
         # The credential policy every write passes. Made now, not on first use: it
         # stamps the settings file as ``settings`` read it, so a later change is seen.
         self.gate = CredentialGate(settings)
@@ -79,7 +90,8 @@ class Core:
         """Small changes on disk synced before a call."""
         from .freshness import Freshness
 
-        return Freshness(self.keeper)
+        look, self._look = self._look, None
+        return Freshness(self.keeper, look)
 
     @cached_property
     def git(self) -> GitSync:

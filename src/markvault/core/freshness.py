@@ -55,11 +55,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from ..errors import MarkvaultError
 from ..files import IGNORE_FILE
 from ..gitrepo import find_repo
-from ..index import IndexUnusable
-from .lifecycle import IndexKeeper
 
 if TYPE_CHECKING:
+    from ..config import Settings
     from ..gitsync import Git
+    from .lifecycle import IndexKeeper
 
 FRESH_MAX_FILES = 300  # changed files synced before an answer; more wait for a reindex
 # A long-lived process without a watcher checks again no sooner than this many times the
@@ -104,17 +104,36 @@ class _Look(threading.Thread):
         self.took = time.monotonic() - began
 
 
+LookAhead = _Look
+
+
+def look_ahead(settings: Settings) -> LookAhead:
+    """The disk side of the first call's check, started now: a one-shot `vault search`
+    starts it as it becomes the owner, before the index layer (DuckDB) is imported, so
+    GNU find's walk runs on the other core during that import and the connect rather
+    than after them. Its look begins after the command was given, as ``around``'s own
+    would; ``Freshness`` uses it for its first overlapped call. A vault without git is
+    looked at by GNU find alone, spawned here by this thread (a few hundred µs), so the
+    look's own thread needs the GIL only once find is done, not during the imports."""
+    walk = None
+    with contextlib.suppress(OSError):  # the look's thread meets it again, and says so
+        if find_repo(settings.vault_dir) is None:
+            walk = FindWalk.start(str(settings.vault_dir), str(settings.index_dir))
+    return _Look(lambda: look_at_disk(settings, False, walk))
+
+
 class Freshness:
     """Syncs a small change set before a call (see the module's docstring)."""
 
-    def __init__(self, keeper: IndexKeeper) -> None:
+    def __init__(self, keeper: IndexKeeper, look: LookAhead | None = None) -> None:
+        """``look``: the first call's look at the disk, already under way (``look_ahead``)."""
         self.keeper = keeper
         self._next_check = 0.0  # time.monotonic() before which a full check is skipped
+        self._ahead = look
 
     @property
     def state_path(self) -> Path:
-        db = self.keeper.settings.db_path
-        return db.with_name(db.name + ".fresh.json")
+        return state_path(self.keeper.settings)
 
     def _watched(self) -> bool:
         watcher = self.keeper.watcher
@@ -129,11 +148,12 @@ class Freshness:
         """Bring the index up to date with a small change set before the call ``name``
         runs; a failure only adds a notice (the answer comes from the index as it is)."""
         watched = self._watched()
+        self._ahead = None  # for an overlapped call only
         if not self._due(name, watched):
             return
         began = time.monotonic()
         try:
-            self._settle(self._look(watched))
+            self._settle(look_at_disk(self.keeper.settings, watched))
             self._checked(watched, time.monotonic() - began)
         except (MarkvaultError, OSError) as exc:
             self.keeper.notices.append(f"Could not check the vault for changes: {exc}")
@@ -142,15 +162,24 @@ class Freshness:
         """Run the read-only call ``read`` on the index as it is while a thread looks at
         the disk; when that look finds a change (or a notice for the answer), sync it and
         run ``read`` again. The answer is the one ``before_call`` then ``read`` gives: the
-        look starts after the call was made, and an answer from before a sync is dropped.
+        look starts after the call was asked for (when the call was made, or, for a
+        one-shot command's search, once the command was given: ``look_ahead``), and an
+        answer from before a sync is dropped.
         With a watcher the check only compares the commit: done first, as cheap as a
         thread's start, which a warm server's search would feel."""
+        from ..index import IndexUnusable  # loaded by now: the keeper has imported it
+
         if self._watched():
             self.before_call(name)
             return read()
-        if not self._due(name, False):
-            return read()
-        look = _Look(lambda: self._look(False))
+        ahead, self._ahead = self._ahead, None
+        if not self._due(name, False):  # no index yet: ``read`` builds it
+            first = read()
+            if ahead is not None:  # done by now; its process reaped before this one ends
+                ahead.join()
+            return first
+        settings = self.keeper.settings
+        look = ahead or _Look(lambda: look_at_disk(settings, False))
         # Opened first, so the notices opening adds are known and given to a second read.
         with contextlib.suppress(IndexUnusable):
             self.keeper.open_index(write=False)
@@ -181,35 +210,6 @@ class Freshness:
         if not watched:  # the next check waits a few times this one's duration
             self._next_check = time.monotonic() + RECHECK_FACTOR * took
 
-    def _look(self, watched: bool) -> _Plan | None:
-        """The disk side of a check (no index): what to compare with the index, or None
-        when nothing changed since the last check."""
-        repo = find_repo(self.keeper.settings.vault_dir)
-        state = self._load()
-        head = repo.head() if repo is not None and shutil.which("git") is not None else None
-        if repo is None or head is None:
-            # No git, or no commit yet (`git init` and nothing committed): git cannot say
-            # what changed since a commit, so the walk's sum does.
-            if watched:
-                return None
-            fingerprint = self._fingerprint()
-            if fingerprint == state.get("walk"):
-                return None  # not a file or folder changed since the last check
-            return _Plan(state, {"walk": fingerprint}, True, set())
-        if watched and head == state.get("head"):
-            return None
-        from ..gitsync import open_git  # git vaults only
-
-        git = open_git(self.keeper.settings.vault_dir, interactive=False)
-        candidates = self._git_candidates(git, head, state, watched)
-        if candidates is None and watched:  # the watcher reconciled every file as it started
-            return _Plan(state, {"head": head, "dirty": None}, False, set())
-        if candidates is None:  # nothing to start from: look at every file once
-            return _Plan(state, {"head": head, "dirty": sorted(_dirty(git))}, True, set())
-        dirty = candidates[1]
-        new_state = {"head": head, "dirty": sorted(dirty) if dirty is not None else None}
-        return _Plan(state, new_state, False, candidates[0])
-
     def _settle(self, plan: _Plan | None) -> bool:
         """The index side of a check: sync what differs from the index; True when it
         synced something."""
@@ -233,35 +233,6 @@ class Freshness:
         if plan.new_state != plan.state:
             self._save(plan.new_state)
         return bool(changed)
-
-    def _git_candidates(
-        self, git: Git, head: str | None, state: dict[str, Any], watched: bool
-    ) -> tuple[set[str], set[str] | None] | None:
-        """(paths that may have changed, the files dirty now or None when not asked);
-        None when the last check left nothing to compare with."""
-        before, dirty_before = state.get("head"), state.get("dirty")
-        if before is None or head is None or (dirty_before is None and not watched):
-            return None
-        candidates: set[str] = set()
-        if head != before:
-            diff = git.run(
-                "diff",
-                "--name-only",
-                "--no-renames",
-                "-z",
-                before,
-                head,
-                "--",
-                *git.pathspec,
-                check=False,
-            )
-            if diff.returncode != 0:  # the old commit is gone (a rebase, a gc)
-                return None
-            candidates |= _vault_paths(git, diff.stdout)
-        if watched:
-            return candidates, None
-        dirty = _dirty(git)
-        return candidates | dirty | set(dirty_before or ()), dirty
 
     def _changed_among(self, candidates: set[str]) -> list[str]:
         """The candidates whose file differs from what the index holds of it."""
@@ -295,36 +266,108 @@ class Freshness:
         changed |= scan.attachments ^ index.reads.attachments()
         return sorted(changed)
 
-    def _fingerprint(self) -> list[int] | str:
-        """What one stat walk of the vault sums up: files, their mtimes and sizes, and
-        folders and their mtimes (a file added, removed or renamed changes its folder's),
-        and the ignore file's mtime. Equal to the last check's: nothing changed. Cheaper
-        than ``_changed_by_walk``: no ignore rules per file, no Unicode forms, no index.
-        GNU find's digest where it runs (``find_digest``), else ``stat_sum``."""
-        settings = self.keeper.settings
-        ignore_mtime = 0
-        with contextlib.suppress(OSError):
-            ignore_mtime = os.stat(settings.vault_dir / IGNORE_FILE).st_mtime_ns
-        root, skip = str(settings.vault_dir), str(settings.index_dir)
-        digest = find_digest(root, skip)
-        if digest is not None:
-            return f"{digest} {ignore_mtime}"
-        total = stat_sum(root, {skip})
-        total[4] += ignore_mtime
-        return total
-
-    def _load(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.state_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
-
     def _save(self, state: dict[str, Any]) -> None:
         tmp = self.state_path.with_name(self.state_path.name + f".{os.getpid()}.tmp")
         with contextlib.suppress(OSError):
             tmp.write_text(json.dumps(state), encoding="utf-8")
             os.replace(tmp, self.state_path)
+
+
+def state_path(settings: Settings) -> Path:
+    """Where what the last check saw is kept, beside the index."""
+    db = settings.db_path
+    return db.with_name(db.name + ".fresh.json")
+
+
+def look_at_disk(settings: Settings, watched: bool, walk: FindWalk | None = None) -> _Plan | None:
+    """The disk side of a check (no index): what to compare with the index, or None
+    when nothing changed since the last check. ``walk``: GNU find's walk of the vault,
+    started already (``look_ahead``)."""
+    repo = find_repo(settings.vault_dir)
+    state = _load(settings)
+    head = repo.head() if repo is not None and shutil.which("git") is not None else None
+    if walk is not None and (repo is not None or watched):  # not the walk this look needs
+        walk.cancel()
+        walk = None
+    if repo is None or head is None:
+        # No git, or no commit yet (`git init` and nothing committed): git cannot say
+        # what changed since a commit, so the walk's sum does.
+        if watched:
+            return None
+        fingerprint = _fingerprint(settings, walk)
+        if fingerprint == state.get("walk"):
+            return None  # not a file or folder changed since the last check
+        return _Plan(state, {"walk": fingerprint}, True, set())
+    if watched and head == state.get("head"):
+        return None
+    from ..gitsync import open_git  # git vaults only
+
+    git = open_git(settings.vault_dir, interactive=False)
+    candidates = _git_candidates(git, head, state, watched)
+    if candidates is None and watched:  # the watcher reconciled every file as it started
+        return _Plan(state, {"head": head, "dirty": None}, False, set())
+    if candidates is None:  # nothing to start from: look at every file once
+        return _Plan(state, {"head": head, "dirty": sorted(_dirty(git))}, True, set())
+    dirty = candidates[1]
+    new_state = {"head": head, "dirty": sorted(dirty) if dirty is not None else None}
+    return _Plan(state, new_state, False, candidates[0])
+
+
+def _git_candidates(
+    git: Git, head: str | None, state: dict[str, Any], watched: bool
+) -> tuple[set[str], set[str] | None] | None:
+    """(paths that may have changed, the files dirty now or None when not asked);
+    None when the last check left nothing to compare with."""
+    before, dirty_before = state.get("head"), state.get("dirty")
+    if before is None or head is None or (dirty_before is None and not watched):
+        return None
+    candidates: set[str] = set()
+    if head != before:
+        diff = git.run(
+            "diff",
+            "--name-only",
+            "--no-renames",
+            "-z",
+            before,
+            head,
+            "--",
+            *git.pathspec,
+            check=False,
+        )
+        if diff.returncode != 0:  # the old commit is gone (a rebase, a gc)
+            return None
+        candidates |= _vault_paths(git, diff.stdout)
+    if watched:
+        return candidates, None
+    dirty = _dirty(git)
+    return candidates | dirty | set(dirty_before or ()), dirty
+
+
+def _fingerprint(settings: Settings, walk: FindWalk | None = None) -> list[int] | str:
+    """What one stat walk of the vault sums up: files, their mtimes and sizes, and
+    folders and their mtimes (a file added, removed or renamed changes its folder's),
+    and the ignore file's mtime. Equal to the last check's: nothing changed. Cheaper
+    than ``_changed_by_walk``: no ignore rules per file, no Unicode forms, no index.
+    GNU find's digest where it runs (``walk``, or one started now), else ``stat_sum``."""
+    ignore_mtime = 0
+    with contextlib.suppress(OSError):
+        ignore_mtime = os.stat(settings.vault_dir / IGNORE_FILE).st_mtime_ns
+    root, skip = str(settings.vault_dir), str(settings.index_dir)
+    walk = walk or FindWalk.start(root, skip)
+    digest = walk.digest() if walk is not None else None
+    if digest is not None:
+        return f"{digest} {ignore_mtime}"
+    total = stat_sum(root, {skip})
+    total[4] += ignore_mtime
+    return total
+
+
+def _load(settings: Settings) -> dict[str, Any]:
+    try:
+        data = json.loads(state_path(settings).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 # GNU find's look at the vault, as ``stat_sum``'s: hidden entries and the index folder
@@ -340,41 +383,83 @@ LINK_LINE = re.compile(rb"(?:^|\0)l ([^\0]*)")
 
 def find_digest(root: str, skip: str) -> str | None:
     """A digest of every file's and folder's path, mtime and size under ``root`` (as
-    ``stat_sum`` walks it), taken by GNU find in a process of its own: unlike a walk in
-    Python it needs no GIL, so it runs beside the call on another core. None where
-    there is no GNU find or it failed (an unreadable folder): the caller walks."""
-    find = shutil.which("find") if sys.platform.startswith("linux") else None
-    if find is None:
-        return None
-    import subprocess  # here, in the look's thread: off a search's path (~1.5 ms)
+    ``stat_sum`` walks it), taken by GNU find; None where there is none or it failed."""
+    walk = FindWalk.start(root, skip)
+    return walk.digest() if walk is not None else None
 
-    pattern = re.sub(r"([*?\[\]\\])", r"\\\1", skip)  # -path takes a glob
-    args = [a.replace("{skip}", pattern) for a in FIND_ARGS]
-    # Into a file, not a pipe: find never waits on a reader, and this thread takes the
-    # GIL back once, when find is done, not once per pipe's worth of output.
-    with tempfile.TemporaryFile() as out:
-        done = subprocess.run(
-            # -H: a vault reached through a link is walked (links inside are not).
-            [find, "-H", root, "-mindepth", "1", *args],
-            stdout=out,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "LC_ALL": "C"},
-            check=False,
-        )
-        if done.returncode != 0:
-            return None
-        out.seek(0)
-        listing = out.read()
-    digest = hashlib.sha1(listing, usedforsecurity=False)
-    digest.update(str(os.stat(root).st_mtime_ns).encode())
-    has_links = listing.startswith(b"l ") or b"\0l " in listing  # the search is slower
-    for link in LINK_LINE.findall(listing) if has_links else ():
+
+class FindWalk:
+    """GNU find's look at ``root`` (``FIND_ARGS``), under way in a process of its own:
+    unlike a walk in Python it needs no GIL, so it runs beside the call on another core.
+    Spawned by ``os.posix_spawn``, not ``subprocess``: a one-shot search starts it
+    before its imports are done, and ``subprocess`` with ``signal`` is ~1.5 ms of
+    imports more. Every descriptor Python opens is close-on-exec, DuckDB's too, so find
+    inherits only the standard three (its output goes to a temporary file)."""
+
+    def __init__(self, find: str, root: str, skip: str) -> None:
+        pattern = re.sub(r"([*?\[\]\\])", r"\\\1", skip)  # -path takes a glob
+        args = [a.replace("{skip}", pattern) for a in FIND_ARGS]
+        self.root = root
+        # Into a file, not a pipe: find never waits on a reader, and the look's thread
+        # takes the GIL back once, when find is done, not once per pipe's worth of output.
+        self._out = tempfile.TemporaryFile()  # noqa: SIM115 - closed by digest or cancel
         try:
-            st = os.stat(os.path.join(root, os.fsdecode(link)))
+            self.pid = os.posix_spawn(
+                find,
+                # -H: a vault reached through a link is walked (links inside are not).
+                [find, "-H", root, "-mindepth", "1", *args],
+                {**os.environ, "LC_ALL": "C"},
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, self._out.fileno(), 1),
+                    (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+                ],
+            )
         except OSError:
-            continue
-        digest.update(f"{st.st_mtime_ns} {st.st_size}".encode())
-    return digest.hexdigest()
+            self._out.close()
+            raise
+
+    @classmethod
+    def start(cls, root: str, skip: str) -> FindWalk | None:
+        """The walk under way; None where there is no GNU find (the caller walks)."""
+        find = shutil.which("find") if sys.platform.startswith("linux") else None
+        if find is None:
+            return None
+        try:
+            return cls(find, root, skip)
+        except OSError:
+            return None
+
+    def _wait(self) -> int:
+        _, status = os.waitpid(self.pid, 0)
+        return os.waitstatus_to_exitcode(status)
+
+    def cancel(self) -> None:
+        import signal  # rarely needed: not worth its import on every look
+
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+            self._wait()
+        self._out.close()
+
+    def digest(self) -> str | None:
+        """Waits for find; the digest of what it listed, None when it failed (an
+        unreadable folder): the caller walks."""
+        with self._out as out:
+            if self._wait() != 0:
+                return None
+            out.seek(0)
+            listing = out.read()
+        root = self.root
+        digest = hashlib.sha1(listing, usedforsecurity=False)
+        digest.update(str(os.stat(root).st_mtime_ns).encode())
+        has_links = listing.startswith(b"l ") or b"\0l " in listing  # the search is slower
+        for link in LINK_LINE.findall(listing) if has_links else ():
+            try:
+                st = os.stat(os.path.join(root, os.fsdecode(link)))
+            except OSError:
+                continue
+            digest.update(f"{st.st_mtime_ns} {st.st_size}".encode())
+        return digest.hexdigest()
 
 
 def stat_sum(root: str, skip: set[str]) -> list[int]:
