@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from markvault import sync
+from markvault import chunk, sync
 from markvault.feed import FeedItem
 from markvault.host import open_local
 from markvault.index import keyword, store
@@ -280,3 +280,17 @@ def test_notes_read_in_workers_make_the_index_notes_read_here_make(
         "seconds": there_report.to_json()["seconds"]
     }
     assert there_heard == here_heard
+
+
+def test_a_long_lived_process_keeps_no_piece_estimates_after_a_sync(tmp_path: Path) -> None:
+    """The chunker's estimates of lines and words it has seen are forgotten when a sync
+    ends: a server that syncs every edit for weeks would otherwise keep them all (up to
+    16 M characters)."""
+    vault = put(tmp_path / "vault", notes(20))
+    with open_local(vault, tmp_path / "index") as v:
+        v.reindex(vectors=False)
+        assert len(chunk._known) == 0
+        (vault / "notes/n001.md").write_text("# One\n\nnumbat a line never seen before\n")
+        v.reindex(vectors=False)
+        assert len(chunk._known) == 0
+        assert [h.path for h in v.search("numbat", mode="keyword").hits] == ["notes/n001.md"]

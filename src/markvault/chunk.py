@@ -111,6 +111,14 @@ class _PieceCache(dict[str, int]):
 _known = _PieceCache()
 
 
+def forget_pieces() -> None:
+    """Empty the estimates kept for the texts seen so far: a sync ends with it in a
+    long-lived process (a server, `vault watch`), which would otherwise keep up to 16 M
+    characters of its edits' lines and words for as long as it runs. A worker keeps its
+    own until its sync ends with it."""
+    _known.clear()
+
+
 def fingerprint(params: ChunkParams, model: str) -> str:
     """Identifies everything that decides chunk text and vectors."""
     data = {

@@ -226,7 +226,22 @@ def read_files(
     progress: Progress,
 ) -> Iterator[tuple[FileStat, tuple[str, object]]]:
     """read_file over ``todo``, in worker processes when there are many (parsing
-    Markdown is CPU-bound Python)."""
+    Markdown is CPU-bound Python). What this process's chunker learnt of the texts it
+    read is forgotten at the end (``chunk.forget_pieces``)."""
+    from .chunk import forget_pieces
+
+    try:
+        yield from _read_here_or_in_workers(files, settings, todo, progress)
+    finally:
+        forget_pieces()
+
+
+def _read_here_or_in_workers(
+    files: VaultFiles,
+    settings: Settings,
+    todo: list[tuple[FileStat, str | None]],
+    progress: Progress,
+) -> Iterator[tuple[FileStat, tuple[str, object]]]:
     if len(todo) < PARALLEL_MIN_FILES:  # here, without importing the process pool
         for st, known in todo:
             yield st, read_file(files, settings, st, known)
