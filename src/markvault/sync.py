@@ -231,39 +231,30 @@ def read_files(
     from .chunk import forget_pieces
 
     try:
-        yield from _read_here_or_in_workers(files, settings, todo, progress)
+        if len(todo) < PARALLEL_MIN_FILES:  # here, without importing the process pool
+            for st, known in todo:
+                yield st, read_file(files, settings, st, known)
+                progress.advance(1)
+            return
+        from .pool import in_workers
+
+        # A page's versions side by side (docset/v1/x.md, docset/v2/x.md, ...): mostly in
+        # one batch, so its worker builds the page once (see RECENT_CHARS).
+        for done in in_workers(
+            sorted(todo, key=_page_order),
+            lambda item: read_file(files, settings, *item),
+            functools.partial(_read_batch, settings),
+            unpack=_unpack_batch,
+            batch_size=READ_BATCH,
+            min_items=PARALLEL_MIN_FILES,
+            preload=WORKER_MODULES,
+            weight=lambda item: item[0].size,
+        ):
+            for (st, _), result in done:
+                yield st, result
+            progress.advance(len(done))
     finally:
         forget_pieces()
-
-
-def _read_here_or_in_workers(
-    files: VaultFiles,
-    settings: Settings,
-    todo: list[tuple[FileStat, str | None]],
-    progress: Progress,
-) -> Iterator[tuple[FileStat, tuple[str, object]]]:
-    if len(todo) < PARALLEL_MIN_FILES:  # here, without importing the process pool
-        for st, known in todo:
-            yield st, read_file(files, settings, st, known)
-            progress.advance(1)
-        return
-    from .pool import in_workers
-
-    # A page's versions side by side (docset/v1/x.md, docset/v2/x.md, ...): mostly in
-    # one batch, so its worker builds the page once (see RECENT_CHARS).
-    for done in in_workers(
-        sorted(todo, key=_page_order),
-        lambda item: read_file(files, settings, *item),
-        functools.partial(_read_batch, settings),
-        unpack=_unpack_batch,
-        batch_size=READ_BATCH,
-        min_items=PARALLEL_MIN_FILES,
-        preload=WORKER_MODULES,
-        weight=lambda item: item[0].size,
-    ):
-        for (st, _), result in done:
-            yield st, result
-        progress.advance(len(done))
 
 
 def _page_order(item: tuple[FileStat, str | None]) -> tuple[str, str]:
