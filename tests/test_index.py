@@ -561,3 +561,24 @@ def test_terms_of_an_index_without_its_keyword_tables_are_unknown(
             store.rows_if_table("meta", "SELECT * FROM meta, no_such_table")
     finally:
         store.close()
+
+
+def test_a_failed_table_insert_leaves_no_rows_and_no_registered_table(
+    write: WriteNotes, tmp_path: Path
+) -> None:
+    """An Arrow batch whose insert fails is unregistered (its memory not held by the
+    connection until the next batch) and adds no row."""
+    import pyarrow as pa
+
+    vault = write({"a.md": "# A\n\napple\n"})
+    with open_local(vault, tmp_path / "index") as v:
+        v.reindex(vectors=False)
+        store = v.host.core().keeper.open_index(write=True).store
+        before = store.con.execute("SELECT count(*) FROM links").fetchone()
+        with pytest.raises(duckdb.Error):
+            store.insert_table("links", pa.table({"no_such_column": [1]}))
+        assert store.con.execute("SELECT count(*) FROM links").fetchone() == before
+        registered = store.con.execute(
+            "SELECT count(*) FROM duckdb_views() WHERE view_name = 'incoming'"
+        ).fetchone()
+        assert registered == (0,)

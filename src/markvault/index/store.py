@@ -256,11 +256,13 @@ class Store:
             self.con.unregister(name)
 
     def insert_table(self, name: str, table: pa.Table, extra: str | None = None) -> None:
-        self.con.register("incoming", table)
         columns = ", ".join(table.column_names)
         select = columns + (f", {extra}" if extra else "")
-        self.con.execute(f"INSERT INTO {name} SELECT {select} FROM incoming")
-        self.con.unregister("incoming")
+        self.con.register("incoming", table)
+        try:
+            self.con.execute(f"INSERT INTO {name} SELECT {select} FROM incoming")
+        finally:  # a failed insert (a full disk) must not keep the batch's table alive
+            self.con.unregister("incoming")
 
     def has_table(self, name: str, schema: str = "main") -> bool:
         # Asked on every query; tables only appear or vanish in our own writes.
