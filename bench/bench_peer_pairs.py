@@ -210,6 +210,12 @@ def main(argv: list[str] | None = None) -> int:
     harness = load_harness(args.harness)
     if args.peer not in harness.PEERS or args.peer == US:
         raise SystemExit(f"unknown peer {args.peer!r}: one of {sorted(harness.PEERS)}")
+    for tool in (US, args.peer):
+        if shutil.which(harness.PEERS[tool]["bin"]) is None:
+            raise SystemExit(
+                f"{tool}: no {harness.PEERS[tool]['bin']} (set the peer up with "
+                f"`bash ../shared/peers/setup.sh {args.peer}`; markvault with --bin)"
+            )
     source = corpus_dir(harness, args.corpus)
     name = source.parent.name if source.name == "_corpus" else source.name
     work = Path(harness.WORK) / "pairs" / name
