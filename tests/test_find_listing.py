@@ -1,8 +1,9 @@
 """The vault's files from GNU find's listing (``VaultFiles.scan_listing``): exactly what
-``scan_all``'s walk finds."""
+``scan_all``'s walk finds, and a sync that takes it gives the index a walk gives."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -11,8 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from markvault.config import Settings
+from markvault.core.lifecycle import IndexKeeper
 from markvault.files import VaultFiles, VaultScan
 from markvault.find_walk import FindListing, FindWalk
+
+from .conftest import run_cli
 
 needs_find = pytest.mark.skipif(
     shutil.which("find") is None or not sys.platform.startswith("linux"),
@@ -148,3 +153,102 @@ def test_a_listing_that_does_not_parse_is_refused(tmp_path: Path) -> None:
         assert files.scan_listing(FindListing(root, skip, data)) is None, data
     assert files.scan_listing(FindListing(root + "x", skip, good)) is None
     assert files.scan_listing(FindListing(root, skip + "x", good)) is None
+
+
+def index_rows(keeper: IndexKeeper) -> tuple[object, ...]:
+    index = keeper.reader()
+    return index.writes.file_states(), index.writes.skipped_states(), index.reads.attachments()
+
+
+@needs_find
+def test_a_reindex_from_the_listing_gives_the_walks_index(tmp_path: Path) -> None:
+    """Two indexes of one vault, one synced from find's listings and one by walks, after
+    a build and an edit, an addition, a deletion and a rename: the same reports, the
+    same file states and attachments."""
+    vault = tmp_path / "vault"
+    put(vault, "notes/a.md", "# A\n\nApples.\n")
+    put(vault, "notes/b.md", "# B\n\nSee [[a]].\n")
+    put(vault, "notes/c.md", "# C\n\nCherries.\n")
+    put(vault, "pic.png", "x")
+    listed = Settings.load(vault=vault, index=tmp_path / "listed")
+    walked = Settings.load(vault=vault, index=tmp_path / "walked")
+
+    def both() -> None:
+        walk = FindWalk.start(str(vault), str(listed.index_dir))
+        with_listing = IndexKeeper(listed, walk=walk)
+        by_walk = IndexKeeper(walked)
+        try:
+            first = with_listing.reindex(vectors=False)
+            assert walk is not None and walk.listing() is not None  # taken, not stopped
+            second = by_walk.reindex(vectors=False)
+            summary = ("added", "updated", "renamed", "removed", "unchanged", "notes")
+            assert [getattr(first, k) for k in summary] == [getattr(second, k) for k in summary]
+            assert index_rows(with_listing)[1:] == index_rows(by_walk)[1:]
+            states = [
+                {k: v[:3] for k, v in index_rows(k)[0].items()}  # type: ignore[attr-defined]
+                for k in (with_listing, by_walk)
+            ]
+            assert states[0] == states[1]
+        finally:
+            with_listing.close()
+            by_walk.close()
+
+    both()
+    put(vault, "notes/a.md", "# A\n\nApples and pears.\n")
+    put(vault, "notes/d.md", "# D\n\nDates.\n")
+    (vault / "notes" / "c.md").unlink()
+    (vault / "notes" / "b.md").rename(vault / "notes" / "renamed.md")
+    put(vault, "more/pic.png", "y")
+    both()
+
+
+@needs_find
+def test_a_walk_that_failed_or_is_not_needed_leaves_the_sync_to_the_walk(tmp_path: Path) -> None:
+    """find failed (a folder that is not there), or listed another folder, or the first
+    sync looks at a few paths only: the sync walks, and find is reaped."""
+    vault = tmp_path / "vault"
+    put(vault, "a.md", "# A\n\nApples.\n")
+    settings = Settings.load(vault=vault, index=tmp_path / "index")
+    for root in (tmp_path / "missing", tmp_path):
+        walk = FindWalk.start(str(root), str(settings.index_dir))
+        keeper = IndexKeeper(settings, walk=walk)
+        try:
+            report = keeper.reindex(full=True, vectors=False)
+        finally:
+            keeper.close()
+        assert (report.added, report.notes) == (1, 1)
+    walk = FindWalk.start(str(vault), str(settings.index_dir))
+    assert walk is not None
+    keeper = IndexKeeper(settings, walk=walk)
+    try:
+        put(vault, "a.md", "# A\n\nApricots.\n")
+        assert keeper.reindex(vectors=False, paths=["a.md"]).updated == 1
+    finally:
+        keeper.close()
+    with pytest.raises(ChildProcessError):  # stopped and reaped
+        os.waitpid(walk.pid, os.WNOHANG)
+
+
+@needs_find
+def test_the_reindex_command_after_changes(tmp_path: Path) -> None:
+    """`vault reindex` as a command (it scans from find's listing) sees an edit, an
+    addition, a deletion and a rename, and then nothing left to do."""
+    vault = tmp_path / "vault"
+    put(vault, "notes/a.md", "# A\n\nApples.\n")
+    put(vault, "notes/b.md", "# B\n\nBananas.\n")
+    put(vault, "notes/c.md", "# C\n\nCherries.\n")
+
+    def reindex() -> dict[str, int]:
+        out = run_cli(vault, "reindex", "--no-vectors", "--json")
+        assert out.returncode == 0, out.stderr
+        data = json.loads(out.stdout)
+        return {k: data[k] for k in ("added", "updated", "renamed", "removed", "unchanged")}
+
+    assert reindex()["added"] == 3
+    put(vault, "notes/a.md", "# A\n\nApples and pears.\n")
+    put(vault, "notes/d.md", "# D\n\nDates.\n")
+    (vault / "notes" / "b.md").unlink()
+    (vault / "notes" / "c.md").rename(vault / "notes" / "renamed.md")
+    changes = {"added": 1, "updated": 1, "renamed": 1, "removed": 1, "unchanged": 0}
+    assert reindex() == changes
+    assert reindex() == {**dict.fromkeys(changes, 0), "unchanged": 3}
