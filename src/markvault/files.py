@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Concatenate, NamedTuple, ParamSpec, TypeVar
 from urllib.parse import unquote
 
 from .errors import ConflictError, NotFoundError, RefusedError
@@ -47,8 +47,11 @@ _RESERVED = re.compile(r"^(con|prn|aux|nul|com\d|lpt\d)(\..*)?$", re.IGNORECASE)
 _BAD_NAME_CHARS = re.compile(r'[\x00-\x1f\\/:*?"<>|#^\[\]]+')
 
 
-@dataclass(frozen=True)
-class FileStat:
+class FileStat(NamedTuple):
+    """One note file as a scan found it. A named tuple, not a frozen dataclass: a scan
+    makes one per note, and a frozen dataclass's ``__init__`` took twice as long (~10 ms
+    of a 14k-note vault's scan)."""
+
     path: str  # vault-relative, POSIX, NFC: the note's key
     file: str  # vault-relative as named on disk
     mtime_ns: int
