@@ -213,54 +213,10 @@ class VaultFiles:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            return self._scan_listed(listing.data)
+            return _scan_listed(self, listing.data)
         finally:
             if collecting:
                 gc.enable()
-
-    def _scan_listed(self, data: bytes) -> VaultScan | None:
-        """``scan_listing``'s work, once the listing is known to be of this vault."""
-        folders = _listed_folders(data)
-        if folders is None:
-            return None
-        found = VaultScan({}, set(), [])
-        spec = self._spec
-        for rel_dir, entries in _listed_walk(self, folders):
-            for name, kind, mtime_ns, size in entries:
-                # The common case inline: a note file no ignore rule names.
-                if kind == "f" and name[-3:].lower() == ".md":
-                    file = rel_dir + name
-                    if spec is None or not spec.match_file(file):
-                        _add_note(file, mtime_ns, size, found)
-                    continue
-                self._add_listed(rel_dir, name, kind, found)
-        return found
-
-    def _add_listed(self, rel_dir: str, name: str, kind: str, found: VaultScan) -> None:
-        """One listed entry that is neither a folder nor a regular .md file, as ``_walk``
-        takes a directory entry: find's type stands for its ``lstat``; a link is statted
-        here."""
-        file = rel_dir + name
-        full = ""
-        if kind == "l":  # a link to a folder is a folder, never entered: nothing
-            full = os.path.join(str(self.root), file)
-            try:
-                if stat_mod.S_ISDIR(os.stat(full).st_mode):
-                    return
-            except OSError:
-                pass  # dangling: a file
-        if self._spec is not None and self._spec.match_file(file):
-            return
-        if not name.lower().endswith(".md"):
-            if is_attachment_name(name):
-                found.attachments.add(_nfc(file))
-            return
-        if kind == "l":  # else not a regular file: never a note
-            try:
-                st = os.lstat(full)
-            except OSError:
-                return  # vanished: not a note now
-            self._add_stat(file, full, st, found)
 
     def _dir_excluded(self, rel: str, full: str) -> bool:
         parts = rel.split("/")
@@ -714,6 +670,52 @@ def _listed_folders(data: bytes) -> dict[str, tuple[list[_Listed], list[str]]] |
         else:
             listed[0].append((name, kind or "l", 0, 0))
     return folders
+
+
+def _scan_listed(files: VaultFiles, data: bytes) -> VaultScan | None:
+    """``scan_listing``'s work, once the listing is known to be of this vault."""
+    folders = _listed_folders(data)
+    if folders is None:
+        return None
+    found = VaultScan({}, set(), [])
+    spec = files._spec  # this module's own class: the ignore rules, matched inline
+    for rel_dir, entries in _listed_walk(files, folders):
+        for name, kind, mtime_ns, size in entries:
+            # The common case inline: a note file no ignore rule names.
+            if kind == "f" and name[-3:].lower() == ".md":
+                file = rel_dir + name
+                if spec is None or not spec.match_file(file):
+                    _add_note(file, mtime_ns, size, found)
+                continue
+            _add_listed(files, rel_dir, name, kind, found)
+    return found
+
+
+def _add_listed(files: VaultFiles, rel_dir: str, name: str, kind: str, found: VaultScan) -> None:
+    """One listed entry that is neither a folder nor a regular .md file, as ``_walk``
+    takes a directory entry: find's type stands for its ``lstat``; a link is statted
+    here."""
+    file = rel_dir + name
+    full = ""
+    if kind == "l":  # a link to a folder is a folder, never entered: nothing
+        full = os.path.join(str(files.root), file)
+        try:
+            if stat_mod.S_ISDIR(os.stat(full).st_mode):
+                return
+        except OSError:
+            pass  # dangling: a file
+    if files.is_ignored(file):  # no hidden part: find pruned those
+        return
+    if not name.lower().endswith(".md"):
+        if is_attachment_name(name):
+            found.attachments.add(_nfc(file))
+        return
+    if kind == "l":  # else not a regular file: never a note
+        try:
+            st = os.lstat(full)
+        except OSError:
+            return  # vanished: not a note now
+        files._add_stat(file, full, st, found)
 
 
 def _listed_walk(
