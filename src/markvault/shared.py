@@ -180,9 +180,14 @@ class SharedHost:
         walk = FindWalk.start(vault, index) if self._walk_ahead else None
         # A later takeover's first call is not the command's.
         self._look_ahead = self._walk_ahead = False
-        from .host import LocalHost  # the index layer: only the owner loads it
+        try:
+            from .host import LocalHost  # the index layer: only the owner loads it
 
-        host = LocalHost(Core(self._settings, look=look, walk=walk), owner=True)
+            host = LocalHost(Core(self._settings, look=look, walk=walk), owner=True)
+        except BaseException:
+            if walk is not None:  # no keeper took it: stopped and reaped here
+                walk.cancel()
+            raise
         host.model_wait = self._model_wait
         self._follow.owned_here(host.feed.subscribe)  # before its first sync reports
         self._owner = IndexOwner(host, self._lock)
