@@ -15,6 +15,7 @@ import pytest
 from mcp import Client
 
 import markvault.core.freshness as freshness
+import markvault.find_walk as find_walk
 from markvault.config import Settings
 from markvault.shared import connect
 
@@ -116,7 +117,7 @@ def test_finds_digest_changes_when_the_walks_sum_does(tmp_path: Path) -> None:
 
     def both() -> tuple[str | None, list[int]]:
         return (
-            freshness.find_digest(str(vault), str(index)),
+            find_walk.find_digest(str(vault), str(index)),
             freshness.stat_sum(str(vault), {str(index)}),
         )
 
@@ -137,9 +138,9 @@ def test_finds_digest_changes_when_the_walks_sum_does(tmp_path: Path) -> None:
     assert both()[0] != after[0]
     # A vault whose path is a link is walked all the same.
     (tmp_path / "link").symlink_to(vault)
-    through = freshness.find_digest(str(tmp_path / "link"), str(index))
+    through = find_walk.find_digest(str(tmp_path / "link"), str(index))
     write(vault, "kept/a.md", "# A, longer still\n")
-    assert freshness.find_digest(str(tmp_path / "link"), str(index)) != through
+    assert find_walk.find_digest(str(tmp_path / "link"), str(index)) != through
 
 
 def test_a_look_started_ahead_finds_what_a_look_now_finds(tmp_path: Path) -> None:
@@ -151,11 +152,11 @@ def test_a_look_started_ahead_finds_what_a_look_now_finds(tmp_path: Path) -> Non
     ahead = freshness.look_ahead(settings)
     ahead.join()
     assert ahead.error is None and ahead.plan is not None and ahead.plan.walk_all
-    walk = freshness.FindWalk.start(str(vault), str(settings.index_dir))
+    walk = find_walk.FindWalk.start(str(vault), str(settings.index_dir))
     if walk is None:
         pytest.skip("no GNU find here")
     assert freshness.look_at_disk(settings, False, walk) == freshness.look_at_disk(settings, False)
-    walk = freshness.FindWalk.start(str(vault), str(settings.index_dir))
+    walk = find_walk.FindWalk.start(str(vault), str(settings.index_dir))
     assert walk is not None
     assert freshness.look_at_disk(settings, True, walk) is None  # watched: no walk
     with pytest.raises(ChildProcessError):  # stopped and reaped

@@ -186,12 +186,17 @@ def main(
 
 
 def open_vault(
-    ctx: click.Context, *, index_lock_wait: float | None = None, look_ahead: bool = False
+    ctx: click.Context,
+    *,
+    index_lock_wait: float | None = None,
+    look_ahead: bool = False,
+    walk_ahead: bool = False,
 ) -> Vault:
     """The vault: this process owns its index, or asks the process that does (see
     shared.py), so any number of commands and servers can run at once.
     ``index_lock_wait``: how long to wait for the DuckDB file's lock (as the owner);
-    ``look_ahead``: the command is one search, made now (``shared.connect``)."""
+    ``look_ahead``: the command is one search, made now; ``walk_ahead``: its first call
+    syncs the whole vault, now (``shared.connect``)."""
     obj = ctx.find_root().obj
     settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
     if index_lock_wait is not None:
@@ -203,7 +208,7 @@ def open_vault(
         # collection would walk the imports' ~100k objects again (~2-3 ms of a search
         # on big). Not when the index is missing: the search builds it first.
         gc.disable()
-    vault = connect(settings, look_ahead=look_ahead)
+    vault = connect(settings, look_ahead=look_ahead, walk_ahead=walk_ahead)
     ctx.call_on_close(vault.close)
     return vault
 
@@ -235,7 +240,7 @@ def reindex(ctx: click.Context, full: bool, no_vectors: bool, as_json: bool, qui
       vault reindex --no-vectors --json
       vault reindex --full
     """
-    vault = open_vault(ctx)
+    vault = open_vault(ctx, walk_ahead=True)
     report = vault.reindex(
         full=full, vectors=not no_vectors, progress=TerminalProgress(quiet=quiet or as_json)
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import hashlib
 import os
 import re
@@ -20,7 +21,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Concatenate, NamedTuple, ParamSpec, TypeVar
 from urllib.parse import unquote
 
 from .errors import ConflictError, NotFoundError, RefusedError
@@ -28,6 +29,8 @@ from .gitrepo import WRITE_WAIT_SECONDS, find_repo
 
 if TYPE_CHECKING:
     import pathspec
+
+    from .find_walk import FindListing
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -45,8 +48,11 @@ _RESERVED = re.compile(r"^(con|prn|aux|nul|com\d|lpt\d)(\..*)?$", re.IGNORECASE)
 _BAD_NAME_CHARS = re.compile(r'[\x00-\x1f\\/:*?"<>|#^\[\]]+')
 
 
-@dataclass(frozen=True)
-class FileStat:
+class FileStat(NamedTuple):
+    """One note file as a scan found it. A named tuple, not a frozen dataclass: a scan
+    makes one per note, and a frozen dataclass's ``__init__`` took twice as long (~10 ms
+    of a 14k-note vault's scan)."""
+
     path: str  # vault-relative, POSIX, NFC: the note's key
     file: str  # vault-relative as named on disk
     mtime_ns: int
@@ -194,6 +200,24 @@ class VaultFiles:
                     self._add_file(folder + "/" if folder else "", name, found)
         return found
 
+    def scan_listing(self, listing: FindListing) -> VaultScan | None:
+        """What ``scan_all()`` finds, from GNU find's listing of the vault (find_walk.py)
+        rather than a walk: the same notes in the same order, attachments and warnings.
+        None when the listing is not of this vault with its index pruned, or a line of
+        it does not parse: the caller walks."""
+        if listing.root != str(self.root) or listing.skip != str(self.index_dir):
+            return None
+        # The listing's objects (two a file) live only until the scan is built: the
+        # cycle collector would only move them to older generations, and the next full
+        # collection (~6 ms on 14k notes) would come for them.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return _scan_listed(self, listing.data)
+        finally:
+            if collecting:
+                gc.enable()
+
     def _dir_excluded(self, rel: str, full: str) -> bool:
         parts = rel.split("/")
         if any(self.is_ignored("/".join(parts[: i + 1]), is_dir=True) for i in range(len(parts))):
@@ -292,15 +316,8 @@ class VaultFiles:
                 st = os.stat(full)
             except OSError:
                 return  # dangling: not a note now
-        if not stat_mod.S_ISREG(st.st_mode):
-            return
-        key = _nfc(file)
-        if key in found.notes:
-            found.warnings.append(
-                f"{file}: same name as {found.notes[key].file} (Unicode form), skipped"
-            )
-            return
-        found.notes[key] = FileStat(key, file, st.st_mtime_ns, st.st_size)
+        if stat_mod.S_ISREG(st.st_mode):
+            _add_note(file, st.st_mtime_ns, st.st_size, found)
 
     def read(self, file: str, max_bytes: int) -> tuple[bytes, str]:
         """(raw bytes, decoded text) of a note file.
@@ -604,6 +621,119 @@ class VaultFiles:
                             os.unlink(full)
                             removed += 1
         return removed
+
+
+def _add_note(file: str, mtime_ns: int, size: int, found: VaultScan) -> None:
+    """A regular file ``file`` as a note, unless one in another Unicode form came first."""
+    key = _nfc(file)
+    if key in found.notes:
+        found.warnings.append(
+            f"{file}: same name as {found.notes[key].file} (Unicode form), skipped"
+        )
+        return
+    found.notes[key] = FileStat(key, file, mtime_ns, size)
+
+
+# One entry of find's listing that is not a folder: (name, find's type letter, mtime in
+# ns, size); mtime and size only for a regular file ("f").
+_Listed = tuple[str, str, int, int]
+# A line of find's listing (``find_walk.FIND_ARGS``), from the NUL before it to the one
+# that ends it: a link's "l" and path, or a type letter, mtime (``%T@``: seconds, a
+# dot, nine digits of nanoseconds and a "0"), size and path.
+_LISTED_LINE = re.compile(
+    r"\0(?:l ([^\0]*)|([a-km-zA-Z]) ([0-9]+)\.([0-9]{9})0 ([0-9]+) ([^\0]*))(?=\0)"
+)
+
+
+def _listed_folders(data: bytes) -> dict[str, tuple[list[_Listed], list[str]]] | None:
+    """Find's listing as {vault-relative folder ("" for the top): (its
+    other entries, its subfolders' names)}; None when a line does not parse. Names are
+    decoded as ``os.scandir`` decodes them (``os.fsdecode``)."""
+    text = os.fsdecode(data)  # NUL and space end any byte sequence: as name by name
+    if text and not text.endswith("\0"):
+        return None  # cut short
+    lines = _LISTED_LINE.findall("\0" + text)
+    if len(lines) != text.count("\0"):
+        return None  # a line that does not parse (a match is a whole line)
+    folders: dict[str, tuple[list[_Listed], list[str]]] = {"": ([], [])}
+    for link, kind, secs, nanos, size, path in lines:
+        folder, _, name = (link or path).rpartition("/")
+        if not name:
+            return None
+        listed = folders.get(folder)
+        if listed is None:
+            listed = folders[folder] = ([], [])
+        if kind == "d":
+            listed[1].append(name)
+        elif kind == "f":
+            listed[0].append((name, kind, int(secs + nanos), int(size)))
+        else:
+            listed[0].append((name, kind or "l", 0, 0))
+    return folders
+
+
+def _scan_listed(files: VaultFiles, data: bytes) -> VaultScan | None:
+    """``scan_listing``'s work, once the listing is known to be of this vault."""
+    folders = _listed_folders(data)
+    if folders is None:
+        return None
+    found = VaultScan({}, set(), [])
+    spec = files._spec  # this module's own class: the ignore rules, matched inline
+    for rel_dir, entries in _listed_walk(files, folders):
+        for name, kind, mtime_ns, size in entries:
+            # The common case inline: a note file no ignore rule names.
+            if kind == "f" and name[-3:].lower() == ".md":
+                file = rel_dir + name
+                if spec is None or not spec.match_file(file):
+                    _add_note(file, mtime_ns, size, found)
+                continue
+            _add_listed(files, rel_dir, name, kind, found)
+    return found
+
+
+def _add_listed(files: VaultFiles, rel_dir: str, name: str, kind: str, found: VaultScan) -> None:
+    """One listed entry that is neither a folder nor a regular .md file, as ``_walk``
+    takes a directory entry: find's type stands for its ``lstat``; a link is statted
+    here."""
+    file = rel_dir + name
+    full = ""
+    if kind == "l":  # a link to a folder is a folder, never entered: nothing
+        full = os.path.join(str(files.root), file)
+        try:
+            if stat_mod.S_ISDIR(os.stat(full).st_mode):
+                return
+        except OSError:
+            pass  # dangling: a file
+    if files.is_ignored(file):  # no hidden part: find pruned those
+        return
+    if not name.lower().endswith(".md"):
+        if is_attachment_name(name):
+            found.attachments.add(_nfc(file))
+        return
+    if kind == "l":  # else not a regular file: never a note
+        try:
+            st = os.lstat(full)
+        except OSError:
+            return  # vanished: not a note now
+        files._add_stat(file, full, st, found)
+
+
+def _listed_walk(
+    files: VaultFiles, folders: dict[str, tuple[list[_Listed], list[str]]]
+) -> Iterator[tuple[str, list[_Listed]]]:
+    """(vault-relative folder ending in "/", its entries sorted by name) in
+    ``VaultFiles._walk_dir``'s order: a folder's files, then its subfolders, each
+    sorted by name, depth first; ignored folders left out on the way down (find pruned
+    hidden ones and the index)."""
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        entries, subfolders = folders.get(rel, ([], []))
+        prefix = rel + "/" if rel else ""
+        yield prefix, sorted(entries)
+        for name in sorted(subfolders, reverse=True):
+            if not files.is_ignored(prefix + name, is_dir=True):
+                stack.append(prefix + name)
 
 
 def is_attachment_name(name: str) -> bool:

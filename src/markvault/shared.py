@@ -41,13 +41,23 @@ CONNECT_WAIT_SECONDS = 60.0  # an owner may be building a large index before it 
 FOLLOW_RETRY_SECONDS = 1.0  # longest wait between two looks for an owner's change feed
 
 
-def connect(settings: Settings, *, must_own: bool = False, look_ahead: bool = False) -> Vault:
+def connect(
+    settings: Settings,
+    *,
+    must_own: bool = False,
+    look_ahead: bool = False,
+    walk_ahead: bool = False,
+) -> Vault:
     """The vault as the faces use it: this process owns its index, or asks the process
     that does, and takes over when that one stops. ``must_own``: wait until this process
     owns the index (`vault watch`). ``look_ahead``: the first call is a search made now
     (a one-shot command): where this process becomes the owner, its freshness look at
-    the disk starts before the index layer is imported."""
-    return Vault(SharedHost(settings, must_own=must_own, look_ahead=look_ahead))
+    the disk starts before the index layer is imported. ``walk_ahead``: likewise, the
+    first call is a sync of the whole vault made now (a one-shot `vault reindex`): GNU
+    find's walk of the vault starts before that import, for the sync's scan."""
+    return Vault(
+        SharedHost(settings, must_own=must_own, look_ahead=look_ahead, walk_ahead=walk_ahead)
+    )
 
 
 class OwnerLostError(errors.IndexBusyError):
@@ -64,11 +74,13 @@ class SharedHost:
         connect_wait: float = CONNECT_WAIT_SECONDS,
         must_own: bool = False,
         look_ahead: bool = False,
+        walk_ahead: bool = False,
     ) -> None:
         """``must_own``: wait until this process owns the index (`vault watch`);
-        ``look_ahead``: see ``connect``."""
+        ``look_ahead``, ``walk_ahead``: see ``connect``."""
         self._settings = settings
         self._look_ahead = look_ahead
+        self._walk_ahead = walk_ahead
         self._background = False
         self._watch = False
         self._poll: bool | None = None
@@ -160,13 +172,22 @@ class SharedHost:
     def _become_owner(self) -> None:
         from .core import Core
         from .core.freshness import look_ahead
+        from .find_walk import FindWalk
 
         # Before the index layer: GNU find walks the vault on the other core meanwhile.
         look = look_ahead(self._settings) if self._look_ahead else None
-        self._look_ahead = False  # a later takeover's first call is not the command's
-        from .host import LocalHost  # the index layer: only the owner loads it
+        vault, index = str(self._settings.vault_dir), str(self._settings.index_dir)
+        walk = FindWalk.start(vault, index) if self._walk_ahead else None
+        # A later takeover's first call is not the command's.
+        self._look_ahead = self._walk_ahead = False
+        try:
+            from .host import LocalHost  # the index layer: only the owner loads it
 
-        host = LocalHost(Core(self._settings, look=look), owner=True)
+            host = LocalHost(Core(self._settings, look=look, walk=walk), owner=True)
+        except BaseException:
+            if walk is not None:  # no keeper took it: stopped and reaped here
+                walk.cancel()
+            raise
         host.model_wait = self._model_wait
         self._follow.owned_here(host.feed.subscribe)  # before its first sync reports
         self._owner = IndexOwner(host, self._lock)

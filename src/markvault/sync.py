@@ -23,7 +23,7 @@ from .config import ChunkParams, Settings
 from .embed import Embedder
 from .errors import MarkvaultError, RefusedError
 from .feed import ChangeFeed, NoteChange
-from .files import FileStat, VaultFiles, content_hash
+from .files import FileStat, VaultFiles, VaultScan, content_hash
 from .gitrepo import has_conflict_markers
 from .links import LinkResolver, link_name, names_of
 from .model import Chunk, NoProgress, NoteRecord, ParsedNote, Progress, ReindexReport
@@ -31,6 +31,7 @@ from .recent import Recent
 from .rows import NoteRows, RowBlock
 
 if TYPE_CHECKING:  # the workers that read notes import this module: not DuckDB
+    from .find_walk import FindWalk
     from .index import Index
     from .outline import Outline
 
@@ -284,10 +285,15 @@ def _files_order(
 
 
 class Syncer:
-    def __init__(self, settings: Settings, index: Index, files: VaultFiles) -> None:
+    def __init__(
+        self, settings: Settings, index: Index, files: VaultFiles, walk: FindWalk | None = None
+    ) -> None:
+        """``walk``: GNU find's walk of the vault, started for this sync (a one-shot
+        `vault reindex`): its first full scan takes the vault from find's listing."""
         self.settings = settings
         self.index = index
         self.files = files
+        self._walk = walk
 
     def scan_changes(
         self,
@@ -304,7 +310,9 @@ class Syncer:
         as they are read instead of into ``records``: a first build holds one batch of
         the vault, never all of it."""
         hint_list = None if hints is None else sorted({h.strip("/") for h in hints})
-        scan = self.files.scan_all(under=hint_list)
+        scan = self._listed_scan() if hint_list is None else None
+        if scan is None:
+            scan = self.files.scan_all(under=hint_list)
         on_disk, warnings = scan.notes, scan.warnings
         known = self.index.writes.file_states()
         skipped_before = self.index.writes.skipped_states()
@@ -343,6 +351,13 @@ class Syncer:
                 self._read(todo, changes, stored, progress)
         progress.finish()
         return changes
+
+    def _listed_scan(self) -> VaultScan | None:
+        """The vault as this sync's find walk listed it; None without one (or when find
+        failed, or its listing did not parse): the caller walks."""
+        walk, self._walk = self._walk, None
+        listing = walk.listing() if walk is not None else None
+        return self.files.scan_listing(listing) if listing is not None else None
 
     def _read(
         self,

@@ -19,6 +19,7 @@ from ..embed import Embedder
 from .gate import CredentialGate
 
 if TYPE_CHECKING:
+    from ..find_walk import FindWalk
     from .context import ContextViews
     from .freshness import Freshness, LookAhead
     from .git_sync import GitSync
@@ -36,15 +37,17 @@ class Core:
         settings: Settings,
         embedder: Embedder | None = None,
         look: LookAhead | None = None,
+        walk: FindWalk | None = None,
     ) -> None:
         """``embedder`` lets several vaults share one loaded model (its name must match);
         ``look``: a look at the disk already under way for the first call's freshness
-        check (``freshness.look_ahead``)."""
+        check (``freshness.look_ahead``); ``walk``: GNU find's walk of the vault already
+        under way for the first call's sync (a one-shot `vault reindex`)."""
         # Imported here, not with the package: the freshness look can start before the
         # index layer (DuckDB) loads, and runs beside that import (shared.py).
         from .lifecycle import IndexKeeper
 
-        self.keeper = IndexKeeper(settings, embedder)  # lifecycle and sync
+        self.keeper = IndexKeeper(settings, embedder, walk)  # lifecycle and sync
         self._look = look
         # The credential policy every write passes. Made now, not on first use: it
         # stamps the settings file as ``settings`` read it, so a later change is seen.

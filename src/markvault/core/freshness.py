@@ -38,13 +38,9 @@ the index (``<index>.fresh.json``); deleting it costs one full stat walk.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import re
 import shutil
-import sys
-import tempfile
 import threading
 import time
 import unicodedata
@@ -54,6 +50,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from ..errors import MarkvaultError
 from ..files import IGNORE_FILE
+from ..find_walk import FindListing, FindWalk
 from ..gitrepo import find_repo
 
 if TYPE_CHECKING:
@@ -81,6 +78,7 @@ class _Plan(NamedTuple):
     new_state: dict[str, Any]  # what this one saw, saved once settled
     walk_all: bool  # compare every file with the index (nothing narrower to start from)
     candidates: set[str]  # else only these paths
+    listing: FindListing | None = None  # what find listed, for ``walk_all`` (no 2nd walk)
 
 
 class _Look(threading.Thread):
@@ -215,7 +213,11 @@ class Freshness:
         synced something."""
         if plan is None:
             return False
-        changed = self._changed_by_walk() if plan.walk_all else self._changed_among(plan.candidates)
+        changed = (
+            self._changed_by_walk(plan.listing)
+            if plan.walk_all
+            else self._changed_among(plan.candidates)
+        )
         if len(changed) > FRESH_MAX_FILES:
             then = (
                 "the watcher is indexing them; later answers will include them."
@@ -250,9 +252,13 @@ class Freshness:
         changed |= {p for p in names if (p in scan.attachments) != (p in files)}
         return sorted(changed)
 
-    def _changed_by_walk(self) -> list[str]:
-        """Every file that differs from the index: one stat walk of the vault."""
-        scan = self.keeper.files.scan_all()
+    def _changed_by_walk(self, listing: FindListing | None) -> list[str]:
+        """Every file that differs from the index: the vault as the look's find listed
+        it (``listing``), else as one stat walk finds it."""
+        files = self.keeper.files
+        scan = files.scan_listing(listing) if listing is not None else None
+        if scan is None:
+            scan = files.scan_all()
         index = self.keeper.reader()
         known = index.writes.file_states()
         skipped = index.writes.skipped_states()
@@ -294,10 +300,10 @@ def look_at_disk(settings: Settings, watched: bool, walk: FindWalk | None = None
         # what changed since a commit, so the walk's sum does.
         if watched:
             return None
-        fingerprint = _fingerprint(settings, walk)
+        fingerprint, listing = _fingerprint(settings, walk)
         if fingerprint == state.get("walk"):
             return None  # not a file or folder changed since the last check
-        return _Plan(state, {"walk": fingerprint}, True, set())
+        return _Plan(state, {"walk": fingerprint}, True, set(), listing)
     if watched and head == state.get("head"):
         return None
     from ..gitsync import open_git  # git vaults only
@@ -343,23 +349,26 @@ def _git_candidates(
     return candidates | dirty | set(dirty_before or ()), dirty
 
 
-def _fingerprint(settings: Settings, walk: FindWalk | None = None) -> list[int] | str:
+def _fingerprint(
+    settings: Settings, walk: FindWalk | None = None
+) -> tuple[list[int] | str, FindListing | None]:
     """What one stat walk of the vault sums up: files, their mtimes and sizes, and
     folders and their mtimes (a file added, removed or renamed changes its folder's),
     and the ignore file's mtime. Equal to the last check's: nothing changed. Cheaper
     than ``_changed_by_walk``: no ignore rules per file, no Unicode forms, no index.
-    GNU find's digest where it runs (``walk``, or one started now), else ``stat_sum``."""
+    GNU find's digest where it runs (``walk``, or one started now), else ``stat_sum``;
+    and find's listing, if any, for ``_changed_by_walk``."""
     ignore_mtime = 0
     with contextlib.suppress(OSError):
         ignore_mtime = os.stat(settings.vault_dir / IGNORE_FILE).st_mtime_ns
     root, skip = str(settings.vault_dir), str(settings.index_dir)
     walk = walk or FindWalk.start(root, skip)
     digest = walk.digest() if walk is not None else None
-    if digest is not None:
-        return f"{digest} {ignore_mtime}"
+    if walk is not None and digest is not None:
+        return f"{digest} {ignore_mtime}", walk.listing()
     total = stat_sum(root, {skip})
     total[4] += ignore_mtime
-    return total
+    return total, None
 
 
 def _load(settings: Settings) -> dict[str, Any]:
@@ -368,98 +377,6 @@ def _load(settings: Settings) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-# GNU find's look at the vault, as ``stat_sum``'s: hidden entries and the index folder
-# pruned, a line per entry (type, mtime, size, path), links by path alone (statted
-# after, following them as ``stat_sum`` does).
-FIND_ARGS = (
-    "(", "-name", ".*", "-o", "-path", "{skip}", ")", "-prune",
-    "-o", "-type", "l", "-printf", "l %P\\0",
-    "-o", "-printf", "%y %T@ %s %P\\0",
-)  # fmt: skip
-LINK_LINE = re.compile(rb"(?:^|\0)l ([^\0]*)")
-
-
-def find_digest(root: str, skip: str) -> str | None:
-    """A digest of every file's and folder's path, mtime and size under ``root`` (as
-    ``stat_sum`` walks it), taken by GNU find; None where there is none or it failed."""
-    walk = FindWalk.start(root, skip)
-    return walk.digest() if walk is not None else None
-
-
-class FindWalk:
-    """GNU find's look at ``root`` (``FIND_ARGS``), under way in a process of its own:
-    unlike a walk in Python it needs no GIL, so it runs beside the call on another core.
-    Spawned by ``os.posix_spawn``, not ``subprocess``: a one-shot search starts it
-    before its imports are done, and ``subprocess`` with ``signal`` is ~1.5 ms of
-    imports more. Every descriptor Python opens is close-on-exec, DuckDB's too, so find
-    inherits only the standard three (its output goes to a temporary file)."""
-
-    def __init__(self, find: str, root: str, skip: str) -> None:
-        pattern = re.sub(r"([*?\[\]\\])", r"\\\1", skip)  # -path takes a glob
-        args = [a.replace("{skip}", pattern) for a in FIND_ARGS]
-        self.root = root
-        # Into a file, not a pipe: find never waits on a reader, and the look's thread
-        # takes the GIL back once, when find is done, not once per pipe's worth of output.
-        self._out = tempfile.TemporaryFile()  # noqa: SIM115 - closed by digest or cancel
-        try:
-            self.pid = os.posix_spawn(
-                find,
-                # -H: a vault reached through a link is walked (links inside are not).
-                [find, "-H", root, "-mindepth", "1", *args],
-                {**os.environ, "LC_ALL": "C"},
-                file_actions=[
-                    (os.POSIX_SPAWN_DUP2, self._out.fileno(), 1),
-                    (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
-                ],
-            )
-        except OSError:
-            self._out.close()
-            raise
-
-    @classmethod
-    def start(cls, root: str, skip: str) -> FindWalk | None:
-        """The walk under way; None where there is no GNU find (the caller walks)."""
-        find = shutil.which("find") if sys.platform.startswith("linux") else None
-        if find is None:
-            return None
-        try:
-            return cls(find, root, skip)
-        except OSError:
-            return None
-
-    def _wait(self) -> int:
-        _, status = os.waitpid(self.pid, 0)
-        return os.waitstatus_to_exitcode(status)
-
-    def cancel(self) -> None:
-        import signal  # rarely needed: not worth its import on every look
-
-        with contextlib.suppress(OSError):
-            os.kill(self.pid, signal.SIGKILL)
-            self._wait()
-        self._out.close()
-
-    def digest(self) -> str | None:
-        """Waits for find; the digest of what it listed, None when it failed (an
-        unreadable folder): the caller walks."""
-        with self._out as out:
-            if self._wait() != 0:
-                return None
-            out.seek(0)
-            listing = out.read()
-        root = self.root
-        digest = hashlib.sha1(listing, usedforsecurity=False)
-        digest.update(str(os.stat(root).st_mtime_ns).encode())
-        has_links = listing.startswith(b"l ") or b"\0l " in listing  # the search is slower
-        for link in LINK_LINE.findall(listing) if has_links else ():
-            try:
-                st = os.stat(os.path.join(root, os.fsdecode(link)))
-            except OSError:
-                continue
-            digest.update(f"{st.st_mtime_ns} {st.st_size}".encode())
-        return digest.hexdigest()
 
 
 def stat_sum(root: str, skip: set[str]) -> list[int]:

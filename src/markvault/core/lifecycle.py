@@ -24,6 +24,7 @@ from ..model import Progress, ReindexReport
 
 if TYPE_CHECKING:
     from ..autosync import AutoSync
+    from ..find_walk import FindWalk
     from ..watch import Watcher
 
 # A write or a watcher's sync embeds its new chunks at once when there are at most this
@@ -34,9 +35,15 @@ INLINE_EMBED_MAX = 256
 class IndexKeeper:
     """Opens, builds and refreshes one vault's index (see the module's docstring)."""
 
-    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
-        """``embedder`` lets several vaults share one loaded model (its name must match)."""
+    def __init__(
+        self, settings: Settings, embedder: Embedder | None = None, walk: FindWalk | None = None
+    ) -> None:
+        """``embedder`` lets several vaults share one loaded model (its name must match);
+        ``walk``: GNU find's walk of the vault, started for the first sync (a one-shot
+        `vault reindex`), which scans the vault from its listing. Only that sync, right
+        away: a later one walks the vault as it is then."""
         self.settings = settings
+        self._walk = walk
         self.files = VaultFiles(settings.vault_dir, settings.index_dir, settings.max_note_bytes)
         self._index: Index | None = None
         self._embedder = embedder if embedder and embedder.name == settings.model else None
@@ -60,6 +67,9 @@ class IndexKeeper:
         return self.settings.max_note_bytes
 
     def close(self) -> None:
+        if self._walk is not None:  # never synced: find stopped and reaped
+            self._walk.cancel()
+            self._walk = None
         if self._index is not None:
             self._index.close()
             self._index = None
@@ -116,6 +126,22 @@ class IndexKeeper:
         """Bring the index in step with the files; ``full`` rebuilds it from nothing;
         ``paths`` limits the look to those files and folders (a watcher's hints);
         ``embed_limit``: leave vectors for later when more chunks than that lack one."""
+        walk, self._walk = self._walk, None  # the first sync's, if it looks at every file
+        try:
+            return self._sync(full, vectors, progress, paths, embed_limit, walk)
+        finally:
+            if walk is not None:  # not used (a narrower sync, or a failure): reaped
+                walk.cancel()
+
+    def _sync(
+        self,
+        full: bool,
+        vectors: bool,
+        progress: Progress | None,
+        paths: Iterable[str] | None,
+        embed_limit: int | None,
+        walk: FindWalk | None,
+    ) -> ReindexReport:
         if full:
             self.close()
             for path in (self.settings.db_path, self.settings.db_path.with_suffix(".duckdb.wal")):
@@ -129,7 +155,7 @@ class IndexKeeper:
         from ..sync import Syncer
 
         try:
-            report = Syncer(self.settings, index, self.files).run(
+            report = Syncer(self.settings, index, self.files, walk if paths is None else None).run(
                 vectors=vectors,
                 embedder=self.embedder,
                 progress=tracked,
