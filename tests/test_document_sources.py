@@ -129,3 +129,9 @@ def test_relative_paths_and_bad_bytes(home: Path, monkeypatch: pytest.MonkeyPatc
     os.mkfifo(fifo)
     with pytest.raises(NotFoundError):  # never opened: a FIFO would block the reader
         agent.check(fifo)
+
+
+def test_a_loop_of_symlinks_is_refused_not_a_crash(home: Path) -> None:
+    agent = sources(home, str(home / "docs"))
+    (home / "docs/loop").symlink_to(home / "docs/loop")
+    assert "loop" in refused(agent, home / "docs/loop/readme.md")

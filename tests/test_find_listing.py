@@ -88,6 +88,7 @@ def build_vault(vault: Path, outside: Path, with_rules: bool) -> None:
         "notes/folder-link": vault / "a",  # a link to a folder: never entered
         "notes/folder-link.md": vault / "a",
         "notes/out-folder": outside / "folder",
+        "notes/loop.md": Path("loop.md"),  # a link to itself: skipped, with a warning
     }
     for rel, target in links.items():
         (vault / rel).symlink_to(target)
@@ -127,6 +128,7 @@ def test_the_listing_gives_what_the_walk_finds(tmp_path: Path, with_rules: bool)
     assert {"pic.png", "notes/pic-link.png", "notes/dangling.png"} <= walked.attachments
     assert any("symlink out of the vault" in w for w in walked.warnings)
     assert any("Unicode form" in w for w in walked.warnings)
+    assert "notes/loop.md: symlink loop, skipped" in walked.warnings
 
 
 @needs_find

@@ -237,3 +237,30 @@ def test_crash_leftover_temp_files_are_cleaned_not_indexed(
     assert v.reindex(vectors=False).notes == 1
     assert not (vault / "sub" / ".mv-tmp-old").exists()
     assert (vault / "sub" / ".mv-tmp-new").exists()  # may be another process's write
+
+
+def test_a_loop_of_symlinks_is_skipped_with_a_warning(
+    write: WriteNotes, open_vault: OpenVault, tmp_path: Path
+) -> None:
+    """A link that leads back to itself (directly or through another) names no file:
+    skipped and said, as a dangling link is skipped, never a crash of the whole scan."""
+    vault = write({"ok.md": "a fine note"})
+    (vault / "self.md").symlink_to("self.md")
+    (vault / "ping.md").symlink_to("pong.md")
+    (vault / "pong.md").symlink_to("ping.md")
+    report = open_vault().reindex(vectors=False)
+    assert report.notes == 1
+    looped = {w["path"] for w in report.warnings if "loop" in w["message"]}
+    assert looped == {"self.md", "ping.md", "pong.md"}
+
+
+def test_a_move_into_a_loop_of_symlinks_is_refused(
+    write: WriteNotes, open_vault: OpenVault
+) -> None:
+    vault = write({"ok.md": "a fine note"})
+    (vault / "loop").symlink_to("loop")
+    v = open_vault()
+    v.reindex(vectors=False)
+    with pytest.raises(RefusedError, match="loop"):
+        v.move_note("ok.md", "loop/ok.md", hash_of(v, "ok.md"))
+    assert (vault / "ok.md").read_text() == "a fine note"

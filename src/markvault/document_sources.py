@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .config import CONFIG_FILE, ENV_DOCUMENT_ROOTS, Settings
 from .errors import NotFoundError, RefusedError
+from .files import resolve_path
 
 ALLOW_HINT = (
     'List the folders documents may come from in .markvault.toml, e.g. document_roots = ["~/docs"]'
@@ -60,7 +61,7 @@ class DocumentSources:
             raise RefusedError("Refused path with a NUL byte.")
         raw = Path(path).expanduser()
         lexical = Path(os.path.normpath(raw if raw.is_absolute() else Path.cwd() / raw))
-        full = lexical.resolve()
+        full = resolve_path(lexical)
         if by_person:
             if not allow_hidden and (_hidden(lexical.parts) or _hidden(full.parts)):
                 raise RefusedError(

@@ -308,7 +308,11 @@ class VaultFiles:
         """``file`` (its ``lstat`` is ``st``) as a note, if it is a regular file or a
         symlink that stays inside the vault."""
         if stat_mod.S_ISLNK(st.st_mode):
-            target = Path(full).resolve()
+            try:
+                target = Path(full).resolve()
+            except (OSError, RuntimeError):  # a loop of links (RuntimeError before 3.13)
+                found.warnings.append(f"{file}: symlink loop, skipped")
+                return
             if self.root not in target.parents:
                 found.warnings.append(f"{file}: symlink out of the vault, skipped")
                 return
@@ -353,7 +357,7 @@ class VaultFiles:
         if not rel.lower().endswith(".md"):
             raise RefusedError(f"Refused path {rel!r}: notes are .md files.")
         full = self.root.joinpath(*parts)
-        resolved = full.parent.resolve()
+        resolved = resolve_path(full.parent)
         if resolved != self.root and self.root not in resolved.parents:
             raise RefusedError(f"Refused path {rel!r}: it leads out of the vault.")
         if full.is_symlink():
@@ -580,7 +584,7 @@ class VaultFiles:
     def _refuse_symlinked_folders(self, dst: Path) -> None:
         """Raises RefusedError when ``dst``'s folder, once created, leads out of the vault
         (a symlinked folder on the way)."""
-        resolved = dst.parent.resolve()
+        resolved = resolve_path(dst.parent)
         if resolved != self.root and self.root not in resolved.parents:
             raise RefusedError(
                 f"Refused: {dst.parent} leads out of the vault through a symbolic link."
@@ -621,6 +625,22 @@ class VaultFiles:
                             os.unlink(full)
                             removed += 1
         return removed
+
+
+def resolve_path(path: Path) -> Path:
+    """``path.resolve()``, or a refusal where symbolic links lead in a loop (which
+    Python 3.11 raises as RuntimeError) or cannot be followed.
+
+    Raises:
+        RefusedError: the links on the way loop or cannot be read.
+    """
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError) as exc:
+        raise RefusedError(
+            f"Refused: {path} leads through symbolic links that loop or cannot be read ({exc}).",
+            "Fix or remove the link.",
+        ) from None
 
 
 def _add_note(file: str, mtime_ns: int, size: int, found: VaultScan) -> None:
