@@ -403,7 +403,7 @@ def phases(vault: Path, index: Path) -> int:
         setattr(owner, name, wrapper)
 
     started = time.perf_counter()
-    import markvault.cli  # noqa: F401  (what the command imports before it runs)
+    import markvault.cli.main  # noqa: F401  (what the command imports before it runs)
 
     spent["import the CLI"] = time.perf_counter() - started
     # As the command does, once it owns the index: GNU find's walk of the vault started
@@ -411,19 +411,19 @@ def phases(vault: Path, index: Path) -> int:
     # it walks in Python).
     walk = None
     with contextlib.suppress(ImportError):
-        from markvault.find_walk import FindWalk
+        from markvault.files.find_walk import FindWalk
 
         walk = FindWalk.start(str(vault), str(index))
         timed(FindWalk, "listing", "wait for find")
     started = time.perf_counter()
     from markvault.config import Settings
     from markvault.core.lifecycle import IndexKeeper
-    from markvault.files import VaultFiles
+    from markvault.files.vault_files import VaultFiles
     from markvault.index import Index, keyword, writes
 
     spent["import the CLI"] += time.perf_counter() - started
     t = time.perf_counter()
-    import markvault.sync as sync
+    import markvault.indexing.reconcile as sync
 
     spent["import the sync"] = time.perf_counter() - t
     timed(Index, "open", "open the index")

@@ -12,7 +12,7 @@ Each figure is the median of ``--runs`` calls. With ``--baseline-src`` every cal
 twice, once with this tree and once with that one (``PYTHONPATH``; same interpreter,
 same environment, same index), alternating which goes first, so machine load hits both
 alike; the ratio of each pair is taken and their median printed. Also printed: what
-``import markvault.cli`` and each call import (``python -X importtime``, summed by
+``import markvault.cli.main`` and each call import (``python -X importtime``, summed by
 package), the load average, and where a search without an owner spends its time, phase
 by phase (interpreter start, imports, the freshness check, DuckDB's connect, the query,
 closing, the exit; median of ``--runs`` calls per tree), and the CPU time of a search
@@ -89,7 +89,7 @@ class Tree:
     def imports(self, *args: str) -> str:
         """Import time summed by top-level package (the five largest), and the total."""
         code = (
-            "import sys; from markvault.cli import main\n"
+            "import sys; from markvault.cli.main import main\n"
             "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
         )
         argv = [sys.executable, "-X", "importtime", "-c", code, *self.site, *args]
@@ -133,9 +133,9 @@ PHASE_PROBE = """
 import atexit, json, os, sys, time
 marks = {"start": time.time(), "spent": {}}
 t = time.time()
-import markvault.cli as cli
-marks["spent"]["import markvault.cli"] = time.time() - t
-import markvault.shared as shared
+import markvault.cli.main as cli
+marks["spent"]["import markvault.cli.main"] = time.time() - t
+import markvault.runtime.shared_host as shared
 
 def timed(owner, attr, label):
     inner = getattr(owner, attr, None)
@@ -153,8 +153,9 @@ become_owner = shared.SharedHost._become_owner
 def own(self):
     t = time.time()
     done = become_owner(self)  # imports the index layer (the freshness look may start first)
-    import markvault.core, markvault.host, markvault.search, markvault.core.freshness
-    import markvault.index.store, markvault.owner
+    import markvault.core, markvault.runtime.local_host, markvault.search.searcher
+    import markvault.core.freshness
+    import markvault.index.store, markvault.runtime.owner
     marks["spent"]["import the index layer (DuckDB)"] = time.time() - t
     timed(markvault.core.freshness.Freshness, "before_call", "freshness check")
     look = getattr(markvault.core.freshness, "_Look", None)  # the check beside the search
@@ -162,8 +163,8 @@ def own(self):
         timed(look, "join", "freshness check: waiting on the look")
         timed(markvault.core.freshness.Freshness, "_settle", "freshness check: settling")
     timed(markvault.index.store, "connect", "DuckDB connect")
-    timed(markvault.search.Searcher, "search", "the search")
-    timed(markvault.owner.IndexOwner, "close", "closing the index")
+    timed(markvault.search.searcher.Searcher, "search", "the search")
+    timed(markvault.runtime.owner.IndexOwner, "close", "closing the index")
     return done
 shared.SharedHost._become_owner = own
 
@@ -177,7 +178,7 @@ cli.run()
 """
 PHASES = [
     "interpreter start",
-    "import markvault.cli",
+    "import markvault.cli.main",
     "import the index layer (DuckDB)",
     "freshness check",
     "freshness check: waiting on the look",

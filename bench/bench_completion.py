@@ -40,9 +40,9 @@ from mcp import Client, StdioServerParameters, types
 
 import gen_vault
 from markvault.config import Settings
-from markvault.host import open_local
+from markvault.runtime.local_host import open_local
+from markvault.runtime.shared_host import connect
 from markvault.server.tools import build_server
-from markvault.shared import connect
 from markvault.vault import Vault
 
 NOTE_TEMPLATE = types.ResourceTemplateReference(uri="vault://note/{note_id}")

@@ -72,9 +72,9 @@ from mcp.client.stdio import stdio_client
 import gen_vault
 from markvault.config import Settings
 from markvault.errors import MarkvaultError
-from markvault.files import TEMP_PREFIX, content_hash
-from markvault.model import Filters
-from markvault.shared import connect
+from markvault.files.vault_files import TEMP_PREFIX, content_hash
+from markvault.runtime.shared_host import connect
+from markvault.types import Filters
 from markvault.vault import Vault
 
 CORES = os.cpu_count() or 1

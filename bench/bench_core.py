@@ -38,9 +38,9 @@ import numpy as np
 import gen_vault
 from markvault.config import DEFAULT_MODEL, Settings
 from markvault.core.lifecycle import chunk_fingerprint
-from markvault.embed import SentenceEmbedder, model_path
-from markvault.host import open_local
+from markvault.embed.embedder import SentenceEmbedder, model_path
 from markvault.index import Index
+from markvault.runtime.local_host import open_local
 from markvault.vault import Vault
 
 CORES = os.cpu_count() or 1
@@ -423,7 +423,7 @@ def cli_vector(site: Site, report: Report, query: str, runs: int) -> None:
 
 _PROBE = """
 import sys
-from markvault.cli import main
+from markvault.cli.main import main
 try:
     main(sys.argv[1:])
 except SystemExit:
@@ -448,7 +448,7 @@ def heavy_modules_after_keyword_search(site: Site, query: str) -> list[str]:
 def import_times(report: Report) -> None:
     """Import time of the CLI module and the modules that cost most (-X importtime)."""
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", "import markvault.cli"],
+        [sys.executable, "-X", "importtime", "-c", "import markvault.cli.main"],
         capture_output=True,
         text=True,
         check=False,
@@ -460,7 +460,7 @@ def import_times(report: Report) -> None:
             rows.append((int(parts[0]), int(parts[1]), parts[2]))
     total = next((cum for _, cum, name in rows if name == "markvault.cli"), 0)
     heavy = ", ".join(f"{name} {us / 1000:.0f} ms" for us, _, name in sorted(rows)[::-1][:6])
-    report.detail(f"`import markvault.cli`: {total / 1000:.0f} ms; most self time: {heavy}")
+    report.detail(f"`import markvault.cli.main`: {total / 1000:.0f} ms; most self time: {heavy}")
 
 
 # ---- embeddings ------------------------------------------------------------------------------

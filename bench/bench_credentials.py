@@ -3,7 +3,7 @@
     python bench/bench_credentials.py                 # 2,000 generated notes
     python bench/bench_credentials.py --notes 10000   # a bigger vault
 
-The gate (``markvault.credentials``) runs on every write and every sync, and
+The gate (``markvault.credentials.rules``) runs on every write and every sync, and
 ``vault check`` runs it over the whole vault, so its speed is measured in megabytes
 of notes per second, against a baseline run on the same text in the same process:
 markvault's own tokenizer (``text.tokenize``), which every indexed byte goes
@@ -26,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import gen_vault
-from markvault.credentials import find, fingerprint, redact
-from markvault.text import tokenize
+from markvault.credentials.rules import find, fingerprint, redact
+from markvault.markdown.tokens import tokenize
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out" / "credentials.md"

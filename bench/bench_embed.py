@@ -40,10 +40,10 @@ import numpy as np
 import gen_vault
 from markvault.config import DEFAULT_MODEL, Settings
 from markvault.core.lifecycle import chunk_fingerprint
-from markvault.embed import SentenceEmbedder, model_path
-from markvault.encoder import backend_choice
-from markvault.host import open_local
+from markvault.embed.embedder import SentenceEmbedder, model_path
+from markvault.embed.encoder import backend_choice
 from markvault.index import Index
+from markvault.runtime.local_host import open_local
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

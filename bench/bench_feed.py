@@ -34,7 +34,7 @@ from mcp import Client, StdioServerParameters, types
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 import gen_vault
-from markvault.host import open_local
+from markvault.runtime.local_host import open_local
 from markvault.server.live import note_uri
 
 OUT = Path(__file__).parent / "out" / "feed.md"

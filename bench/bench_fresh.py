@@ -30,7 +30,7 @@ if sys.argv[1] == "off":
     import markvault.core.freshness as f
     f.Freshness.before_call = lambda self, name: None
     f.Freshness.around = lambda self, name, read: read()  # a search's check, beside it
-from markvault.cli import main
+from markvault.cli.main import main
 sys.argv = ["vault", *sys.argv[2:]]
 main()
 """

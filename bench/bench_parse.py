@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from markvault.config import Settings
-from markvault.files import VaultFiles
+from markvault.files.vault_files import VaultFiles
 from profile_index import load_baseline
 
 
@@ -63,7 +63,7 @@ def parse_all(parse_note: Callable[..., Any], notes: list[tuple[str, str]], cap:
 
 def split_times(notes: list[tuple[str, str]]) -> None:
     """This tree's parse stage part by part (each part once, on its own)."""
-    from markvault import frontmatter, outline, parse
+    from markvault.markdown import frontmatter, outline, parse
 
     bodies = [frontmatter.split_frontmatter(t.lstrip("\ufeff")) for _, t in notes]
     shapes: list[Any] = []
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--split", action="store_true", help="also time this tree's parts")
     args = p.parse_args(argv)
-    from markvault import parse
+    from markvault.markdown import parse
 
     base = load_parse(args.baseline_src)
     notes, cap = read_notes(args.corpus)

@@ -57,7 +57,7 @@ def load_average() -> str:
 
 def worker(vault: Path, index: Path, queries_file: Path) -> None:
     """Run in a child: every query once after a warm-up; prints one JSON line."""
-    from markvault.host import open_local
+    from markvault.runtime.local_host import open_local
 
     queries = json.loads(queries_file.read_text(encoding="utf-8"))
     opened = open_local(vault, index)

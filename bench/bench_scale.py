@@ -61,7 +61,15 @@ def mib(n_bytes: float) -> str:
 
 def cold_index(vault: Path, index: Path) -> tuple[float, int]:
     """(wall seconds, peak RSS in bytes) of a cold `vault reindex --no-vectors` process."""
-    argv = [sys.executable, "-m", "markvault.cli", "--vault", str(vault), "--index", str(index)]
+    argv = [
+        sys.executable,
+        "-m",
+        "markvault.cli",
+        "--vault",
+        str(vault),
+        "--index",
+        str(index),
+    ]
     code = (
         "import resource, subprocess, sys, time\n"
         "t = time.perf_counter()\n"
@@ -84,7 +92,7 @@ def add_random_vectors(vault: Path, index: Path, seed: int) -> int:
     import numpy as np
 
     from markvault.config import DEFAULT_MODEL
-    from markvault.host import open_local
+    from markvault.runtime.local_host import open_local
 
     opened = open_local(vault, index)
     try:
@@ -107,7 +115,7 @@ def vector_worker(vault: Path, index: Path) -> None:
     import numpy as np
 
     from markvault.config import DEFAULT_MODEL
-    from markvault.host import open_local
+    from markvault.runtime.local_host import open_local
 
     opened = open_local(vault, index)
     try:

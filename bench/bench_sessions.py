@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from markvault.host import open_local
-from markvault.model import Filters
+from markvault.runtime.local_host import open_local
+from markvault.types import Filters
 from markvault.vault import Vault
 
 CORES = os.cpu_count() or 1

@@ -52,8 +52,8 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from markvault.host import open_local
-from markvault.vault_init import init_vault
+from markvault.files.vault_init import init_vault
+from markvault.runtime.local_host import open_local
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out" / "soak.md"
@@ -343,7 +343,7 @@ def catch_up(site: Site, stats: Stats) -> tuple[list[str], float]:
     searched through `vault watch` (the owner); and the seconds until the last write of
     each writer was found (the lag at the end, not the time this check takes)."""
     from markvault.config import Settings
-    from markvault.shared import connect
+    from markvault.runtime.shared_host import connect
 
     settings = Settings.load(vault=site.vault, index=site.index, model=site.env["MARKVAULT_MODEL"])
     began = time.monotonic()

@@ -42,9 +42,9 @@ from pathlib import Path
 
 import gen_vault
 from markvault.config import Settings
-from markvault.model import Filters, ReindexReport
+from markvault.indexing.watcher import GIT, WatchBatch, Watcher, vault_callback
+from markvault.types import Filters, ReindexReport
 from markvault.vault import Vault
-from markvault.watch import GIT, WatchBatch, Watcher, vault_callback
 
 CORES = os.cpu_count() or 1
 HERE = Path(__file__).resolve().parent

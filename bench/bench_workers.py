@@ -30,9 +30,10 @@ def one_run(corpus: Path, setup: bool, notes: int) -> float:
     import tempfile
     import time
 
-    from markvault import pool, sync
     from markvault.config import Settings
-    from markvault.files import VaultFiles
+    from markvault.files.vault_files import VaultFiles
+    from markvault.indexing import pool
+    from markvault.indexing import reconcile as sync
 
     for name in sync.WORKER_MODULES:
         __import__(name)

@@ -40,17 +40,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from markvault.chunk import chunk_note
 from markvault.config import Settings
 from markvault.core.lifecycle import chunk_fingerprint
-from markvault.files import VaultFiles, content_hash
+from markvault.files.vault_files import VaultFiles, content_hash
 from markvault.index import Index
-from markvault.links import LinkResolver
-from markvault.model import NoteRecord
-from markvault.parse import parse_note
-from markvault.rows import RowBlock
-from markvault.sync import note_terms
-from markvault.text import chunk_words
+from markvault.index.rows import RowBlock
+from markvault.indexing.reconcile import note_terms
+from markvault.markdown.chunk import chunk_note
+from markvault.markdown.links import LinkResolver
+from markvault.markdown.parse import parse_note
+from markvault.markdown.tokens import chunk_words
+from markvault.types import NoteRecord
 
 
 def rss_mb() -> float:
@@ -337,7 +337,8 @@ def alternative_chunking(
     """The chunk, tokenize and count terms stages with the baseline tree's modules and
     this tree's, pair by pair on the same parsed notes, each starting with empty caches (as a worker
     does); counts the notes whose chunks or tokens differ from this tree's (0: none)."""
-    from markvault import chunk, text
+    from markvault.markdown import chunk
+    from markvault.markdown import tokens as text
 
     base_chunk, base_text = load_baseline(baseline)
     lines = [note_lines(t) for t in texts]
@@ -366,7 +367,7 @@ def alternative_counting(
     """The count terms stage with the tree whose text module is ``tokenizer`` (its
     ``sync.note_terms``), on that tree's token lists; prints whether every note's terms
     and postings are those of this tree's ``note_terms`` on the same lists."""
-    from markvault import sync
+    from markvault.indexing import reconcile as sync
 
     tree = importlib.import_module(tokenizer.__name__.rsplit(".", 1)[0] + ".sync")
     words = [
@@ -384,7 +385,10 @@ def alternative_note_build(raw: list[Any], settings: Settings, stages: Stages) -
     ``sync.read_file`` does after reading) with the baseline tree's modules (loaded by
     ``alternative_chunking``) and this tree's, pair by pair, a batch of 64 notes at a
     time as a worker holds them; then counts the notes whose rows differ (0: none)."""
-    from markvault import chunk, rows, sync, text
+    from markvault.index import rows
+    from markvault.indexing import reconcile as sync
+    from markvault.markdown import chunk
+    from markvault.markdown import tokens as text
 
     base = [importlib.import_module(f"markvault_baseline.{m}") for m in ("sync", "rows")]
     base_caches = [importlib.import_module(f"markvault_baseline.{m}") for m in ("chunk", "text")]

@@ -75,8 +75,8 @@ def sample(samples: list[Sample], stop: threading.Event) -> None:
 
 def instrument(marks: list[tuple[float, str]]) -> None:
     """Wrap the build's phases to note when each starts (">") and ends ("<")."""
-    from markvault import sync
     from markvault.index import keyword
+    from markvault.indexing import reconcile as sync
 
     def wrap(owner: Any, name: str) -> None:
         f = getattr(owner, name)
@@ -144,7 +144,7 @@ def main() -> int:
     sampler = threading.Thread(target=sample, args=(samples, stop), daemon=True)
     sampler.start()
     instrument(marks)
-    from markvault import cli
+    from markvault.cli import main as cli
 
     index = Path(tempfile.mkdtemp(prefix="timeline-")) / "index"
     try:

@@ -16,9 +16,9 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
-from markvault.files import VaultFiles
-from markvault.links import LinkResolver
-from markvault.parse import parse_note
+from markvault.files.vault_files import VaultFiles
+from markvault.markdown.links import LinkResolver
+from markvault.markdown.parse import parse_note
 
 
 def main() -> None:

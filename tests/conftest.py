@@ -13,7 +13,7 @@ import pytest
 from mcp import StdioServerParameters
 
 from markvault import Vault
-from markvault.host import open_local
+from markvault.runtime.local_host import open_local
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED_VAULT = REPO / "vault"

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from markvault.text import tokenize
+from markvault.markdown.tokens import tokenize
 
 NAME = "hash-embedder"
 # Words the fake reads as one meaning (by their stems, as tokenize gives them).

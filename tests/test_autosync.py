@@ -12,7 +12,7 @@ import pytest
 from markvault import ConfigError
 from markvault.config import Settings
 from markvault.core import Core
-from markvault.host import LocalHost
+from markvault.runtime.local_host import LocalHost
 from markvault.vault import Vault
 
 from .test_gitsync import Clone, clone, git, git_config, write

@@ -25,8 +25,8 @@ from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
 from markvault import Vault
 from markvault.config import Settings
-from markvault.feed import ChangeBatch, ChangeFeed, FeedItem, FeedQueue, NoteChange
-from markvault.shared import connect
+from markvault.indexing.change_feed import ChangeBatch, ChangeFeed, FeedItem, FeedQueue, NoteChange
+from markvault.runtime.shared_host import connect
 
 from .conftest import WriteNotes, stdio_server, vault_argv
 

@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 import regex
 
-from markvault import chunk, sync
-from markvault.chunk import chunk_note, estimate_pieces, fingerprint
 from markvault.config import ChunkParams, Settings
-from markvault.files import FileStat
-from markvault.model import Chunk
-from markvault.parse import parse_note
-from markvault.sync import build_record
+from markvault.files.vault_files import FileStat
+from markvault.indexing import reconcile as sync
+from markvault.indexing.reconcile import build_record
+from markvault.markdown import chunk
+from markvault.markdown.chunk import chunk_note, estimate_pieces, fingerprint
+from markvault.markdown.parse import parse_note
+from markvault.types import Chunk
 
 from .conftest import BUNDLED_VAULT
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from markvault.claude_hooks import (
+from markvault.errors import NotFoundError, RefusedError, UsageError
+from markvault.sessions.claude_hooks import (
     EVENTS,
     NEW_FILE,
     add_hooks,
@@ -22,7 +23,6 @@ from markvault.claude_hooks import (
     settings_path,
     uninstall,
 )
-from markvault.errors import NotFoundError, RefusedError, UsageError
 
 ODD = Path(__file__).parent / "fixtures" / "claude" / "settings_odd.json"
 CMD = "/opt/mv/.venv/bin/vault --vault /home/me/vault sessions hook run"

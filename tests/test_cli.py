@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from markvault.cli import main
+from markvault.cli.main import main
 
 from .conftest import HIT_FIELDS, WriteNotes
 
@@ -181,10 +181,10 @@ NOT_FOR_KEYWORD_SEARCH = (
     "multiprocessing",
     "watchfiles",
     "yaml",
-    "markvault.sync",
-    "markvault.parse",
-    "markvault.sessions",
-    "markvault.credentials",
+    "markvault.indexing.reconcile",
+    "markvault.markdown.parse",
+    "markvault.sessions.transcripts",
+    "markvault.credentials.rules",
     "markvault.core.writing",
     "markvault.core.session_import",
     "markvault.core.session_notes",
@@ -199,7 +199,7 @@ def _loaded_by_cli(args: list[str], modules: tuple[str, ...]) -> tuple[str, str]
     """Run the console script's main with ``args`` in a new process: its output, and
     which of ``modules`` it imported (a line "LOADED=a,b" on stderr)."""
     code = (
-        "import sys; from markvault.cli import main\n"
+        "import sys; from markvault.cli.main import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         f"heavy = {modules!r}\n"
         "print('LOADED=' + ','.join(m for m in heavy if m in sys.modules), file=sys.stderr)\n"

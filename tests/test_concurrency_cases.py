@@ -8,9 +8,9 @@ from pathlib import Path
 
 from markvault.config import Settings
 from markvault.errors import ConflictError
-from markvault.files import TEMP_PREFIX
-from markvault.model import Edit
-from markvault.shared import connect
+from markvault.files.vault_files import TEMP_PREFIX
+from markvault.runtime.shared_host import connect
+from markvault.types import Edit
 
 from .conftest import OpenVault, WriteNotes
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from markvault.errors import RefusedError, UsageError
-from markvault.files import TEMP_PREFIX
-from markvault.host import open_local
+from markvault.files.vault_files import TEMP_PREFIX
+from markvault.runtime.local_host import open_local
 
 from .conftest import OpenVault, WriteNotes
 
@@ -40,8 +40,8 @@ def run_child(code: str, *args: str) -> subprocess.Popen[str]:
 
 WRITER = """
     import sys
-    from markvault.host import open_local
-    from markvault.model import Edit
+    from markvault.runtime.local_host import open_local
+    from markvault.types import Edit
     v = open_local(sys.argv[1], sys.argv[2])
     from tests.test_crash import version_text, VERSIONS
     for n in range(1, VERSIONS):
@@ -91,7 +91,7 @@ def test_kill_9_during_writes_leaves_whole_versions(write: WriteNotes, vault_dir
 INDEXER = """
     import sys, itertools
     from pathlib import Path
-    from markvault.host import open_local
+    from markvault.runtime.local_host import open_local
     vault = Path(sys.argv[1])
     v = open_local(vault, sys.argv[2])
     for n in itertools.count():
@@ -134,8 +134,8 @@ def test_a_full_disk_keeps_the_original(write: WriteNotes, vault_dir: Path) -> N
     open_local(vault_dir, index).reindex(vectors=False)
     code = """
         import resource, signal, sys
-        from markvault.host import open_local
-        from markvault.model import Edit
+        from markvault.runtime.local_host import open_local
+        from markvault.types import Edit
         from markvault.errors import MarkvaultError
         v = open_local(sys.argv[1], sys.argv[2])
         note = v.get("note.md")
@@ -160,7 +160,16 @@ def test_the_server_stops_within_two_seconds(write: WriteNotes, vault_dir: Path,
     write({"a.md": "apple"})
     index = str(vault_dir.parent / "index")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "markvault.cli", "--vault", str(vault_dir), "--index", index, "mcp"],
+        [
+            sys.executable,
+            "-m",
+            "markvault.cli",
+            "--vault",
+            str(vault_dir),
+            "--index",
+            index,
+            "mcp",
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -199,7 +208,7 @@ def test_oversized_requests_are_refused(write: WriteNotes, open_vault: OpenVault
     assert not (v.settings.vault_dir / "notes/Huge.md").exists()
     note = v.get("a.md")
     with pytest.raises(RefusedError, match="size limit"):
-        from markvault.model import Edit
+        from markvault.types import Edit
 
         v.edit_note("a.md", [Edit("append", "y" * 20_000_000)], note["hash"])
     assert (v.settings.vault_dir / "a.md").read_text() == "apple"

@@ -18,10 +18,10 @@ import pytest
 from mcp import Client
 
 from markvault import Vault
-from markvault.credentials import CredentialRefused, scan
-from markvault.host import open_local
+from markvault.credentials.rules import CredentialRefused, scan
+from markvault.files.vault_init import init_vault
+from markvault.runtime.local_host import open_local
 from markvault.server.tools import build_server
-from markvault.vault_init import init_vault
 
 from .test_credentials import ALNUM, UPPER_ALNUM, rand
 from .test_sessions import assistant, user

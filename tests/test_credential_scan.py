@@ -8,9 +8,9 @@ import random
 import subprocess
 from pathlib import Path
 
-from markvault.credential_scan import check_vault, is_scanned
-from markvault.credentials import scan
-from markvault.vault_init import init_vault
+from markvault.credentials.rules import scan
+from markvault.credentials.scan import check_vault, is_scanned
+from markvault.files.vault_init import init_vault
 
 from .conftest import run_cli
 from .test_credentials import ALNUM, rand

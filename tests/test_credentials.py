@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from markvault.config import credential_settings
-from markvault.credentials import (
+from markvault.credentials.rules import (
     REDACTED,
     CredentialPolicy,
     CredentialRefused,
@@ -32,7 +32,7 @@ from markvault.credentials import (
     scan,
 )
 from markvault.errors import ConfigError
-from markvault.files import content_hash
+from markvault.files.vault_files import content_hash
 
 from .conftest import BUNDLED_VAULT, REPO
 
@@ -387,14 +387,18 @@ def test_a_key_whose_random_part_repeats_letters_is_caught() -> None:
     assert find("AKIAXXXXXXXXXXXXXXXX and ASIA0000000000000000") == []
 
 
+SRC = REPO / "src" / "markvault"
+
+
 def test_the_starter_vault_templates_and_docs_pass() -> None:
     files = [
         *BUNDLED_VAULT.rglob("*.md"),
         *(REPO / "templates").glob("*.md"),
         REPO / "README.md",
+        *(REPO / "docs").glob("*.md"),
         *(REPO / "bench").rglob("*.md"),
         # Code about tokens, holding none (the gate's own examples excepted).
-        *(p for p in (REPO / "src" / "markvault").rglob("*.py") if p.name != "credentials.py"),
+        *(p for p in SRC.rglob("*.py") if p.relative_to(SRC).as_posix() != "credentials/rules.py"),
     ]
     assert len(files) > 20
     for path in files:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from markvault.config import Settings
-from markvault.document_sources import DocumentSources
 from markvault.errors import NotFoundError, RefusedError
+from markvault.files.document_sources import DocumentSources
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ import difflib
 
 import pytest
 
-from markvault.edit import apply_edit
 from markvault.errors import ConflictError, RefusedError, UsageError
-from markvault.gitrepo import check_writable
-from markvault.model import Edit
+from markvault.git.repo import check_writable
+from markvault.markdown.edit import apply_edit
+from markvault.types import Edit
 
 NOTE = (
     "---\n"

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from markvault import encoder
-from markvault.embed import SentenceEmbedder, model_path
-from markvault.encoder import EncoderUnavailable, backend_choice, cache_key, read_layout
+from markvault.embed import encoder
+from markvault.embed.embedder import SentenceEmbedder, model_path
+from markvault.embed.encoder import EncoderUnavailable, backend_choice, cache_key, read_layout
 
 TEXTS = [
     "How do I connect Claude Code to this vault?",
@@ -165,7 +165,8 @@ def test_a_model_the_exporter_cannot_serve_falls_back_to_torch(tmp_path: Path) -
 def test_a_new_process_uses_the_cached_export_without_torch(encoder_cache: Path) -> None:
     SentenceEmbedder("all-MiniLM-L6-v2", encoder_cache).load()  # exported by now
     code = (
-        "import sys; from pathlib import Path; from markvault.embed import SentenceEmbedder; "
+        "import sys; from pathlib import Path; "
+        "from markvault.embed.embedder import SentenceEmbedder; "
         f"e = SentenceEmbedder('all-MiniLM-L6-v2', Path({str(encoder_cache)!r})); "
         "v = e.encode_query('hello'); "
         "print(e.backend, v.shape[0], 'torch' in sys.modules)"
@@ -178,7 +179,7 @@ def test_a_new_process_uses_the_cached_export_without_torch(encoder_cache: Path)
 def test_exporting_prints_nothing_on_stdout(tmp_path: Path) -> None:
     """An MCP server's stdout is its protocol stream: the export must stay silent there."""
     code = (
-        "from pathlib import Path; from markvault.embed import SentenceEmbedder; "
+        "from pathlib import Path; from markvault.embed.embedder import SentenceEmbedder; "
         f"SentenceEmbedder('all-MiniLM-L6-v2', Path({str(tmp_path / 'cache')!r})).load()"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -15,9 +15,9 @@ import pytest
 from mcp import Client
 
 import markvault.core.freshness as freshness
-import markvault.find_walk as find_walk
+import markvault.files.find_walk as find_walk
 from markvault.config import Settings
-from markvault.shared import connect
+from markvault.runtime.shared_host import connect
 
 from .conftest import run_cli, stdio_server
 from .test_gitsync import Clone, clone, git, git_config, write

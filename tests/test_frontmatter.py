@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from markvault.errors import RefusedError
-from markvault.frontmatter import (
+from markvault.markdown.frontmatter import (
     _flat_mapping,
     _load_yaml,
     fill_template,

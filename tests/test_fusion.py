@@ -11,13 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from markvault import Vault, fusion
+from markvault import Vault
 from markvault.config import Settings
 from markvault.core import Core
 from markvault.errors import UsageError
-from markvault.fusion import KEYWORD_WEIGHT, RRF_K
-from markvault.host import LocalHost, open_local
-from markvault.search import ORIGINAL_WEIGHT
+from markvault.runtime.local_host import LocalHost, open_local
+from markvault.search import fusion
+from markvault.search.fusion import KEYWORD_WEIGHT, RRF_K
+from markvault.search.searcher import ORIGINAL_WEIGHT
 
 from .conftest import WriteNotes
 from .fakes import NAME, HashEmbedder

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-import markvault.files
+import markvault.files.vault_files
 from markvault import RefusedError
-from markvault.files import VaultFiles, content_hash
-from markvault.gitrepo import find_repo, has_conflict_markers
+from markvault.files.vault_files import VaultFiles, content_hash
+from markvault.git.repo import find_repo, has_conflict_markers
 
 HOLD_LOCK = """
 import fcntl, os, sys
@@ -92,7 +92,7 @@ def test_a_write_waits_for_a_sync_holding_the_lock_in_another_process(
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        monkeypatch.setattr(markvault.files, "WRITE_WAIT_SECONDS", 0.2)
+        monkeypatch.setattr(markvault.files.vault_files, "WRITE_WAIT_SECONDS", 0.2)
         files = VaultFiles(repo_vault)
         old = (repo_vault / "notes" / "a.md").read_bytes()
         with pytest.raises(RefusedError, match="vault sync"):

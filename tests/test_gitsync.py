@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 from mcp import Client
 
-import markvault.gitsync as gitsync
+import markvault.git.sync as gitsync
 from markvault import IndexBusyError, RefusedError
-from markvault.files import content_hash
-from markvault.gitrepo import find_repo
-from markvault.gitsync import Change, StagedCommit, SyncOptions, commit_message, sync_vault
-from markvault.host import open_local
-from markvault.model import Edit
+from markvault.files.vault_files import content_hash
+from markvault.files.vault_init import init_vault
+from markvault.git.repo import find_repo
+from markvault.git.sync import Change, StagedCommit, SyncOptions, commit_message, sync_vault
+from markvault.runtime.local_host import open_local
 from markvault.server.tools import build_server
-from markvault.vault_init import init_vault
+from markvault.types import Edit
 
 from .conftest import run_cli
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from markvault.host import open_local
 from markvault.index import Index, keyword
 from markvault.index.keyword import BM25_B, BM25_K1
-from markvault.model import Filters
-from markvault.text import tokenize
+from markvault.markdown.tokens import tokenize
+from markvault.runtime.local_host import open_local
+from markvault.types import Filters
 
 from .conftest import OpenVault, WriteNotes, checksums
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from bench.profile_index import differing_from_fts
 
 from markvault.config import Settings
-from markvault.host import open_local
 from markvault.index.store import connect
+from markvault.runtime.local_host import open_local
 
 from .conftest import WriteNotes
 

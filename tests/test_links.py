@@ -5,9 +5,9 @@ from __future__ import annotations
 import unicodedata
 from pathlib import Path
 
-from markvault.files import VaultFiles
-from markvault.links import LinkResolver
-from markvault.parse import parse_note
+from markvault.files.vault_files import VaultFiles
+from markvault.markdown.links import LinkResolver
+from markvault.markdown.parse import parse_note
 
 NOTES = [
     ("notes/Alpha.md", ["First letter"]),

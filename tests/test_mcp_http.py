@@ -25,7 +25,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.subscriptions import ResourceUpdated
 
 from markvault.errors import ConfigError, UsageError
-from markvault.host import open_local
+from markvault.runtime.local_host import open_local
 from markvault.server.http import (
     DEFAULT_MAX_BODY,
     TokenBucket,
@@ -422,7 +422,7 @@ def test_serve_http_listens_on_loopback_and_never_prints_the_token(
     (vault_dir / "notes" / "a.md").write_text(NOTE, encoding="utf-8")
     token_file = tmp_path / "cfg" / "token"
     script = (
-        "import sys; from markvault.host import open_local;"
+        "import sys; from markvault.runtime.local_host import open_local;"
         "from markvault.server.tools import build_server;"
         "from markvault.server.http import serve_http;"
         "v = open_local(sys.argv[1], sys.argv[2]); v.reindex(vectors=False);"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from markvault.cli import main
+from markvault.cli.main import main
 from markvault.errors import ConfigError, UsageError
 from markvault.server.install import (
     find_claude,

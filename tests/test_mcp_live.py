@@ -21,11 +21,11 @@ from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
 from markvault import Vault
 from markvault.config import Settings
-from markvault.host import open_local
+from markvault.runtime.local_host import open_local
+from markvault.runtime.shared_host import connect
 from markvault.server.live import LiveServer, NoteChange, affected
 from markvault.server.tool_call import CallCancelled, ToolCall
 from markvault.server.tools import build_server
-from markvault.shared import connect
 
 from .conftest import REPO, WriteNotes, stdio_server
 

@@ -15,7 +15,7 @@ import pytest
 from mcp import Client
 
 from markvault import Vault
-from markvault.host import open_local
+from markvault.runtime.local_host import open_local
 from markvault.server.tools import build_server
 
 from .conftest import WriteNotes, stdio_server

@@ -22,7 +22,7 @@ from mcp import Client
 from markvault import Vault
 from markvault.config import Settings
 from markvault.errors import CallCancelled
-from markvault.shared import OwnerLostError, connect
+from markvault.runtime.shared_host import OwnerLostError, connect
 
 from .conftest import WriteNotes, run_cli, stdio_server
 
@@ -144,8 +144,8 @@ def test_reads_during_a_long_sync_are_answered_not_left_waiting(
     long sync), a search from another process is answered at once, marked as building."""
     import threading
 
-    from markvault import host as host_module
     from markvault.errors import IndexBusyError
+    from markvault.runtime import local_host as host_module
 
     monkeypatch.setattr(host_module, "BUSY_ANSWER_SECONDS", 0.2)
     write({"a.md": "apple"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from markvault.parse import parse_note
+from markvault.markdown.parse import parse_note
 
 
 def test_recognised_keys_and_unknown_metadata() -> None:

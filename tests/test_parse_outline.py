@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from markvault.frontmatter import split_frontmatter
-from markvault.outline import Outline, _Doubt, _Walk, outline, outline_reference
-from markvault.parse import parse_note
+from markvault.markdown.frontmatter import split_frontmatter
+from markvault.markdown.outline import Outline, _Doubt, _Walk, outline, outline_reference
+from markvault.markdown.parse import parse_note
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from markvault.host import open_local
-from markvault.pool import WORKER_GC_THRESHOLD, _batches, in_workers
+from markvault.indexing.pool import WORKER_GC_THRESHOLD, _batches, in_workers
+from markvault.runtime.local_host import open_local
 
 from .conftest import OpenVault, WriteNotes
 from .test_sessions import assistant, user

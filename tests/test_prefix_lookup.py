@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from markvault.prefix_lookup import NameIndex, count_lookup
+from markvault.index.prefix_lookup import NameIndex, count_lookup
 
 ROWS = [  # id, title, date
     ("alpha", "Alpha quokka", "2026-01-02"),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from markvault import language, query
 from markvault.config import DEFAULT_MODEL
-from markvault.text import normalize, word_tokens
+from markvault.markdown.tokens import normalize, word_tokens
+from markvault.search import language, query
 
 from .conftest import OpenVault, WriteNotes
 

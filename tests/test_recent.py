@@ -1,4 +1,4 @@
-from markvault.recent import Recent
+from markvault.markdown.memo import Recent
 
 
 def test_the_oldest_entries_go_first_once_the_sizes_pass_the_limit() -> None:

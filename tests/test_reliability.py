@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from markvault import ConflictError, RefusedError, Vault
-from markvault.model import Edit
+from markvault.types import Edit
 
 from .conftest import OpenVault, WriteNotes, checksums
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pickle
 from pathlib import Path
 
-from markvault import sync
 from markvault.config import Settings
-from markvault.files import VaultFiles
-from markvault.model import NoteRecord
-from markvault.rows import NoteRows, RowBlock, row_tables
+from markvault.files.vault_files import VaultFiles
+from markvault.index.rows import NoteRows, RowBlock, row_tables
+from markvault.indexing import reconcile as sync
+from markvault.types import NoteRecord
 
 from .conftest import WriteNotes
 

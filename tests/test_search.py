@@ -189,7 +189,7 @@ def test_hybrid_without_vectors_falls_back_with_a_warning(multilingual: Vault) -
 def test_the_model_reads_the_query_as_written() -> None:
     """Stemmed tokens ("construct aeroelast model") cost the vector side 0.09 nDCG@10 on
     Cranfield (bench/eval/RESULTS.md): the model gets the words as typed."""
-    from markvault import query
+    from markvault.search import query
 
     plan = query.parse('running "Quick Brown" embed* -noise NOT hum 机器学习')
     assert plan.text == "running Quick Brown embed 机器学习"
@@ -198,7 +198,7 @@ def test_the_model_reads_the_query_as_written() -> None:
 def test_only_quotes_make_a_phrase() -> None:
     """A Chinese sentence is one "word" without spaces: its bigrams are optional terms,
     not a phrase that must match exactly."""
-    from markvault import query
+    from markvault.search import query
 
     plan = query.parse("机器学习")
     assert not plan.constrained and plan.terms == ["机器", "器学", "学习"]

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from markvault.errors import NotFoundError, RefusedError, UsageError
-from markvault.files import VaultFiles
-from markvault.parse import parse_note
-from markvault.sessions import (
+from markvault.files.vault_files import VaultFiles
+from markvault.markdown.parse import parse_note
+from markvault.sessions.transcripts import (
     ARG_CHARS,
     REDACTED,
     Session,
@@ -797,8 +797,8 @@ def test_cjk_title_path(write_transcript: WriteTranscript) -> None:
 
 
 def test_edits_through_markvault_survive_reimport(session: Session, note: str) -> None:
-    from markvault.edit import apply_edit
-    from markvault.model import Edit
+    from markvault.markdown.edit import apply_edit
+    from markvault.types import Edit
 
     # markvault writes frontmatter keys the way the importer does: setting a key to its
     # current value changes nothing.

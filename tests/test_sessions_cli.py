@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from markvault.cli import main
+from markvault.cli.main import main
 
 from .test_cli import run
 from .test_sessions import SID

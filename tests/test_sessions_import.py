@@ -18,10 +18,10 @@ import pytest
 
 from markvault import Vault
 from markvault.errors import ConflictError, NotFoundError, RefusedError, UsageError
-from markvault.host import local_vault, open_local
-from markvault.model import Filters
-from markvault.sessions import SessionSummary, read_summary
-from markvault.shared import connect
+from markvault.runtime.local_host import local_vault, open_local
+from markvault.runtime.shared_host import connect
+from markvault.sessions.transcripts import SessionSummary, read_summary
+from markvault.types import Filters
 
 from .conftest import checksums
 from .test_sessions import FIXTURE, SID, assistant, user
@@ -260,7 +260,7 @@ def test_default_source_is_claude_codes_folder(
 BUSY_HOLDER = textwrap.dedent(
     """
     import sys
-    from markvault.host import open_local
+    from markvault.runtime.local_host import open_local
     v = open_local(sys.argv[1], sys.argv[2])
     v.host.core().keeper.open_index(write=True)
     print("ready", flush=True)

@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 
 from markvault import Vault
-from markvault.host import open_local
+from markvault.runtime.local_host import open_local
 from markvault.server.tools import WRITE_TOOLS, build_server
 
 from .conftest import stdio_server

@@ -10,11 +10,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from markvault import chunk, sync
-from markvault.feed import FeedItem
-from markvault.host import open_local
 from markvault.index import keyword, store
-from markvault.model import NoProgress, ReindexReport
+from markvault.indexing import reconcile as sync
+from markvault.indexing.change_feed import FeedItem
+from markvault.markdown import chunk
+from markvault.runtime.local_host import open_local
+from markvault.types import NoProgress, ReindexReport
 from markvault.vault import Vault
 
 from .conftest import WriteNotes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from markvault.text import normalize, prefix_token, tokenize
+from markvault.markdown.tokens import normalize, prefix_token, tokenize
 
 
 def test_cjk_runs_become_bigrams() -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from markvault import Settings
-from markvault.cli import main
-from markvault.host import open_local
-from markvault.vault_init import GITIGNORE_TEXT, init_vault
+from markvault.cli.main import main
+from markvault.files.vault_init import GITIGNORE_TEXT, init_vault
+from markvault.runtime.local_host import open_local
 
 from .conftest import checksums
 

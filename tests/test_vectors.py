@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from markvault import Vault
-from markvault.embed import Embedder, SentenceEmbedder
-from markvault.host import open_local
+from markvault.embed.embedder import Embedder, SentenceEmbedder
+from markvault.runtime.local_host import open_local
 
 from .conftest import WriteNotes
 

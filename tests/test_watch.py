@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from markvault.watch import (
+from markvault.indexing.watcher import (
     FOLDER,
     GIT,
     IGNORE_RULES,

@@ -109,13 +109,13 @@ def test_a_checkout_converges_once_git_is_done(watching: Watching, vault_dir: Pa
 
 PROBE = """
 import sys
-from markvault.cli import main
+from markvault.cli.main import main
 try:
     main(sys.argv[1:])
 except SystemExit:
     pass
 heavy = ("duckdb", "pyarrow", "torch", "sentence_transformers", "markvault.index",
-         "markvault.core", "markvault.search", "markvault.sessions")
+         "markvault.core", "markvault.search.searcher", "markvault.sessions.transcripts")
 print("LOADED=" + ",".join(m for m in heavy if m in sys.modules), file=sys.stderr)
 """
 

@@ -9,10 +9,10 @@ import pytest
 
 from markvault import errors
 from markvault.calls import declared_calls
-from markvault.model import Edit, Filters, Hit, ReindexReport, SearchResult, SessionImportReport
-from markvault.sessions import SessionSummary
+from markvault.runtime.wire import decode, encode, error_json, raise_error
+from markvault.sessions.transcripts import SessionSummary
+from markvault.types import Edit, Filters, Hit, ReindexReport, SearchResult, SessionImportReport
 from markvault.vault import CALLS, Vault
-from markvault.wire import decode, encode, error_json, raise_error
 
 # What each call may do: a read is sent again after an owner died, a write is not.
 WRITES = {
@@ -81,7 +81,7 @@ def test_errors_keep_their_class_and_hint() -> None:
 
 def test_an_error_of_another_module_keeps_its_exit_code() -> None:
     """A refusal by the credential gate in the owner ends the client's command with 6."""
-    from markvault.credentials import CredentialRefused
+    from markvault.credentials.rules import CredentialRefused
 
     refused = CredentialRefused("Refused: notes/a.md holds 1 credential.", "Allow it.", [])
     with pytest.raises(errors.RefusedError) as caught:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import markvault.fusion
+import markvault.search.fusion
 from markvault.index import keyword
 
 from . import experiments as exps
@@ -272,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     figures["setup"] = {
         "markvault": (
             f"all-MiniLM-L6-v2, BM25 k1 {keyword.BM25_K1} b {keyword.BM25_B} "
-            f"per note, hybrid keyword weight {markvault.fusion.KEYWORD_WEIGHT}"
+            f"per note, hybrid keyword weight {markvault.search.fusion.KEYWORD_WEIGHT}"
         ),
         "reference": ReferenceSetup().describe() + "; dense all-MiniLM-L6-v2 per document; "
         "RRF k 60 of bm25s and dense",

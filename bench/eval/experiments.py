@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-import markvault.fusion
 import markvault.index.bm25
 import markvault.index.keyword
-import markvault.language
-from markvault.text import latin_share
+import markvault.search.fusion
+import markvault.search.language
+from markvault.markdown.tokens import latin_share
 
 from . import runner
 
@@ -37,7 +37,7 @@ _ORIGINAL = {
     "scored_sql": markvault.index.bm25.scored_sql,
     "note_scores": markvault.index.bm25.note_scores,
     "bm25": markvault.index.keyword.KeywordIndex.bm25,
-    "convex": markvault.fusion.convex,
+    "convex": markvault.search.fusion.convex,
 }
 
 
@@ -73,7 +73,7 @@ def _script_only(model: str, text: str, language: str | None) -> bool:
 
 def _rrf_chunks(keyword: Rows, vector: Rows, *args: Any, **kw: Any) -> Any:
     """Issue 6's hybrid: reciprocal rank fusion (k = 60) of the two chunk lists."""
-    return markvault.fusion.rrf({"keyword": keyword, "vector": vector})
+    return markvault.search.fusion.rrf({"keyword": keyword, "vector": vector})
 
 
 def _rrf_notes(
@@ -89,7 +89,7 @@ def _rrf_notes(
             if note is not None and note not in seen:
                 seen.append(note)
         for rank, note in enumerate(seen, start=1):
-            ranks[note] = ranks.get(note, 0.0) + 1 / (markvault.fusion.RRF_K + rank)
+            ranks[note] = ranks.get(note, 0.0) + 1 / (markvault.search.fusion.RRF_K + rank)
     shown = _ORIGINAL["convex"](keyword, vector, note_of, cosine, chunk_bm25)
     order = {note: i for i, note in enumerate(sorted(ranks, key=lambda n: (-ranks[n], n)))}
     rows = [(c, ranks[note_of[c]], r, s) for c, _, r, s in shown if note_of.get(c) in order]
@@ -309,11 +309,11 @@ def _patches(*items: tuple[Any, dict[str, Any]]) -> Iterator[None]:
 
 
 NO_QTF = (markvault.index.bm25, {"scored_sql": _no_query_tf, "note_scores": _no_query_tf_notes})
-NO_STOP = (markvault.language, {"query_stopwords": lambda language: frozenset()})
+NO_STOP = (markvault.search.language, {"query_stopwords": lambda language: frozenset()})
 CHUNKS = (markvault.index.keyword.KeywordIndex, {"bm25": _chunks_alone})
-RRF_CHUNKS = (markvault.fusion, {"convex": _rrf_chunks})
-SCRIPT_ONLY = (markvault.language, {"model_reads": _script_only})
-NO_COSINE_FLOOR = (markvault.fusion, {"typical_cosine": lambda cosines: 0.0})
+RRF_CHUNKS = (markvault.search.fusion, {"convex": _rrf_chunks})
+SCRIPT_ONLY = (markvault.search.language, {"model_reads": _script_only})
+NO_COSINE_FLOOR = (markvault.search.fusion, {"typical_cosine": lambda cosines: 0.0})
 
 
 def _cosine_floor_at(statistic: Callable[[np.ndarray], float]) -> Patch:
@@ -321,7 +321,7 @@ def _cosine_floor_at(statistic: Callable[[np.ndarray], float]) -> Patch:
         finite = cosines[np.isfinite(cosines)]
         return max(float(statistic(finite)), 0.0) if len(finite) else 0.0
 
-    return lambda: _patches((markvault.fusion, {"typical_cosine": typical}))
+    return lambda: _patches((markvault.search.fusion, {"typical_cosine": typical}))
 
 
 def default_experiments() -> list[Experiment]:
@@ -337,7 +337,7 @@ def default_experiments() -> list[Experiment]:
         Experiment(
             "no language detection (English stop words; vectors fused for all Latin text)",
             kw_and_hybrid,
-            lambda: _patches((markvault.language, {"detect": lambda words: None})),
+            lambda: _patches((markvault.search.language, {"detect": lambda words: None})),
         ),
         Experiment("chunks scored alone (not notes)", kw_and_hybrid, lambda: _patches(CHUNKS)),
         Experiment(
@@ -354,14 +354,14 @@ def default_experiments() -> list[Experiment]:
         Experiment(
             "fusion: RRF k=60 over notes",
             ("hybrid",),
-            lambda: _patches((markvault.fusion, {"convex": _rrf_notes})),
+            lambda: _patches((markvault.search.fusion, {"convex": _rrf_notes})),
             "alternative",
         ),
         *(
             Experiment(
                 f"fusion: keyword weight {w}",
                 ("hybrid",),
-                lambda w=w: _patches((markvault.fusion, {"KEYWORD_WEIGHT": w})),
+                lambda w=w: _patches((markvault.search.fusion, {"KEYWORD_WEIGHT": w})),
                 "alternative",
             )
             for w in (0.3, 0.4, 0.6, 0.7)
@@ -369,50 +369,50 @@ def default_experiments() -> list[Experiment]:
         Experiment(
             "fusion: min-max normalization",
             ("hybrid",),
-            lambda: _patches((markvault.fusion, {"convex": _minmax})),
+            lambda: _patches((markvault.search.fusion, {"convex": _minmax})),
             "alternative",
         ),
         Experiment(
             "fusion: show keyword's best chunk",
             ("hybrid",),
-            lambda: _patches((markvault.fusion, {"convex": _keyword_chunk_shown})),
+            lambda: _patches((markvault.search.fusion, {"convex": _keyword_chunk_shown})),
             "alternative",
         ),
         Experiment(
             "fusion: z-scores, missing at the list's lowest",
             ("hybrid",),
-            lambda: _patches((markvault.fusion, {"convex": _zscores})),
+            lambda: _patches((markvault.search.fusion, {"convex": _zscores})),
             "alternative",
         ),
         Experiment(
             "fusion: notes keyword missed at its lowest BM25",
             ("hybrid",),
-            lambda: _patches((markvault.fusion, {"convex": _tmm_floor})),
+            lambda: _patches((markvault.search.fusion, {"convex": _tmm_floor})),
             "alternative",
         ),
         Experiment(
             "fusion: cosine min-max, BM25 over its best",
             ("hybrid",),
-            lambda: _patches((markvault.fusion, {"convex": _cosine_minmax})),
+            lambda: _patches((markvault.search.fusion, {"convex": _cosine_minmax})),
             "alternative",
         ),
         Experiment(
             "fusion: cosine over 1 (its theoretical best), BM25 over its best",
             ("hybrid",),
-            lambda: _patches((markvault.fusion, {"convex": _raw_cosine})),
+            lambda: _patches((markvault.search.fusion, {"convex": _raw_cosine})),
             "alternative",
         ),
         Experiment(
             "fusion: a note's cosine half its mean chunk's, half its best's",
             ("hybrid",),
-            lambda: _patches((markvault.fusion, {"convex": _note_and_passage_cosine})),
+            lambda: _patches((markvault.search.fusion, {"convex": _note_and_passage_cosine})),
             "alternative",
         ),
         *(
             Experiment(
                 f"fusion: each list over its top-{k} mean",
                 ("hybrid",),
-                lambda k=k: _patches((markvault.fusion, {"convex": _topk_mean(k)})),
+                lambda k=k: _patches((markvault.search.fusion, {"convex": _topk_mean(k)})),
                 "alternative",
             )
             for k in (3, 10)

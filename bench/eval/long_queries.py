@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from markvault import Vault
-from markvault.host import open_local
+from markvault.runtime.local_host import open_local
 
 from . import experiments as exps
 from . import runner, sets

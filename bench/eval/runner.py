@@ -18,8 +18,8 @@ from types import ModuleType
 from typing import Any
 
 from markvault import Vault
-from markvault.host import open_local
-from markvault.model import SearchResult
+from markvault.runtime.local_host import open_local
+from markvault.types import SearchResult
 
 from .metrics import Scores, evaluate
 from .notes import write_vault

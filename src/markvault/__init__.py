@@ -5,8 +5,8 @@ and disposable. ``Vault`` (vault.py) is the one facade both the CLI and the MCP
 server use.
 """
 
-from .config import Settings
-from .errors import (
+from markvault.config import Settings
+from markvault.errors import (
     ConfigError,
     ConflictError,
     IndexBusyError,
@@ -15,8 +15,8 @@ from .errors import (
     RefusedError,
     UsageError,
 )
-from .model import Edit, Filters, Hit, ReindexReport, SearchResult
-from .vault import Vault
+from markvault.types import Edit, Filters, Hit, ReindexReport, SearchResult
+from markvault.vault import Vault
 
 __all__ = [
     "ConfigError",

@@ -24,13 +24,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from .config import Settings
-from .model import ReindexReport
+from markvault.config import Settings
+from markvault.types import ReindexReport
 
 if TYPE_CHECKING:
-    from .core import Core
-    from .feed import Listener
-    from .watch import WatchBatch
+    from markvault.core import Core
+    from markvault.indexing.change_feed import Listener
+    from markvault.indexing.watcher import WatchBatch
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import ConfigError
+from markvault.errors import ConfigError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 # The names the packaged default model answers to. It reads English (Latin script)
@@ -31,6 +31,7 @@ ENV_VAULT = "MARKVAULT_VAULT"
 ENV_INDEX = "MARKVAULT_INDEX"
 ENV_MODEL = "MARKVAULT_MODEL"
 ENV_DOCUMENT_ROOTS = "MARKVAULT_DOCUMENT_ROOTS"
+TOKEN_ENV = "MARKVAULT_TOKEN_FILE"
 APP_NAME = "markvault"
 PULL_MODES = ("merge", "rebase")
 ORIGIN_CACHE = "default: your cache directory"
@@ -197,6 +198,15 @@ def default_index_dir(vault_dir: Path) -> Path:
     digest = hashlib.blake2b(str(resolved).encode(), digest_size=6).hexdigest()
     name = re.sub(r"[^\w.-]+", "-", resolved.name).strip("-.")[:40] or "vault"
     return user_cache_dir() / "indexes" / f"{name}-{digest}"
+
+
+def token_path() -> Path:
+    """Where `vault mcp --http`'s bearer token lives: a per-user config file, never in a vault."""
+    override = os.environ.get(TOKEN_ENV)
+    if override:
+        return Path(override).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base).expanduser() / APP_NAME / "http-token"
 
 
 def user_cache_dir() -> Path:

@@ -14,7 +14,7 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-from .errors import ConfigError
+from markvault.errors import ConfigError
 
 # A vault's own templates: hidden, so never indexed as notes, and inside the vault, so
 # they travel with it through git. `vault init` puts a copy of the packaged ones there.

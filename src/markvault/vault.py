@@ -20,10 +20,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .calls import Host, declared_calls, reads, writes
-from .config import Settings
-from .errors import UsageError
-from .model import (
+from markvault.calls import Host, declared_calls, reads, writes
+from markvault.config import Settings
+from markvault.errors import UsageError
+from markvault.types import (
     PAGE_CHARS,
     Edit,
     Filters,
@@ -34,8 +34,8 @@ from .model import (
 )
 
 if TYPE_CHECKING:
-    from .core import Core
-    from .sessions import SessionSummary
+    from markvault.core import Core
+    from markvault.sessions.transcripts import SessionSummary
 
 
 class Vault:

@@ -14,19 +14,19 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from ..config import Settings
-from ..embed import Embedder
-from .gate import CredentialGate
+from markvault.config import Settings
+from markvault.core.gate import CredentialGate
+from markvault.embed.embedder import Embedder
 
 if TYPE_CHECKING:
-    from ..find_walk import FindWalk
-    from .context import ContextViews
-    from .freshness import Freshness, LookAhead
-    from .git_sync import GitSync
-    from .reading import NoteReader
-    from .session_import import SessionImporter
-    from .session_notes import SessionNotes
-    from .writing import NoteWriter
+    from markvault.core.context import ContextViews
+    from markvault.core.freshness import Freshness, LookAhead
+    from markvault.core.git_sync import GitSync
+    from markvault.core.reading import NoteReader
+    from markvault.core.session_import import SessionImporter
+    from markvault.core.session_notes import SessionNotes
+    from markvault.core.writing import NoteWriter
+    from markvault.files.find_walk import FindWalk
 
 
 class Core:
@@ -45,7 +45,7 @@ class Core:
         under way for the first call's sync (a one-shot `vault reindex`)."""
         # Imported here, not with the package: the freshness look can start before the
         # index layer (DuckDB) loads, and runs beside that import (shared.py).
-        from .lifecycle import IndexKeeper
+        from markvault.core.lifecycle import IndexKeeper
 
         self.keeper = IndexKeeper(settings, embedder, walk)  # lifecycle and sync
         self._look = look
@@ -56,42 +56,42 @@ class Core:
     @cached_property
     def notes(self) -> NoteReader:
         """Note reads, search and paging."""
-        from .reading import NoteReader
+        from markvault.core.reading import NoteReader
 
         return NoteReader(self.keeper)
 
     @cached_property
     def writer(self) -> NoteWriter:
         """Note writes and templates."""
-        from .writing import NoteWriter
+        from markvault.core.writing import NoteWriter
 
         return NoteWriter(self.keeper, self.notes, self.gate)
 
     @cached_property
     def context(self) -> ContextViews:
         """Context and the link graph."""
-        from .context import ContextViews
+        from markvault.core.context import ContextViews
 
         return ContextViews(self.keeper, self.notes)
 
     @cached_property
     def importer(self) -> SessionImporter:
         """The session import pipeline."""
-        from .session_import import SessionImporter
+        from markvault.core.session_import import SessionImporter
 
         return SessionImporter(self.keeper, self.gate)
 
     @cached_property
     def sessions(self) -> SessionNotes:
         """Session notes once imported."""
-        from .session_notes import SessionNotes
+        from markvault.core.session_notes import SessionNotes
 
         return SessionNotes(self.keeper, self.notes, self.gate)
 
     @cached_property
     def fresh(self) -> Freshness:
         """Small changes on disk synced before a call."""
-        from .freshness import Freshness
+        from markvault.core.freshness import Freshness
 
         look, self._look = self._look, None
         return Freshness(self.keeper, look)
@@ -99,7 +99,7 @@ class Core:
     @cached_property
     def git(self) -> GitSync:
         """`vault sync`: commit, pull, push, then index what arrived."""
-        from .git_sync import GitSync
+        from markvault.core.git_sync import GitSync
 
         return GitSync(self.keeper)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ..errors import UsageError
+from markvault.errors import UsageError
 
 
 def chunk_ref(ref: str) -> int | None:

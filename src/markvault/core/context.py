@@ -9,14 +9,14 @@ import posixpath
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import MarkvaultError, NotFoundError, UsageError
-from ..graph import LinkGraph
-from ..model import Filters
-from ..search import note_uri
-from ..sessions import read_summary
-from .common import check_page, epoch, moment
-from .lifecycle import IndexKeeper
-from .reading import NoteReader
+from markvault.core.common import check_page, epoch, moment
+from markvault.core.lifecycle import IndexKeeper
+from markvault.core.link_graph import LinkGraph
+from markvault.core.reading import NoteReader
+from markvault.errors import MarkvaultError, NotFoundError, UsageError
+from markvault.search.searcher import note_uri
+from markvault.sessions.transcripts import read_summary
+from markvault.types import Filters
 
 
 class ContextViews:

@@ -48,15 +48,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from ..errors import MarkvaultError
-from ..files import IGNORE_FILE
-from ..find_walk import FindListing, FindWalk
-from ..gitrepo import find_repo
+from markvault.errors import MarkvaultError
+from markvault.files.find_walk import FindListing, FindWalk
+from markvault.files.vault_files import IGNORE_FILE
+from markvault.git.repo import find_repo
 
 if TYPE_CHECKING:
-    from ..config import Settings
-    from ..gitsync import Git
-    from .lifecycle import IndexKeeper
+    from markvault.config import Settings
+    from markvault.core.lifecycle import IndexKeeper
+    from markvault.git.sync import Git
 
 FRESH_MAX_FILES = 300  # changed files synced before an answer; more wait for a reindex
 # A long-lived process without a watcher checks again no sooner than this many times the
@@ -165,7 +165,7 @@ class Freshness:
         answer from before a sync is dropped.
         With a watcher the check only compares the commit: done first, as cheap as a
         thread's start, which a warm server's search would feel."""
-        from ..index import IndexUnusable  # loaded by now: the keeper has imported it
+        from markvault.index import IndexUnusable  # loaded by now: the keeper has imported it
 
         if self._watched():
             self.before_call(name)
@@ -306,7 +306,7 @@ def look_at_disk(settings: Settings, watched: bool, walk: FindWalk | None = None
         return _Plan(state, {"walk": fingerprint}, True, set(), listing)
     if watched and head == state.get("head"):
         return None
-    from ..gitsync import open_git  # git vaults only
+    from markvault.git.sync import open_git  # git vaults only
 
     git = open_git(settings.vault_dir, interactive=False)
     candidates = _git_candidates(git, head, state, watched)

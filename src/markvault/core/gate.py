@@ -21,11 +21,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import CONFIG_FILE, Settings, read_credential_settings
-from ..model import Edit
+from markvault.config import CONFIG_FILE, Settings, read_credential_settings
+from markvault.types import Edit
 
 if TYPE_CHECKING:
-    from ..credentials import CredentialPolicy, Finding
+    from markvault.credentials.rules import CredentialPolicy, Finding
 
 
 class CredentialGate:
@@ -44,7 +44,7 @@ class CredentialGate:
         Raises:
             ConfigError: the settings file became invalid.
         """
-        from ..credentials import CredentialPolicy
+        from markvault.credentials.rules import CredentialPolicy
 
         stamp = _stamp(self._config)
         if self._policy is None or stamp != self._stamp:
@@ -66,7 +66,7 @@ class CredentialGate:
 def unsecret(name: str) -> str:
     """``name`` with every credential replaced (the allowlist aside): how a new note's
     path is shown in messages and matched in the allowlist, never with the secret."""
-    from ..credentials import unsecret
+    from markvault.credentials.rules import unsecret
 
     return unsecret(name)
 
@@ -94,7 +94,7 @@ class GatedWrite:
     def name(self, value: str, part: str) -> str:
         """A title, topic, project, tag, frontmatter key or file name, checked before
         anything is named after it (a file is never named after a key)."""
-        from ..credentials import NAME_REDACTED, REDACTED
+        from markvault.credentials.rules import NAME_REDACTED, REDACTED
 
         if not value:
             return value
@@ -110,7 +110,7 @@ class GatedWrite:
         """A frontmatter value (``set_key``), read with its key: a short value under an
         ``api_token`` key is a secret where it alone is not. Lists and mappings item by
         item."""
-        from ..credentials import scan
+        from markvault.credentials.rules import scan
 
         if isinstance(value, str):
             label = f"{key}: "
@@ -143,7 +143,7 @@ class GatedWrite:
     def text(self, new: str, old: str = "") -> str:
         """The note's whole new text, with what this write adds to ``old`` checked (a
         new note: all of it). Findings name the lines of the text written."""
-        from ..credentials import find, fingerprint
+        from markvault.credentials.rules import find, fingerprint
 
         added = _added(find(new), new, old)
         if not added:
@@ -159,7 +159,7 @@ class GatedWrite:
         """What a write's result carries: nothing when nothing was redacted, else
         ``credentials`` (a sentence) and ``redacted`` (where, what, fingerprint; never
         the secret)."""
-        from ..credentials import describe
+        from markvault.credentials.rules import describe
 
         if not self.redacted:
             return {}
@@ -176,7 +176,7 @@ def _added(found: list[Finding], new: str, old: str) -> list[Finding]:
     changed span of ``new`` holds a finding (most edits add none)."""
     if not old or not found:
         return found
-    from ..credentials import find, fingerprint
+    from markvault.credentials.rules import find, fingerprint
 
     start = _common_prefix(old, new)
     tail = _common_prefix(old[start:][::-1], new[start:][::-1])

@@ -13,9 +13,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ..errors import IndexBusyError, UsageError
-from ..gitsync import PullMode, SyncOptions, sync_vault
-from .lifecycle import IndexKeeper
+from markvault.core.lifecycle import IndexKeeper
+from markvault.errors import IndexBusyError, UsageError
+from markvault.git.sync import PullMode, SyncOptions, sync_vault
 
 PULL_MODES: tuple[PullMode, ...] = ("merge", "rebase")
 

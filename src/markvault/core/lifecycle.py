@@ -14,18 +14,18 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from ..chunk import fingerprint
-from ..config import ChunkParams, Settings
-from ..embed import Embedder, SentenceEmbedder
-from ..feed import ChangeFeed
-from ..files import VaultFiles
-from ..index import Index, IndexUnusable
-from ..model import Progress, ReindexReport
+from markvault.config import ChunkParams, Settings
+from markvault.embed.embedder import Embedder, SentenceEmbedder
+from markvault.files.vault_files import VaultFiles
+from markvault.index import Index, IndexUnusable
+from markvault.indexing.change_feed import ChangeFeed
+from markvault.markdown.chunk import fingerprint
+from markvault.types import Progress, ReindexReport
 
 if TYPE_CHECKING:
-    from ..autosync import AutoSync
-    from ..find_walk import FindWalk
-    from ..watch import Watcher
+    from markvault.files.find_walk import FindWalk
+    from markvault.git.autosync import AutoSync
+    from markvault.indexing.watcher import Watcher
 
 # A write or a watcher's sync embeds its new chunks at once when there are at most this
 # many; more (a first build, a checkout) are left to the background backfill.
@@ -152,7 +152,7 @@ class IndexKeeper:
         tracked = ActivityProgress(progress, self)
         # Imported here: a process that only reads an index it finds ready never loads
         # the sync (parsing, chunking, worker processes).
-        from ..sync import Syncer
+        from markvault.indexing.reconcile import Syncer
 
         try:
             report = Syncer(self.settings, index, self.files, walk if paths is None else None).run(

@@ -8,10 +8,13 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..errors import MarkvaultError, NotFoundError, UsageError
-from ..files import content_hash
-from ..index import Index
-from ..model import (
+from markvault.core.common import chunk_ref
+from markvault.core.lifecycle import IndexKeeper
+from markvault.errors import MarkvaultError, NotFoundError, UsageError
+from markvault.files.vault_files import content_hash
+from markvault.index import Index
+from markvault.search.searcher import Searcher, chunk_uri, note_uri
+from markvault.types import (
     MAX_GET_NOTES,
     MAX_PAGE_CHARS,
     MIN_PAGE_CHARS,
@@ -20,9 +23,6 @@ from ..model import (
     Progress,
     SearchResult,
 )
-from ..search import Searcher, chunk_uri, note_uri
-from .common import chunk_ref
-from .lifecycle import IndexKeeper
 
 MAX_LISTED = 200  # links, backlinks and chunks listed with a note
 

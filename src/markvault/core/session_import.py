@@ -21,14 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import sessions as sessions_module
-from ..errors import ConflictError, IndexBusyError, MarkvaultError, NotFoundError
-from ..files import FileStat, content_hash
-from ..frontmatter import read_frontmatter
-from ..gitrepo import check_writable
-from ..model import NoProgress, Progress, SessionImportReport
-from ..pool import in_workers
-from ..sessions import (
+from markvault.core.common import moment
+from markvault.core.gate import CredentialGate
+from markvault.core.lifecycle import IndexKeeper
+from markvault.errors import ConflictError, IndexBusyError, MarkvaultError, NotFoundError
+from markvault.files.vault_files import FileStat, content_hash
+from markvault.git.repo import check_writable
+from markvault.indexing.pool import in_workers
+from markvault.markdown.frontmatter import read_frontmatter
+from markvault.sessions import transcripts as sessions_module
+from markvault.sessions.transcripts import (
     Session,
     TranscriptFile,
     note_path,
@@ -36,9 +38,7 @@ from ..sessions import (
     render_note,
     transcripts_at,
 )
-from .common import moment
-from .gate import CredentialGate
-from .lifecycle import IndexKeeper
+from markvault.types import NoProgress, Progress, SessionImportReport
 
 
 class SessionImporter:

@@ -9,19 +9,19 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..errors import NotFoundError, UsageError
-from ..files import check_hash, content_hash
-from ..frontmatter import split_frontmatter
-from ..gitrepo import check_writable
-from ..index import Index
-from ..model import PAGE_CHARS
-from ..search import note_uri
-from ..sessions import SessionSummary, read_summary, set_summary
-from ..text import tokenize
-from .common import check_page, moment
-from .gate import CredentialGate
-from .lifecycle import IndexKeeper
-from .reading import NoteReader
+from markvault.core.common import check_page, moment
+from markvault.core.gate import CredentialGate
+from markvault.core.lifecycle import IndexKeeper
+from markvault.core.reading import NoteReader
+from markvault.errors import NotFoundError, UsageError
+from markvault.files.vault_files import check_hash, content_hash
+from markvault.git.repo import check_writable
+from markvault.index import Index
+from markvault.markdown.frontmatter import split_frontmatter
+from markvault.markdown.tokens import tokenize
+from markvault.search.searcher import note_uri
+from markvault.sessions.transcripts import SessionSummary, read_summary, set_summary
+from markvault.types import PAGE_CHARS
 
 
 class SessionNotes:

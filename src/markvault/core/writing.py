@@ -11,21 +11,21 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..document_sources import DocumentSources
-from ..edit import apply_edit
-from ..errors import ConflictError, UsageError
-from ..files import check_hash, content_hash, safe_file_name
-from ..frontmatter import fill_template, load_frontmatter, split_frontmatter
-from ..gitrepo import check_writable
-from ..index import Index
-from ..model import KINDS, Edit
-from ..parse import FOLDER_KINDS, parse_note
-from ..resources import read_template
-from ..search import note_uri
-from .common import chunk_ref
-from .gate import CredentialGate, GatedWrite, unsecret
-from .lifecycle import IndexKeeper
-from .reading import NoteReader
+from markvault.core.common import chunk_ref
+from markvault.core.gate import CredentialGate, GatedWrite, unsecret
+from markvault.core.lifecycle import IndexKeeper
+from markvault.core.reading import NoteReader
+from markvault.errors import ConflictError, UsageError
+from markvault.files.document_sources import DocumentSources
+from markvault.files.vault_files import check_hash, content_hash, safe_file_name
+from markvault.git.repo import check_writable
+from markvault.index import Index
+from markvault.markdown.edit import apply_edit
+from markvault.markdown.frontmatter import fill_template, load_frontmatter, split_frontmatter
+from markvault.markdown.parse import FOLDER_KINDS, parse_note
+from markvault.resources import read_template
+from markvault.search.searcher import note_uri
+from markvault.types import KINDS, Edit
 
 KIND_FOLDERS = {kind: folder for folder, kind in FOLDER_KINDS.items()}
 

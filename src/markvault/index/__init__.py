@@ -12,15 +12,15 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from ..config import Settings
-from .keyword import KeywordIndex
-from .reads import NoteReads
-from .store import IndexUnusable, Store
-from .vectors import VectorIndex
+from markvault.config import Settings
+from markvault.index.keyword import KeywordIndex
+from markvault.index.reads import NoteReads
+from markvault.index.store import IndexUnusable, Store
+from markvault.index.vectors import VectorIndex
 
 if TYPE_CHECKING:
-    from .sessions import SessionQueries
-    from .writes import NoteWrites
+    from markvault.index.sessions import SessionQueries
+    from markvault.index.writes import NoteWrites
 
 __all__ = ["Index", "IndexUnusable"]
 
@@ -38,13 +38,13 @@ class Index:
     # their tables with) by the first call that needs them: a search needs neither.
     @cached_property
     def writes(self) -> NoteWrites:
-        from .writes import NoteWrites
+        from markvault.index.writes import NoteWrites
 
         return NoteWrites(self.store, self.keyword, self.vectors, self.reads)
 
     @cached_property
     def sessions(self) -> SessionQueries:
-        from .sessions import SessionQueries
+        from markvault.index.sessions import SessionQueries
 
         return SessionQueries(self.store)
 

@@ -20,14 +20,14 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-from ..model import Filters
-from . import bm25
-from .filters import filters_sql, sql_string
-from .reads import NoteReads
-from .store import Store
+from markvault.index import bm25
+from markvault.index.filters import filters_sql, sql_string
+from markvault.index.reads import NoteReads
+from markvault.index.store import Store
+from markvault.types import Filters
 
 if TYPE_CHECKING:  # a search never writes: it need not import the rows module
-    from ..rows import NoteRows
+    from markvault.index.rows import NoteRows
 
 # Changes up to this many chunks (or this share of all) update the keyword index in
 # place; larger ones rebuild it. Appended rows are re-sorted past these limits.
@@ -522,7 +522,7 @@ class KeywordIndex:
     def chunk_tokens(self, ids: Sequence[int]) -> dict[int, str]:
         """The search tokens of each chunk id, space-separated: made again from the
         chunk's text by the rule that made its postings (``text.chunk_words``)."""
-        from ..text import chunk_words
+        from markvault.markdown.tokens import chunk_words
 
         if not ids:
             return {}
@@ -552,7 +552,7 @@ class KeywordIndex:
 def _counted_rows(rows: Sequence[tuple[Any, ...]]) -> dict[str, list[Any]]:
     """``kw_all``'s columns for chunks given as (id, note number, title, context, text):
     each chunk's terms (``text.chunk_words``) and their counts."""
-    from ..text import chunk_words
+    from markvault.markdown.tokens import chunk_words
 
     out: dict[str, list[Any]] = {"chunk_id": [], "note": [], "term": [], "tf": []}
     for chunk_id, note, title, context, text in rows:

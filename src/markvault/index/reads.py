@@ -8,11 +8,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
-from ..model import Filters
-from ..prefix_lookup import NameIndex, count_lookup
-from .filters import current_sql, filters_sql, sql_string
-from .store import Store, dict_rows
+from markvault.errors import UsageError
+from markvault.index.filters import current_sql, filters_sql, sql_string
+from markvault.index.prefix_lookup import NameIndex, count_lookup
+from markvault.index.store import Store, dict_rows
+from markvault.types import Filters
 
 if TYPE_CHECKING:
     import numpy as np

@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .store import Store, dict_rows
+from markvault.index.store import Store, dict_rows
 
 # Which session notes have a summary: a chunk under "Summary" (or a "Decisions",
 # "Outcomes" or "Open items" section) with text beyond headings and HTML comments (a new

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 # (duckdb_extensions, the engine itself for pandas or fsspec) imports it then, as usual.
 import _duckdb as duckdb
 
-from ..config import Settings
-from ..errors import IndexBusyError, MarkvaultError
-from .filters import sql_string
+from markvault.config import Settings
+from markvault.errors import IndexBusyError, MarkvaultError
+from markvault.index.filters import sql_string
 
 if TYPE_CHECKING:
     import pyarrow as pa

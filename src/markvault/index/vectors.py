@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..model import embed_input
-from .store import Store
+from markvault.index.store import Store
+from markvault.types import embed_input
 
 if TYPE_CHECKING:
     import numpy as np

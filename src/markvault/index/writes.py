@@ -15,11 +15,11 @@ from collections.abc import Iterable, Sequence
 from itertools import chain
 from typing import Any
 
-from ..rows import CHUNK_COLUMNS, LINK_COLUMNS, NOTE_COLUMNS, NoteRows, row_tables
-from .keyword import KeywordIndex
-from .reads import NoteReads
-from .store import Store
-from .vectors import VectorIndex
+from markvault.index.keyword import KeywordIndex
+from markvault.index.reads import NoteReads
+from markvault.index.rows import CHUNK_COLUMNS, LINK_COLUMNS, NOTE_COLUMNS, NoteRows, row_tables
+from markvault.index.store import Store
+from markvault.index.vectors import VectorIndex
 
 # The tables holding a note's rows, by the column naming the note; and the skipped files'.
 _NOTE_ROWS = (("notes", "path"), ("chunks", "path"), ("links", "source"))

@@ -24,7 +24,7 @@ from mcp.types import (
     ResourceTemplateReference,
 )
 
-from ..errors import MarkvaultError
+from markvault.errors import MarkvaultError
 
 MAX_VALUES = 100  # the protocol's limit per answer
 TEMPLATE_ARGUMENTS = {

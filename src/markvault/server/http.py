@@ -55,8 +55,9 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import ConfigError, UsageError
-from .sdk import json_answers_for_handshake_sessions
+from markvault.config import token_path
+from markvault.errors import ConfigError, UsageError
+from markvault.server.sdk import json_answers_for_handshake_sessions
 
 if TYPE_CHECKING:
     import uvicorn
@@ -75,7 +76,6 @@ MAX_SESSIONS = 256
 """Handshake-era sessions open at once; a client past that gets 503 until one ends."""
 SESSION_IDLE_SECONDS = 1800.0
 """A session with no request and no open GET stream for this long is forgotten."""
-TOKEN_ENV = "MARKVAULT_TOKEN_FILE"
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 RATE_LIMIT_ERROR = -32000
 """JSON-RPC "server error" code carried in the 429 body (MCP defines none for rate limits)."""
@@ -84,15 +84,6 @@ TOKEN_HINT = "Send 'Authorization: Bearer <token>'; `vault mcp token` prints it.
 
 
 # -- the token ---------------------------------------------------------------------------
-
-
-def token_path() -> Path:
-    """Where the bearer token lives: a per-user config file, never inside the vault."""
-    override = os.environ.get(TOKEN_ENV)
-    if override:
-        return Path(override).expanduser()
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base).expanduser() / "markvault" / "http-token"
 
 
 def load_or_create_token(path: Path | None = None) -> str:

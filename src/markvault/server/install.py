@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import ConfigError, UsageError
+from markvault.errors import ConfigError, UsageError
 
 Scope = Literal["local", "project", "user"]
 SCOPES: tuple[Scope, ...] = ("local", "project", "user")
@@ -35,7 +35,7 @@ def vault_command(argv0: str | None = None, python: str | None = None) -> list[s
     """The absolute command that runs this installation's ``vault`` CLI.
 
     Prefers the script we were started as, then the one installed beside this Python
-    (a venv's bin/); else ``python -m markvault.cli``, which always works. ``PATH`` is
+    (a venv's bin/); else ``python -m markvault.cli.main``, which always works. ``PATH`` is
     not searched: another program called ``vault`` (HashiCorp's) is common.
     """
     argv0 = sys.argv[0] if argv0 is None else argv0
@@ -46,7 +46,7 @@ def vault_command(argv0: str | None = None, python: str | None = None) -> list[s
     beside = Path(python).parent / ("vault.exe" if sys.platform == "win32" else "vault")
     if beside.is_file():
         return [str(beside.absolute())]
-    return [str(Path(python).absolute()), "-m", "markvault.cli"]
+    return [str(Path(python).absolute()), "-m", "markvault.cli.main"]
 
 
 def server_argv(

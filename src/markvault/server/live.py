@@ -54,8 +54,8 @@ from mcp.types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ..feed import ChangeBatch, FeedItem, NoteChange, OwnerEvent
-from .sdk import connection_of, declare_resources_list_changed, lowlevel
+from markvault.indexing.change_feed import ChangeBatch, FeedItem, NoteChange, OwnerEvent
+from markvault.server.sdk import connection_of, declare_resources_list_changed, lowlevel
 
 __all__ = ["LiveServer", "NoteChange", "Peer"]
 

@@ -41,8 +41,8 @@ from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp.types import LoggingLevel, LoggingMessageNotification, LoggingMessageNotificationParams
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ..errors import CallCancelled
-from .live import LOGGER_NAME, LiveServer, level_allows
+from markvault.errors import CallCancelled
+from markvault.server.live import LOGGER_NAME, LiveServer, level_allows
 
 __all__ = ["CallCancelled", "ToolCall"]
 

@@ -21,13 +21,21 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.types import ToolAnnotations
 
-from ..errors import ConflictError, MarkvaultError, NotFoundError, RefusedError
-from ..model import MAX_PAGE_CHARS, MIN_PAGE_CHARS, PAGE_CHARS, Edit, Filters, Op, SearchResult
-from ..vault import Vault, parse_lines
-from .completion import register_completions
-from .live import LiveServer
-from .prompts import PROMPTS, register_prompts
-from .tool_call import ToolCall
+from markvault.errors import ConflictError, MarkvaultError, NotFoundError, RefusedError
+from markvault.server.completion import register_completions
+from markvault.server.live import LiveServer
+from markvault.server.prompts import PROMPTS, register_prompts
+from markvault.server.tool_call import ToolCall
+from markvault.types import (
+    MAX_PAGE_CHARS,
+    MIN_PAGE_CHARS,
+    PAGE_CHARS,
+    Edit,
+    Filters,
+    Op,
+    SearchResult,
+)
+from markvault.vault import Vault, parse_lines
 
 T = TypeVar("T")
 MODEL_WAIT_SECONDS = 3.0

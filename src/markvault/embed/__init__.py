@@ -1,0 +1,1 @@
+"""The embedding model: the Embedder protocol and its backends (sentence-transformers, ONNX)."""

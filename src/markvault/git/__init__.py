@@ -1,0 +1,1 @@
+"""The vault's git repository: what writes see of it, `vault sync`, the owner's automatic sync."""

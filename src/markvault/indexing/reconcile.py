@@ -1,0 +1,698 @@
+"""Reconcile the vault's files into the index, whole or incrementally.
+
+Change detection is cheap first: a file whose (name, mtime, size) match the
+index is not read. A file that is read but hashes the same is only touched.
+Chunks are keyed by the hash of what the model reads, so unchanged text, moved
+notes and renamed files reuse their vectors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+import time
+import unicodedata
+from array import array
+from collections import _count_elements, defaultdict  # type: ignore[attr-defined]
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from markvault.config import ChunkParams, Settings
+from markvault.embed.embedder import Embedder
+from markvault.errors import MarkvaultError, RefusedError
+from markvault.files.vault_files import FileStat, VaultFiles, VaultScan, content_hash
+from markvault.git.repo import has_conflict_markers
+from markvault.index.rows import NoteRows, RowBlock
+from markvault.indexing.change_feed import ChangeFeed, NoteChange
+from markvault.markdown.links import LinkResolver, link_name, names_of
+from markvault.markdown.memo import Recent
+from markvault.types import Chunk, NoProgress, NoteRecord, ParsedNote, Progress, ReindexReport
+
+if TYPE_CHECKING:  # the workers that read notes import this module: not DuckDB
+    from markvault.files.find_walk import FindWalk
+    from markvault.index import Index
+    from markvault.markdown.outline import Outline
+
+# Vectors are committed this many at a time: progress moves and an interrupted run
+# keeps its work, while sentence-transformers still sorts each group by length.
+EMBED_GROUP = 256
+
+
+@dataclass
+class Changes:
+    """What a scan found and has not written yet (a large scan writes its records as
+    it reads them: see ``Syncer.scan_changes``)."""
+
+    records: list[NoteRows]
+    removed: list[str]
+    skipped: list[tuple[str, str, int, int]]
+    touched: list[tuple[str, str, int, int]]
+    unchanged: int
+    known: dict[str, tuple[str, int, int, str]]  # the index's view before the change
+    warnings: list[str]
+    files_added: set[str] = field(default_factory=set)  # attachments (files not notes)
+    files_removed: set[str] = field(default_factory=set)
+
+
+def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> NoteRecord:
+    # Imported here: a sync that reads no file (nothing changed) never loads the parser.
+    from markvault.markdown.parse import parse_note
+
+    worker = _in_worker()
+    note = parse_note(
+        stat.path,
+        text,
+        max_frontmatter_bytes=settings.max_frontmatter_bytes,
+        shapes=_shapes if worker else None,
+    )
+    # What decides the chunks and their terms (the blocks are the body's, from its line).
+    key = (note.title, note.frontmatter_title, note.body_line, note.body, settings.chunk)
+    built = _built.find(key) if worker else None
+    if built is None:
+        built = _chunks_and_terms(note, text, settings.chunk)
+        if worker:
+            _built.keep(key, built, len(note.body))
+    chunks, terms, counts, note_len = built
+    return NoteRecord(
+        note,
+        list(chunks),
+        note_len,
+        stat.file,
+        content_hash(data),
+        stat.mtime_ns,
+        stat.size,
+        terms=terms,
+        term_counts=counts,
+    )
+
+
+def _chunks_and_terms(note: ParsedNote, text: str, params: ChunkParams) -> _Built:
+    """The chunks of ``note`` (``text`` its file's text), their terms and postings
+    (``note_terms``) and the note's number of tokens."""
+    from markvault.markdown.chunk import chunk_note
+    from markvault.markdown.tokens import chunk_words
+
+    lines = (text[1:] if text.startswith("\ufeff") else text).split("\n")
+    if "\r" in text:  # only then a pass over every line
+        lines = [line.rstrip("\r") for line in lines]
+    chunks = chunk_note(note, lines, params)
+    # Title and heading path are searchable with every chunk of the note.
+    words = [chunk_words(note.title, c.context, c.text) for c in chunks]
+    terms, counts = note_terms(words)
+    return tuple(chunks), terms, counts, sum(map(len, words))
+
+
+_Built = tuple[tuple[Chunk, ...], tuple[str, ...], bytes, int]
+
+
+# What a worker remembers of the pages it built last (``_in_worker``; a long-lived process
+# keeps nothing), by characters of body: a collection of document sets in several
+# versions repeats whole pages under other frontmatter, and a large sync hands a page's
+# versions to the workers side by side (``read_files``), so a page seen a few notes
+# before costs no outline, chunking or tokenizing. Chunks and outlines are immutable
+# (named tuples, frozen dataclasses; the outline's lists are only read), so two records
+# may share them.
+RECENT_CHARS = 1_000_000
+_built: Recent[tuple[object, ...], _Built] = Recent(RECENT_CHARS)
+_shapes: Recent[tuple[str, int], Outline] = Recent(RECENT_CHARS)
+
+
+def _in_worker() -> bool:
+    """Whether this is a worker process (``pool.in_workers``: it ends with its sync),
+    the only kind that remembers built notes; a long-lived process keeps none."""
+    process = sys.modules.get("multiprocessing.process")
+    return process is not None and process.parent_process() is not None
+
+
+def note_terms(chunk_words: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], bytes]:
+    """A note's distinct terms, and its postings as int32 arrays end to end: how many
+    terms each chunk has, then the term (its position in the note's terms) and count of
+    each. Counted here, in the worker that tokenized the note, from each chunk's token
+    list (``text.chunk_words``); the index stores the counts, never the tokens."""
+    ids: defaultdict[str, int] = defaultdict()
+    ids.default_factory = ids.__len__  # a new term gets the next position
+    sizes: list[int] = []
+    terms: list[int] = []
+    counts: list[int] = []
+    for words in chunk_words:
+        # Counter's own C counting loop, into a plain dict: a Counter per chunk costs
+        # more to make than to fill (a quarter million chunks in a large vault).
+        found: dict[str, int] = {}
+        _count_elements(found, words)
+        found.pop("", None)
+        sizes.append(len(found))
+        terms += map(ids.__getitem__, found)
+        counts += found.values()
+    # One array from lists: extending an array item by item costs several times more.
+    return tuple(ids), array("i", sizes + terms + counts).tobytes()
+
+
+# A sync reading more notes than this (a first build, a large checkout) writes them this
+# many at a time as they are read, instead of holding them all (see scan_changes).
+APPLY_BATCH = 500
+
+# Below this many files to read, worker processes cost more than they save.
+PARALLEL_MIN_FILES = 200
+READ_BATCH = 64  # files a worker reads per turn
+# What a worker reading notes imports, imported once where the workers fork from
+# (pyarrow: a batch's rows go back as Arrow tables, rows.RowBlock).
+WORKER_MODULES = (
+    "markvault.indexing.reconcile",
+    "markvault.markdown.parse",
+    "markvault.markdown.chunk",
+    "markvault.markdown.tokens",
+    "pyarrow",
+)
+
+
+def read_file(
+    files: VaultFiles, settings: Settings, st: FileStat, known_hash: str | None
+) -> tuple[str, object]:
+    """Read and build one note: ("record", NoteRows), ("touched", None) when the bytes
+    are unchanged, ("skipped", reason) or ("retry", message)."""
+    outcome, value = _build_file(files, settings, st, known_hash)
+    if outcome == "record":
+        return outcome, NoteRows.of(value)  # type: ignore[arg-type]
+    return outcome, value
+
+
+def _build_file(
+    files: VaultFiles, settings: Settings, st: FileStat, known_hash: str | None
+) -> tuple[str, object]:
+    """read_file, its record a NoteRecord."""
+    try:
+        data, text = files.read(st.file, settings.max_note_bytes)
+    except RefusedError as exc:
+        return "skipped", str(exc)
+    except (OSError, MarkvaultError) as exc:
+        return "retry", f"{st.file}: cannot read ({exc}); will retry"
+    if known_hash is not None and known_hash == content_hash(data):
+        return "touched", None
+    record = build_record(st, data, text, settings)
+    return "record", replace(record, conflicted=has_conflict_markers(text))
+
+
+def _read_batch(
+    settings: Settings, batch: list[tuple[FileStat, str | None]]
+) -> tuple[list[tuple[str, object]], RowBlock | None]:
+    """read_file over a batch, in a worker process (its own VaultFiles): the outcomes,
+    the records' rows in one block of Arrow tables, which pickle as a few buffers
+    instead of an object per value (see ``_unpack_batch``)."""
+    files = VaultFiles(settings.vault_dir, settings.index_dir)
+    results = [_build_file(files, settings, st, known) for st, known in batch]
+    records = [value for outcome, value in results if outcome == "record"]
+    if not records:
+        return results, None
+    block = RowBlock.of(records)  # type: ignore[arg-type]
+    return [(o, None if o == "record" else v) for o, v in results], block
+
+
+def _unpack_batch(
+    done: tuple[list[tuple[str, object]], RowBlock | None],
+) -> list[tuple[str, object]]:
+    """A worker's batch (``_read_batch``) as read_file's outcomes, in the parent."""
+    results, block = done
+    if block is None:
+        return results
+    records = iter(block.records())
+    return [(o, next(records) if o == "record" else v) for o, v in results]
+
+
+def read_files(
+    files: VaultFiles,
+    settings: Settings,
+    todo: list[tuple[FileStat, str | None]],
+    progress: Progress,
+) -> Iterator[tuple[FileStat, tuple[str, object]]]:
+    """read_file over ``todo``, in worker processes when there are many (parsing
+    Markdown is CPU-bound Python). What this process's chunker learnt of the texts it
+    read is forgotten at the end (``chunk.forget_pieces``)."""
+    from markvault.markdown.chunk import forget_pieces
+
+    try:
+        if len(todo) < PARALLEL_MIN_FILES:  # here, without importing the process pool
+            for st, known in todo:
+                yield st, read_file(files, settings, st, known)
+                progress.advance(1)
+            return
+        from markvault.indexing.pool import in_workers
+
+        # A page's versions side by side (docset/v1/x.md, docset/v2/x.md, ...): mostly in
+        # one batch, so its worker builds the page once (see RECENT_CHARS).
+        for done in in_workers(
+            sorted(todo, key=_page_order),
+            lambda item: read_file(files, settings, *item),
+            functools.partial(_read_batch, settings),
+            unpack=_unpack_batch,
+            batch_size=READ_BATCH,
+            min_items=PARALLEL_MIN_FILES,
+            preload=WORKER_MODULES,
+            weight=lambda item: item[0].size,
+        ):
+            for (st, _), result in done:
+                yield st, result
+            progress.advance(len(done))
+    finally:
+        forget_pieces()
+
+
+def _page_order(item: tuple[FileStat, str | None]) -> tuple[str, str]:
+    """A file's place in a large read: by its name, then its path."""
+    path = item[0].path
+    return path.rpartition("/")[2], path
+
+
+def _files_order(
+    todo: list[tuple[FileStat, str | None]],
+    changes: Changes,
+    retries: list[tuple[str, str]],
+    stored: StoredNotes | None,
+) -> None:
+    """What a read in page order found, back in the files' order (``todo``'s): all that
+    a sync reports, tells the feed or matches as renames; only the chunk ids a build
+    written batch by batch hands out follow the page order."""
+    place = {st.path: i for i, (st, _) in enumerate(todo)}
+    changes.records.sort(key=lambda r: place[r.path])
+    changes.touched.sort(key=lambda t: place[t[0]])
+    changes.skipped.sort(key=lambda t: place[t[0]])
+    retries.sort(key=lambda t: place[t[0]])
+    if stored is not None:
+        stored.written.sort(key=lambda w: place[w.path])
+        # a build written batch by batch: only its notes' problems are there yet
+        stored.report.warnings.sort(key=lambda w: place.get(str(w.get("path")), -1))
+
+
+class Syncer:
+    def __init__(
+        self, settings: Settings, index: Index, files: VaultFiles, walk: FindWalk | None = None
+    ) -> None:
+        """``walk``: GNU find's walk of the vault, started for this sync (a one-shot
+        `vault reindex`): its first full scan takes the vault from find's listing."""
+        self.settings = settings
+        self.index = index
+        self.files = files
+        self._walk = walk
+
+    def scan_changes(
+        self,
+        progress: Progress,
+        hints: Iterable[str] | None = None,
+        stored: StoredNotes | None = None,
+    ) -> Changes:
+        """What changed on disk: everything, or only under the ``hints`` (files or
+        folders a watcher saw change; renames are matched by content hash as usual).
+
+        ``stored``: when more than ``APPLY_BATCH`` notes are to be read and none was
+        removed (a removed note's chunk ids may pass to its renamed self, which must then
+        be written in the same transaction), records go to ``stored`` a batch at a time
+        as they are read instead of into ``records``: a first build holds one batch of
+        the vault, never all of it."""
+        hint_list = None if hints is None else sorted({h.strip("/") for h in hints})
+        scan = self._listed_scan() if hint_list is None else None
+        if scan is None:
+            scan = self.files.scan_all(under=hint_list)
+        on_disk, warnings = scan.notes, scan.warnings
+        known = self.index.writes.file_states()
+        skipped_before = self.index.writes.skipped_states()
+        to_read: list[FileStat] = []
+        unchanged = 0
+        for path, st in on_disk.items():
+            old = known.get(path)
+            if old and (old[0], old[1], old[2]) == (st.file, st.mtime_ns, st.size):
+                unchanged += 1
+                continue
+            was = skipped_before.get(path)
+            if was and (was[0], was[1]) == (st.mtime_ns, st.size):
+                continue  # still the same bad file
+            to_read.append(st)
+
+        changes = Changes([], [], [], [], unchanged, known, warnings)
+        gone = (set(known) | set(skipped_before)) - set(on_disk)
+        files_before = self.index.reads.attachments()
+        if hint_list is not None:
+            nfc = [unicodedata.normalize("NFC", h) for h in hint_list]
+            gone = {p for p in gone if _within(p, nfc)}
+            files_before = {p for p in files_before if _within(p, nfc)}
+        changes.removed = sorted(gone)
+        changes.files_added = scan.attachments - files_before
+        changes.files_removed = files_before - scan.attachments
+        if stored is not None and (changes.removed or len(to_read) <= APPLY_BATCH):
+            stored = None
+        if stored is not None:
+            stored.begin_batches(len(to_read))
+        progress.start("Reading notes", len(to_read))
+        todo = [(st, known[st.path][3] if st.path in known else None) for st in to_read]
+        if stored is None:
+            self._read(todo, changes, None, progress)
+        else:  # its batches are written while workers read the next
+            with self.index.store.one_thread():
+                self._read(todo, changes, stored, progress)
+        progress.finish()
+        return changes
+
+    def _listed_scan(self) -> VaultScan | None:
+        """The vault as this sync's find walk listed it; None without one (or when find
+        failed, or its listing did not parse): the caller walks."""
+        walk, self._walk = self._walk, None
+        listing = walk.listing() if walk is not None else None
+        return self.files.scan_listing(listing) if listing is not None else None
+
+    def _read(
+        self,
+        todo: list[tuple[FileStat, str | None]],
+        changes: Changes,
+        stored: StoredNotes | None,
+        progress: Progress,
+    ) -> None:
+        """Read ``todo`` into ``changes``, or its records into ``stored`` a batch at a
+        time (see scan_changes)."""
+        batch: list[NoteRows] = []
+        retries: list[tuple[str, str]] = []
+        for st, (outcome, value) in read_files(self.files, self.settings, todo, progress):
+            if outcome == "record":
+                assert isinstance(value, NoteRows)
+                if stored is None:
+                    changes.records.append(value)
+                    continue
+                batch.append(value)
+                if len(batch) >= APPLY_BATCH:
+                    stored.store(batch, changes.known)
+                    batch = []
+            elif outcome == "touched":
+                changes.touched.append((st.path, st.file, st.mtime_ns, st.size))
+            elif outcome == "skipped":
+                changes.skipped.append((st.path, str(value), st.mtime_ns, st.size))
+            else:
+                retries.append((st.path, str(value)))
+        if batch and stored is not None:
+            stored.store(batch, changes.known)
+        if len(todo) >= PARALLEL_MIN_FILES:  # read in page order (read_files)
+            _files_order(todo, changes, retries, stored)
+        changes.warnings += [message for _, message in retries]
+
+    def run(
+        self,
+        *,
+        vectors: bool,
+        embedder: Callable[[], Embedder] | None = None,
+        progress: Progress | None = None,
+        hints: Iterable[str] | None = None,
+        embed_limit: int | None = None,
+        feed: ChangeFeed | None = None,
+    ) -> ReindexReport:
+        """``embed_limit``: embed only when at most this many chunks lack a vector (a
+        server's sync must not hold the index for a long embedding; its background
+        backfill does that work group by group). ``feed``: told what changed."""
+        started = time.perf_counter()
+        progress = progress or NoProgress()
+        report = ReindexReport(vectors=vectors)
+        report.notices.extend(self.index.notices)
+        self.index.notices.clear()
+
+        # Checkpointed once at the end: a build written batch by batch would otherwise
+        # rewrite the growing tables each time DuckDB's log passed its threshold.
+        with self.index.store.deferred_checkpoints():
+            self._sync_notes(report, progress, hints, feed)
+
+        if vectors and embedder is not None:
+            self._embed(embedder(), report, progress, embed_limit)
+
+        report.notes, report.chunks = self.index.reads.note_and_chunk_counts()
+        report.notices.extend(self.index.notices)
+        self.index.notices.clear()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _sync_notes(
+        self,
+        report: ReindexReport,
+        progress: Progress,
+        hints: Iterable[str] | None,
+        feed: ChangeFeed | None,
+    ) -> None:
+        """Bring the notes, their links and the keyword index in step with the files."""
+        told = feed if feed is not None and feed.listening else None
+        links_pending = self.index.writes.links_pending()
+        stored = StoredNotes(self.index, report, told is not None)
+        changes = self.scan_changes(progress, hints, stored)
+        report.warnings[:0] = [{"path": w.split(":", 1)[0], "message": w} for w in changes.warnings]
+        report.errors = [{"path": s[0], "message": s[1]} for s in changes.skipped]
+
+        self.index.writes.touch(changes.touched)
+        files_changed = bool(changes.files_added or changes.files_removed)
+        notes_changed = bool(changes.records or changes.removed or changes.skipped)
+        # Written batch by batch for a keyword rebuild: the batches' rows go to the file
+        # before the postings sort needs the memory (else it evicts them to the temporary
+        # file, and the checkpoint at the end reads them back), and that checkpoint runs
+        # while link resolution works in Python (the links stay marked pending till then).
+        alongside = None
+        if stored.batched and self.index.keyword.dirty():
+            alongside = self.index.store.checkpoint_large_log
+        if notes_changed or files_changed or stored.wrote or links_pending:
+            # One transaction: notes never without their links' targets, and one commit
+            # (a sync of DuckDB's log to disk) instead of three.
+            with self.index.store.transaction():
+                if notes_changed:
+                    stored.store(changes.records, changes.known, changes.removed, changes.skipped)
+                self.index.writes.set_attachments(changes.files_added, changes.files_removed)
+                if alongside is None:
+                    self._resolve_links(changes, stored, links_pending)
+            if alongside is not None:
+                self._resolve_links(changes, stored, links_pending, alongside)
+            if told is not None:
+                told.publish(note_changes(changes, stored.written, stored.before))
+                _tell_skipped(told, changes.skipped)
+                _tell_conflicts(told, stored.written)
+        report.removed = len(changes.removed) - report.renamed
+        report.unchanged = changes.unchanged + len(changes.touched)
+        if self.index.keyword.dirty():
+            self.index.keyword.rebuild()
+        elif self.index.keyword.needs_compaction():
+            self.index.keyword.compact()
+
+    def _resolve_links(
+        self,
+        changes: Changes,
+        stored: StoredNotes,
+        every: bool,
+        alongside: Callable[[], None] | None = None,
+    ) -> None:
+        """Resolve the written notes' own links, and the links whose target may now
+        point elsewhere: those naming a file or alias that came or went, and those that
+        pointed at a file that went or a note whose aliases changed. ``every``: all
+        links (a build written batch by batch was interrupted before this step).
+        ``alongside``: a DuckDB statement to run on a thread while the links are
+        resolved in Python (between reading them and writing their targets)."""
+        aliases_before = stored.aliases_before()
+        sources: list[str] | None = [w.path for w in stored.written]
+        names: set[str] = set()
+        targets = set(changes.removed) | changes.files_removed
+        for path in (*changes.files_added, *changes.files_removed, *changes.removed):
+            names |= names_of(path)
+        for w in stored.written:
+            before = aliases_before.get(w.path)
+            if before is None:  # a new note (or the new name of a moved one)
+                names |= names_of(w.path)
+            if before != list(w.aliases):
+                targets.add(w.path)
+                names |= {link_name(a) for a in (*(before or ()), *w.aliases)}
+        if every or not changes.known:  # the first build: every link
+            sources = None
+        rows = self.index.writes.links_to_resolve(sources, names, targets)
+        notes = self.index.writes.note_link_keys() if rows else []
+        files = self.index.reads.attachments() if rows else set()
+        with _alongside(alongside):
+            resolver = (
+                LinkResolver(notes, files)
+                if sources is None  # a whole vault's links name most of its files
+                else LinkResolver.for_links([r[1:] for r in rows], notes, files)
+            )
+            resolved = [(rid, resolver.resolve(src, t, style)) for rid, src, t, style in rows]
+        self.index.writes.set_link_targets(resolved)
+        if every or stored.batched:
+            self.index.writes.clear_links_pending()
+
+    def _embed(
+        self,
+        embedder: Embedder,
+        report: ReindexReport,
+        progress: Progress,
+        limit: int | None = None,
+    ) -> None:
+        model = self.settings.model
+        missing = self.index.vectors.missing(model)
+        if limit is not None and len(missing) > limit:
+            report.notices.append(f"{len(missing)} chunks wait for vectors (embedded later)")
+            return
+        if missing:
+            self.index.vectors.ensure_table(model, embedder.dim)
+            missing = self.index.vectors.missing(model)
+        progress.start("Embedding chunks", len(missing))
+        # Committed group by group: an interrupted run keeps what it embedded.
+        for start in range(0, len(missing), EMBED_GROUP):
+            group = missing[start : start + EMBED_GROUP]
+            vectors = embedder.encode([text for _, text in group], self.settings.embed_batch)
+            self.index.vectors.add(model, [h for h, _ in group], vectors)
+            progress.advance(len(group))
+        progress.finish()
+        report.embedded = len(missing)
+        done, _ = self.index.vectors.counts(model)
+        report.reused = max(0, done - len(missing))
+        self.index.vectors.prune()
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a sync keeps of a note it wrote: enough for the report, link resolution and
+    the change feed, not its text (a first build holds one batch of records at a time)."""
+
+    path: str
+    note_id: str
+    topic: str | None
+    hash: str
+    aliases: tuple[str, ...]
+    conflicted: bool
+
+    @classmethod
+    def of(cls, rec: NoteRows) -> Written:
+        return cls(rec.path, rec.note_id, rec.topic, rec.hash, rec.aliases, rec.conflicted)
+
+
+class StoredNotes:
+    """Writes a sync's records, all at once or batch by batch as they are read, counting
+    them into the report and keeping what link resolution and the change feed need."""
+
+    def __init__(self, index: Index, report: ReindexReport, feed_listening: bool) -> None:
+        self.index = index
+        self.report = report
+        self.feed_listening = feed_listening
+        self.written: list[Written] = []
+        self.before: dict[str, tuple[str, str | None]] = {}  # (id, topic) replaced or gone
+        self.batched = False
+        self.wrote = False
+        self._aliases_before: dict[str, list[str]] | None = None
+
+    def aliases_before(self) -> dict[str, list[str]]:
+        """The aliases the index had, before this sync's first write, of the notes it
+        rewrote (and of every other note when it wrote batch by batch)."""
+        return self._aliases_before or {}
+
+    def begin_batches(self, notes: int) -> None:
+        """About ``notes`` records are coming in several transactions."""
+        self._aliases_before = dict(self.index.writes.note_link_keys())
+        self.index.writes.begin_batches(notes)
+        self.batched = True
+
+    def store(
+        self,
+        records: Sequence[NoteRows],
+        known: dict[str, tuple[str, int, int, str]],
+        removed: Sequence[str] = (),
+        skipped: Sequence[tuple[str, str, int, int]] = (),
+    ) -> None:
+        """Write ``records``, drop ``removed`` and note ``skipped`` in one transaction;
+        ``known``: the index's file states before the sync."""
+        if self._aliases_before is None:  # one write: only the notes it replaces
+            rewritten = [r.path for r in records if r.path in known]
+            self._aliases_before = dict(self.index.writes.note_link_keys(rewritten))
+        paths = [r.path for r in records] + [*removed] + [s[0] for s in skipped]
+        replaced = [p for p in paths if p in known]
+        if self.feed_listening:
+            self.before.update(self.index.reads.note_keys(replaced))
+        removed_hashes = {known[p][3] for p in removed if p in known}
+        report = self.report
+        for rec in records:
+            path = rec.path
+            if path in known:
+                report.updated += 1
+            elif rec.hash in removed_hashes:
+                report.renamed += 1
+            else:
+                report.added += 1
+            report.warnings.extend({"path": path, "message": p} for p in rec.problems)
+            self.written.append(Written.of(rec))
+        # None of them in the index (a first build): nothing there to look up or delete.
+        self.index.writes.apply(records, removed, skipped, unindexed=not replaced)
+        self.wrote = True
+
+
+@contextlib.contextmanager
+def _alongside(work: Callable[[], None] | None) -> Iterator[None]:
+    """Run ``work`` on a thread while the body runs, and wait for it. DuckDB releases
+    Python's lock while it executes, so a statement there and pure Python here use both
+    cores; the body must not use the connection meanwhile."""
+    if work is None:
+        yield
+        return
+    from concurrent.futures import ThreadPoolExecutor, wait
+
+    with ThreadPoolExecutor(1) as pool:
+        future = pool.submit(work)
+        try:
+            yield
+        finally:
+            wait([future])
+        future.result()
+
+
+def _within(path: str, hints: list[str]) -> bool:
+    """Whether ``path`` is one of the hinted files or lies in a hinted folder (hints
+    in NFC, as index paths are)."""
+    return any(not h or path == h or path.startswith(h + "/") for h in hints)
+
+
+# ---- what a sync tells the change feed -------------------------------------------------
+
+SKIPPED_TOLD = 20  # skipped files named one by one; more are counted
+
+
+def note_changes(
+    changes: Changes, written: Sequence[Written], before: dict[str, tuple[str, str | None]]
+) -> list[NoteChange]:
+    """The notes a sync added, changed, moved (matched by content hash, as the report
+    counts them) or removed; ``before``: the (id, topic) the index had for each path."""
+    removed_by_hash = {changes.known[p][3]: p for p in changes.removed if p in changes.known}
+    told: list[NoteChange] = []
+    moved_from: set[str] = set()
+    for w in written:
+        path, note_id, topic = w.path, w.note_id, w.topic
+        if path in changes.known:
+            old_id, old_topic = before.get(path, (None, None))
+            told.append(NoteChange("changed", path, note_id, topic, None, old_id, old_topic))
+        elif w.hash in removed_by_hash and removed_by_hash[w.hash] not in moved_from:
+            old = removed_by_hash[w.hash]
+            moved_from.add(old)
+            old_id, old_topic = before.get(old, (None, None))
+            told.append(NoteChange("moved", path, note_id, topic, old, old_id, old_topic))
+        else:
+            told.append(NoteChange("added", path, note_id, topic))
+    gone = [p for p in changes.removed if p not in moved_from]
+    gone += [s[0] for s in changes.skipped if s[0] in changes.known]  # no longer indexed
+    for path in gone:
+        old_id, old_topic = before.get(path, (None, None))
+        told.append(NoteChange("removed", path, old_id, old_topic))
+    return told
+
+
+def _tell_skipped(feed: ChangeFeed, skipped: list[tuple[str, str, int, int]]) -> None:
+    """Files a sync could not index, and why (newly so: unchanged bad files are not read
+    again)."""
+    for path, reason, _, _ in skipped[:SKIPPED_TOLD]:
+        feed.event("warning", "skipped", reason, [path])  # names the file, says why
+    if len(skipped) > SKIPPED_TOLD:
+        more = [s[0] for s in skipped[SKIPPED_TOLD:]]
+        feed.event("warning", "skipped", f"{len(more):,} more files not indexed", more)
+
+
+def _tell_conflicts(feed: ChangeFeed, written: Sequence[Written]) -> None:
+    """Notes that now hold git's conflict markers: a sync (``vault sync``, a ``git pull``)
+    stopped on a conflict, and markvault refuses to edit them until it is resolved."""
+    for w in written:
+        if w.conflicted:
+            message = (
+                f"{w.path} holds git conflict markers: a sync stopped on a conflict. "
+                "Keep the text you want between <<<<<<< and >>>>>>>, then run `vault sync`."
+            )
+            feed.event("warning", "sync_conflict", message, [w.path])

@@ -1,0 +1,1 @@
+"""Where a call runs: this process's core (local_host), or the index's owner over its socket."""

@@ -1,0 +1,1 @@
+"""Search over an open index: the query language, the searcher, fusion, a query's language."""

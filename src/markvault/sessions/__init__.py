@@ -1,0 +1,1 @@
+"""Claude Code sessions: transcripts read into session notes, and the capture hooks."""
