@@ -74,7 +74,7 @@ from markvault.config import Settings
 from markvault.errors import MarkvaultError
 from markvault.files.vault_files import TEMP_PREFIX, content_hash
 from markvault.runtime.shared_host import connect
-from markvault.types import Filters
+from markvault.types import Filters, SearchRequest
 from markvault.vault import Vault
 
 CORES = os.cpu_count() or 1
@@ -972,7 +972,9 @@ def rankings(site: Site) -> dict[str, list[tuple[str, tuple[int, ...], float]]]:
     out = {}
     with Vault(site.settings()) as vault:
         for query in RANKING_QUERIES:
-            hits = vault.search(query, mode="keyword", limit=10, filters=EVERY_NOTE).hits
+            hits = vault.search(
+                SearchRequest(query, mode="keyword", limit=10, filters=EVERY_NOTE)
+            ).hits
             out[query] = [(h.path, tuple(h.lines), round(h.score, 4)) for h in hits]
     return out
 
@@ -1298,7 +1300,7 @@ def bench_checkout(
                     "the watch process should own the index"
                 )
                 if template is not None:  # the model loaded first: see the report
-                    client.search("warm up", mode="vector", limit=1)
+                    client.search(SearchRequest("warm up", mode="vector", limit=1))
                 wait_status(client, notes_are(notes - (deletes if n else 0), template), 600)
                 syncs_before = len(watch.syncs())
                 start = time.monotonic()
@@ -1419,7 +1421,7 @@ def idle_watch(site: Site, seconds: float, logdir: Path, report: Report, label: 
     try:
         if MODEL_VAR not in site.env:
             with connect(site.settings()) as client:  # waits for the model to load
-                client.search("vector", mode="vector", limit=1)
+                client.search(SearchRequest("vector", mode="vector", limit=1))
         time.sleep(5)
         cpu0, wall0 = cpu_seconds(watch.pid), time.monotonic()
         time.sleep(seconds)
@@ -1462,7 +1464,9 @@ def bench_latency(site: Site, label: str, edits: int, logdir: Path, report: Repo
                 "the watch process should own the index"
             )
             if vectors:
-                client.search("vector", mode="vector", limit=1)  # waits for the model
+                client.search(
+                    SearchRequest("vector", mode="vector", limit=1)
+                )  # waits for the model
             wait_status(client, watcher_started)
             rng = random.Random(11)
             for rel in rng.sample(note_files(site.vault), edits):
@@ -1478,12 +1482,16 @@ def bench_latency(site: Site, label: str, edits: int, logdir: Path, report: Repo
                 editor_save(path, f"{text}\n## Field log {word}\n\n{sentence}\n")
 
                 def by_keyword(word: str = word, rel: str = rel) -> bool:
-                    hits = client.search(word, mode="keyword", limit=3, filters=EVERY_NOTE).hits
+                    hits = client.search(
+                        SearchRequest(word, mode="keyword", limit=3, filters=EVERY_NOTE)
+                    ).hits
                     return any(h.path == rel for h in hits)
 
                 def by_vector(query: str = sentence, word: str = word, rel: str = rel) -> bool:
                     hits = client.search(
-                        query, mode="vector", limit=10, filters=EVERY_NOTE, full_text=True
+                        SearchRequest(
+                            query, mode="vector", limit=10, filters=EVERY_NOTE, full_text=True
+                        )
                     ).hits
                     return any(h.path == rel and word in (h.text or "") for h in hits)
 

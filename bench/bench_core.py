@@ -41,6 +41,7 @@ from markvault.core.lifecycle import chunk_fingerprint
 from markvault.embed.embedder import SentenceEmbedder, model_path
 from markvault.index import Index
 from markvault.runtime.local_host import open_local
+from markvault.types import SearchRequest
 from markvault.vault import Vault
 
 CORES = os.cpu_count() or 1
@@ -317,7 +318,7 @@ def _timed_searches(
     empty = 0
     for name, query in queries:
         started = time.perf_counter()
-        result = vault.search(query, mode=mode, limit=10)
+        result = vault.search(SearchRequest(query, mode=mode, limit=10))
         by_class.setdefault(name, []).append(time.perf_counter() - started)
         for stage, value in result.timings_ms.items():
             stages.setdefault(stage, []).append(value)
@@ -331,10 +332,10 @@ def query_latency(
     """p50/p95 in a warm process: the index open and, for vectors, the model loaded."""
     with site.open() as vault:
         started = time.perf_counter()
-        vault.search(queries[0][1], mode=mode, limit=10)
+        vault.search(SearchRequest(queries[0][1], mode=mode, limit=10))
         first = time.perf_counter() - started
         for _, query in queries[1:10]:
-            vault.search(query, mode=mode, limit=10)
+            vault.search(SearchRequest(query, mode=mode, limit=10))
         by_class, stages, empty = _timed_searches(vault, queries, mode)
     every = [s for samples in by_class.values() for s in samples]
     p50, p95 = pcts(every)

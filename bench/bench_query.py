@@ -42,6 +42,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from markvault.types import SearchRequest
+
 HERE = Path(__file__).resolve().parent
 OUT_DIR = HERE / "out"
 WARMUP = 10
@@ -66,13 +68,13 @@ def worker(vault: Path, index: Path, queries_file: Path) -> None:
         third: list[float] = []
         for n, (_, query) in enumerate(queries[:WARMUP]):
             started = time.perf_counter()
-            opened.search(query, mode="keyword", limit=10)
+            opened.search(SearchRequest(query, mode="keyword", limit=10))
             if n in (1, 2):
                 (second if n == 1 else third).append((time.perf_counter() - started) * 1000)
         wall, cpu, postings, fetch = [], [], [], []
         for _, query in queries:
             started, began_cpu = time.perf_counter(), time.process_time()
-            result = opened.search(query, mode="keyword", limit=10)
+            result = opened.search(SearchRequest(query, mode="keyword", limit=10))
             wall.append((time.perf_counter() - started) * 1000)
             cpu.append((time.process_time() - began_cpu) * 1000)
             postings.append(result.timings_ms.get("keyword", 0.0))

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from markvault.runtime.local_host import open_local
-from markvault.types import Filters
+from markvault.types import Filters, SearchRequest
 from markvault.vault import Vault
 
 CORES = os.cpu_count() or 1
@@ -299,7 +299,7 @@ def reading_figures(vault: Vault, figures: Figures) -> None:
     )
 
     def search(scope: str | None) -> None:
-        vault.search("fsync rename", mode="keyword", filters=Filters(scope=scope))
+        vault.search(SearchRequest("fsync rename", mode="keyword", filters=Filters(scope=scope)))
 
     figures.add(
         "keyword search, no scope / scope=prompts / scope=decisions, p50",

@@ -54,6 +54,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from markvault.files.vault_init import init_vault
 from markvault.runtime.local_host import open_local
+from markvault.types import SearchRequest
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out" / "soak.md"
@@ -364,7 +365,9 @@ def catch_up(site: Site, stats: Stats) -> tuple[list[str], float]:
 def unindexed(vault: Any, stats: Stats, words: list[tuple[str, str]] | None = None) -> list[str]:
     """Words a keyword search does not find in their note."""
     words = stats.all_words() if words is None else words
-    results = vault.search_batch(((w, w) for w, _ in words), mode="keyword", limit=5)
+    results = vault.search_batch(
+        ((w, w) for w, _ in words), SearchRequest("", mode="keyword", limit=5)
+    )
     where = dict(words)
     return [
         f"{r['id']} not found in {where[r['id']]}"

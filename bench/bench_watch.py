@@ -43,7 +43,7 @@ from pathlib import Path
 import gen_vault
 from markvault.config import Settings
 from markvault.indexing.watcher import GIT, WatchBatch, Watcher, vault_callback
-from markvault.types import Filters, ReindexReport
+from markvault.types import Filters, ReindexReport, SearchRequest
 from markvault.vault import Vault
 
 CORES = os.cpu_count() or 1
@@ -288,7 +288,7 @@ def searchable(vault: Vault, lock: threading.Lock, word: str) -> float:
     while time.monotonic() < deadline:
         with lock:
             # Expired and superseded notes (the generator makes some) are found too.
-            if vault.search(word, mode="keyword", limit=1, filters=EVERY_NOTE).hits:
+            if vault.search(SearchRequest(word, mode="keyword", limit=1, filters=EVERY_NOTE)).hits:
                 return time.monotonic()
         time.sleep(0.01)
     raise TimeoutError(f"{word} never became searchable")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from markvault import Vault
+from markvault.types import SearchRequest
 
 from .conftest import OpenVault, WriteNotes, checksums
 
@@ -44,7 +45,9 @@ def test_embeds_and_links_to_files_resolve_and_indexing_adds_no_file(
         ("Notes/Embeds.md", "Missing note"),
         ("Notes/Embeds.md", "missing.png"),
     ]
-    assert v.search("Engelbart", mode="keyword").total == 1  # only the note: files are no notes
+    assert (
+        v.search(SearchRequest("Engelbart", mode="keyword")).total == 1
+    )  # only the note: files are no notes
     note = v.get("Notes/Embeds.md")
     assert [link["target_path"] for link in note["links"]][:2] == [
         "Attachments/Engelbart.jpg",

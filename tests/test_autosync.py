@@ -13,6 +13,7 @@ from markvault import ConfigError
 from markvault.config import Settings
 from markvault.core import Core
 from markvault.runtime.local_host import LocalHost
+from markvault.types import SearchRequest
 from markvault.vault import Vault
 
 from .test_gitsync import Clone, clone, git, git_config, write
@@ -65,7 +66,7 @@ def test_a_note_written_on_one_machine_reaches_the_other_by_itself(
     b.next_sync(lambda r: isinstance(r, dict) and r["pulled"])
     running = a.vault.status()["autosync"]["running"]  # `vault status` asks the owner
     assert running["runs"] >= 2 and running["interval_s"] == 1 and running["last_at"]
-    assert [h.path for h in b.vault.search("capybara", mode="keyword").hits] == [
+    assert [h.path for h in b.vault.search(SearchRequest("capybara", mode="keyword")).hits] == [
         "notes/Written by an agent.md"
     ]
 

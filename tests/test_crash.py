@@ -18,6 +18,7 @@ import pytest
 from markvault.errors import RefusedError, UsageError
 from markvault.files.vault_files import TEMP_PREFIX
 from markvault.runtime.local_host import open_local
+from markvault.types import SearchRequest
 
 from .conftest import OpenVault, WriteNotes
 
@@ -116,13 +117,15 @@ def test_kill_9_during_indexing_never_needs_a_repair(write: WriteNotes, vault_di
         child.send_signal(signal.SIGKILL)
         child.wait()
         with open_local(vault_dir, index) as v:
-            assert v.search("walrus", mode="keyword", limit=100).hits  # it answers
+            assert v.search(SearchRequest("walrus", mode="keyword", limit=100)).hits  # it answers
             v.reindex(vectors=False)
             assert v.pending() == {"new": 0, "changed": 0, "deleted": 0}
             # The test's own writes are plain (a kill can truncate one): the index must
             # match the disk, whatever the disk holds.
             on_disk = {p.name for p in vault_dir.glob("*.md") if "walrus" in p.read_text()}
-            found = {h.path for h in v.search("walrus", mode="keyword", limit=100).hits}
+            found = {
+                h.path for h in v.search(SearchRequest("walrus", mode="keyword", limit=100)).hits
+            }
             assert found == on_disk
 
 
@@ -213,8 +216,8 @@ def test_oversized_requests_are_refused(write: WriteNotes, open_vault: OpenVault
         v.edit_note("a.md", [Edit("append", "y" * 20_000_000)], note["hash"])
     assert (v.settings.vault_dir / "a.md").read_text() == "apple"
     with pytest.raises(UsageError, match="characters long"):
-        v.search("q" * 1_000_000)
+        v.search(SearchRequest("q" * 1_000_000))
     with pytest.raises(UsageError, match="limit"):
-        v.search("apple", limit=1_000_000_000)
+        v.search(SearchRequest("apple", limit=1_000_000_000))
     with pytest.raises(UsageError, match="limit"):
         v.recent(limit=1_000_000_000)

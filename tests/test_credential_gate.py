@@ -22,6 +22,7 @@ from markvault.credentials.rules import CredentialRefused, scan
 from markvault.files.vault_init import init_vault
 from markvault.runtime.local_host import open_local
 from markvault.server.tools import build_server
+from markvault.types import SearchRequest
 
 from .test_credentials import ALNUM, UPPER_ALNUM, rand
 from .test_sessions import assistant, user
@@ -180,8 +181,8 @@ async def test_create_note_and_learn_knowledge_keep_no_key_in_any_file(
             "4 credentials redacted: AWS access key, title; GitHub token, title; "
             f"AWS access key, line {at}; GitHub token, line {at}"
         )
-    assert vault.search(home.aws_key, mode="keyword").hits == []
-    assert vault.search("deploy", mode="keyword").total == 2
+    assert vault.search(SearchRequest(home.aws_key, mode="keyword")).hits == []
+    assert vault.search(SearchRequest("deploy", mode="keyword")).total == 2
     assert home.leaks() == []
 
 

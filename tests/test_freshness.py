@@ -18,6 +18,7 @@ import markvault.core.freshness as freshness
 import markvault.files.find_walk as find_walk
 from markvault.config import Settings
 from markvault.runtime.shared_host import connect
+from markvault.types import SearchRequest
 
 from .conftest import run_cli, stdio_server
 from .test_gitsync import Clone, clone, git, git_config, write
@@ -192,11 +193,11 @@ def test_many_changes_answer_from_the_old_index_with_a_note(
     for n in range(3):
         write(b, f"notes/N{n}.md", f"# N{n}\n\nAn ocelot.\n")
     with connect(Settings.load(vault=b, index=tmp_path / "b" / "index")) as v:
-        result = v.search("ocelot", mode="keyword")
+        result = v.search(SearchRequest("ocelot", mode="keyword"))
         assert result.total == 0
         assert any("3 files changed" in w and "vault reindex" in w for w in result.warnings)
         v.reindex(vectors=False)
-        assert v.search("ocelot", mode="keyword").total == 3
+        assert v.search(SearchRequest("ocelot", mode="keyword")).total == 3
 
 
 @pytest.mark.anyio

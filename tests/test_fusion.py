@@ -19,6 +19,7 @@ from markvault.runtime.local_host import LocalHost, open_local
 from markvault.search import fusion
 from markvault.search.fusion import KEYWORD_WEIGHT, RRF_K
 from markvault.search.searcher import ORIGINAL_WEIGHT
+from markvault.types import SearchRequest
 
 from .conftest import WriteNotes
 from .fakes import NAME, HashEmbedder
@@ -50,8 +51,8 @@ def paths(result: object) -> list[str]:
 
 
 def test_vector_search_finds_meaning_without_shared_words(vault: Vault) -> None:
-    assert paths(vault.search("car repair", mode="keyword")) == ["car.md"]
-    found = vault.search("car repair", mode="vector")
+    assert paths(vault.search(SearchRequest("car repair", mode="keyword"))) == ["car.md"]
+    found = vault.search(SearchRequest("car repair", mode="vector"))
     assert paths(found)[:2] == ["car.md", "automobile.md"]
     assert found.hits[0].scores["vector"] == pytest.approx(1.0, abs=1e-6)
 
@@ -60,13 +61,15 @@ def test_hybrid_fuses_the_normalized_scores_of_both_lists(vault: Vault) -> None:
     """Each side's score from what an unrelated note scores (BM25 0, the median cosine)
     to its best, weighted (fusion.convex): the note first on both sides scores 1, a note
     only the vector side found its share of the best cosine's lead over the median."""
-    result = vault.search("car repair", mode="hybrid")
+    result = vault.search(SearchRequest("car repair", mode="hybrid"))
     assert paths(result)[:2] == ["car.md", "automobile.md"]
     top, meaning_only = result.hits[0], result.hits[1]
     assert top.ranks == {"keyword": 1, "vector": 1}
     assert top.score == pytest.approx(1.0)
     assert meaning_only.ranks == {"vector": 2}
-    cosines = [h.scores["vector"] for h in vault.search("car repair", mode="vector").hits]
+    cosines = [
+        h.scores["vector"] for h in vault.search(SearchRequest("car repair", mode="vector")).hits
+    ]
     assert len(cosines) == len(NOTES)  # one chunk a note: the median of every chunk's
     typical = max(float(np.median(cosines)), 0.0)
     assert 0 < typical < meaning_only.scores["vector"]
@@ -102,7 +105,7 @@ def test_the_vector_side_is_scaled_from_the_typical_cosine() -> None:
 def test_deep_search_weighs_the_query_above_its_variants(vault: Vault) -> None:
     # No note holds both words: the keywords decide nothing, so the variants run.
     variants = ["lex: repair", "vec: walrus on the ice"]
-    result = vault.search("census engine", mode="deep", variants=variants)
+    result = vault.search(SearchRequest("census engine", mode="deep", variants=variants))
     assert set(result.counts) == {"keyword", "vector", "v1:keyword", "v2:vector"}
     assert not result.shortcut
     # Each list adds its weight over (k + rank): the query's own lists count double.
@@ -121,17 +124,19 @@ def test_deep_search_weighs_the_query_above_its_variants(vault: Vault) -> None:
 def test_deep_search_skips_variants_when_the_keywords_decide(
     write: WriteNotes, vault: Vault, fake: HashEmbedder
 ) -> None:
-    result = vault.search("census walrus ice", mode="deep", variants=["vec: automobile"])
+    result = vault.search(
+        SearchRequest("census walrus ice", mode="deep", variants=["vec: automobile"])
+    )
     assert result.shortcut and "v1:vector" not in result.counts
     assert any("variants skipped" in w for w in result.warnings)
     assert "automobile" not in fake.encoded  # the variant was never embedded
 
 
 def test_min_score_and_vector_mode_filters(vault: Vault) -> None:
-    result = vault.search("car", mode="vector", min_score=0.5)
+    result = vault.search(SearchRequest("car", mode="vector", min_score=0.5))
     assert result.hits and all(h.score >= 0.5 for h in result.hits)
     assert "walrus.md" not in paths(result)
-    kinds = vault.search("car", mode="vector", filters=None, limit=1)
+    kinds = vault.search(SearchRequest("car", mode="vector", filters=None, limit=1))
     assert len(kinds.hits) == 1
 
 
@@ -147,14 +152,14 @@ def test_keywords_answer_while_the_model_loads(
     with open_local(vault_dir, index, model=NAME, embedder=slow) as v:
         v.host.model_wait = 0.0
         slow.start_loading()
-        early = v.search("car repair")
+        early = v.search(SearchRequest("car repair"))
         assert paths(early) == ["car.md"] and set(early.hits[0].ranks) == {"keyword"}
         assert any("still loading" in w for w in early.warnings)
         with pytest.raises(UsageError, match="still loading"):
-            v.search("car repair", mode="vector")
+            v.search(SearchRequest("car repair", mode="vector"))
         release.set()
         assert slow.wait(10)
-        late = v.search("car repair")
+        late = v.search(SearchRequest("car repair"))
         assert set(late.hits[0].ranks) == {"keyword", "vector"}
 
 
@@ -177,7 +182,7 @@ def test_the_owner_embeds_a_keyword_only_index_in_the_background(
         vault.new_note("note", "Sedan care", content="Mend the sedan.")
         assert host.backfill_idle.wait(30)
         assert vault.index_status()["vectors"]["ready"]
-        assert paths(vault.search("automobile", mode="vector"))[0] in {
+        assert paths(vault.search(SearchRequest("automobile", mode="vector")))[0] in {
             "automobile.md",
             "notes/Sedan care.md",
         }

@@ -21,7 +21,7 @@ from markvault.git.repo import find_repo
 from markvault.git.sync import Change, StagedCommit, SyncOptions, commit_message, sync_vault
 from markvault.runtime.local_host import open_local
 from markvault.server.tools import build_server
-from markvault.types import Edit
+from markvault.types import Edit, SearchRequest
 
 from .conftest import run_cli
 
@@ -345,7 +345,7 @@ def test_searches_and_writes_go_on_while_sync_waits_on_the_network(
         waiting.join(60)
         try:
             assert not waiting.is_alive(), "the sync never reached its fetch"
-            found = v.search("walrus", mode="keyword")
+            found = v.search(SearchRequest("walrus", mode="keyword"))
             assert [h.path for h in found.hits] == ["notes/Beta.md"] and not found.warnings
             old = (a / "notes" / "Alpha.md").read_bytes()
             v.edit_note("notes/Alpha.md", [Edit("append", "Written mid-fetch.")], content_hash(old))
@@ -372,7 +372,9 @@ async def test_the_sync_tool_brings_what_another_machine_pushed_and_search_finds
         assert not result.is_error, result.content
         done = result.structured_content
         assert done is not None and done["pulled"] == 1 and done["index"]["added"] == 1
-        assert [h.path for h in v.search("narwhal", mode="keyword").hits] == ["notes/Gamma.md"]
+        assert [h.path for h in v.search(SearchRequest("narwhal", mode="keyword")).hits] == [
+            "notes/Gamma.md"
+        ]
 
 
 def test_commit_message_counts() -> None:

@@ -13,7 +13,7 @@ from markvault.index import Index, keyword
 from markvault.index.keyword import BM25_B, BM25_K1
 from markvault.markdown.tokens import tokenize
 from markvault.runtime.local_host import open_local
-from markvault.types import Filters
+from markvault.types import Filters, SearchRequest
 
 from .conftest import OpenVault, WriteNotes, checksums
 
@@ -37,7 +37,10 @@ def test_edit_add_delete_are_picked_up(write: WriteNotes, open_vault: OpenVault)
     write({"c.md": "date"})
     report = v.reindex(vectors=False)
     assert (report.updated, report.removed, report.added) == (1, 1, 1)
-    found = {h.path for h in v.search("cherry OR date OR banana OR apple", mode="keyword").hits}
+    found = {
+        h.path
+        for h in v.search(SearchRequest("cherry OR date OR banana OR apple", mode="keyword")).hits
+    }
     assert found == {"a.md", "c.md"}
 
 
@@ -54,11 +57,11 @@ def test_rename_keeps_chunk_ids(write: WriteNotes, open_vault: OpenVault) -> Non
     vault = write({"old.md": "# Title\n\nsome unchanged text"})
     v = open_vault()
     v.reindex(vectors=False)
-    before = v.search("unchanged", mode="keyword").hits[0].chunk_id
+    before = v.search(SearchRequest("unchanged", mode="keyword")).hits[0].chunk_id
     (vault / "old.md").rename(vault / "new.md")
     report = v.reindex(vectors=False)
     assert (report.renamed, report.removed, report.added) == (1, 0, 0)
-    hit = v.search("unchanged", mode="keyword").hits[0]
+    hit = v.search(SearchRequest("unchanged", mode="keyword")).hits[0]
     assert (hit.path, hit.chunk_id) == ("new.md", before)
 
 
@@ -77,13 +80,16 @@ def test_warm_search_sees_a_rename_and_an_edit(
     keyword = v.host.core().keeper.open_index(write=True).keyword
     keyword.arrays = True
     for _ in range(2):  # looked up by key, then every chunk's note read into arrays
-        assert {h.path for h in v.search("unchanged", mode="keyword").hits} == {"old.md", "b.md"}
+        assert {h.path for h in v.search(SearchRequest("unchanged", mode="keyword")).hits} == {
+            "old.md",
+            "b.md",
+        }
     (vault / "old.md").rename(vault / "new.md")
     (vault / "b.md").write_text("unchanged words, and many more words besides these")
     v.reindex(vectors=False)
-    warm = [v.search("unchanged", mode="keyword").hits for _ in range(3)]
+    warm = [v.search(SearchRequest("unchanged", mode="keyword")).hits for _ in range(3)]
     keyword.arrays = False
-    cold = v.search("unchanged", mode="keyword").hits
+    cold = v.search(SearchRequest("unchanged", mode="keyword")).hits
     assert {h.path for h in cold} == {"new.md", "b.md"}
     for hits in warm:
         shown = [(h.path, h.id, h.title, h.hash, h.chunk_id, h.snippet) for h in cold]
@@ -95,7 +101,7 @@ def test_indexer_never_writes_the_vault(bundled_copy: Path, tmp_path: Path) -> N
     before = checksums(bundled_copy)
     with open_local(bundled_copy, tmp_path / "index") as v:
         v.reindex(vectors=False)
-        v.search("markvault", mode="keyword")
+        v.search(SearchRequest("markvault", mode="keyword"))
         v.status()
         v.get("notes/Welcome.md")
     assert checksums(bundled_copy) == before
@@ -109,7 +115,7 @@ def test_corrupt_index_is_rebuilt_with_a_notice(write: WriteNotes, open_vault: O
     db = v.settings.db_path
     db.write_bytes(b"this is not a duckdb file at all" * 100)
     v2 = open_vault()
-    result = v2.search("apple", mode="keyword")
+    result = v2.search(SearchRequest("apple", mode="keyword"))
     assert [h.path for h in result.hits] == ["a.md"]
     assert any("rebuil" in w.lower() for w in result.warnings)
 
@@ -151,7 +157,7 @@ def test_an_outdated_index_is_rebuilt_on_the_read_path(
     con.close()
     v2 = open_vault()
     assert v2.get("a.md")["text"] == "apple"
-    result = v2.search("apple", mode="keyword")
+    result = v2.search(SearchRequest("apple", mode="keyword"))
     assert [h.path for h in result.hits] == ["a.md"]
 
 
@@ -161,7 +167,9 @@ def test_deleting_the_index_loses_nothing(write: WriteNotes, open_vault: OpenVau
     v.reindex(vectors=False)
     v.close()
     v.settings.db_path.unlink()
-    assert [h.path for h in open_vault().search("apple", mode="keyword").hits] == ["a.md"]
+    assert [h.path for h in open_vault().search(SearchRequest("apple", mode="keyword")).hits] == [
+        "a.md"
+    ]
 
 
 @pytest.mark.parametrize("arrays", [False, True], ids=["sql", "numpy"])
@@ -226,7 +234,7 @@ def test_numpy_and_sql_scoring_give_the_same_hits(
             got = {}
             for arrays in (False, True):
                 keyword.arrays = arrays
-                hits = v.search(query, mode="keyword", limit=20).hits
+                hits = v.search(SearchRequest(query, mode="keyword", limit=20)).hits
                 got[arrays] = [(h.path, h.chunk_id, h.snippet, h.more_chunks) for h in hits]
                 got[arrays, "scores"] = [h.score for h in hits]
             assert got[False] == got[True], query
@@ -234,7 +242,7 @@ def test_numpy_and_sql_scoring_give_the_same_hits(
             found.append(bool(got[True]))
         assert found == [True] * (len(queries) - 1) + [False]
         keyword.arrays = True
-        hits = v.search("search index", mode="keyword", limit=50).hits
+        hits = v.search(SearchRequest("search index", mode="keyword", limit=50)).hits
         assert hits and "notes/expired.md" not in {h.path for h in hits}
 
 
@@ -301,7 +309,7 @@ def test_nfd_and_nfc_names_are_one_note(write: WriteNotes, open_vault: OpenVault
     write({nfd: "coffee"})
     v = open_vault()
     v.reindex(vectors=False)
-    hit = v.search("coffee", mode="keyword").hits[0]
+    hit = v.search(SearchRequest("coffee", mode="keyword")).hits[0]
     assert hit.path == unicodedata.normalize("NFC", "Café.md")
     assert v.get("Café.md")["text"] == "coffee"  # found by its NFC name, read from the NFD file
 
@@ -313,7 +321,7 @@ def test_case_only_rename_keeps_one_entry(write: WriteNotes, open_vault: OpenVau
     (vault / "Note.md").rename(vault / "note.md")
     report = v.reindex(vectors=False)
     assert report.notes == 1 and report.renamed == 1
-    assert [h.path for h in v.search("words", mode="keyword").hits] == ["note.md"]
+    assert [h.path for h in v.search(SearchRequest("words", mode="keyword")).hits] == ["note.md"]
 
 
 def test_vault_config_file(write: WriteNotes, vault_dir: Path) -> None:

@@ -23,6 +23,7 @@ from markvault import Vault
 from markvault.config import Settings
 from markvault.errors import CallCancelled
 from markvault.runtime.shared_host import OwnerLostError, connect
+from markvault.types import SearchRequest
 
 from .conftest import WriteNotes, run_cli, stdio_server
 
@@ -170,7 +171,7 @@ def test_reads_during_a_long_sync_are_answered_not_left_waiting(
             with connect(settings) as second:
                 assert not second.host.owner_info()["this_process_owns"]
                 started = time.monotonic()
-                result = second.search("apple", mode="keyword")
+                result = second.search(SearchRequest("apple", mode="keyword"))
                 assert time.monotonic() - started < 5
                 assert result.hits == []
                 assert "being built (reading notes: 1,200 of 20,000)" in result.warnings[0]
@@ -179,7 +180,9 @@ def test_reads_during_a_long_sync_are_answered_not_left_waiting(
         finally:
             release.set()
             worker.join()
-        assert [h.path for h in first.search("apple", mode="keyword").hits] == ["a.md"]
+        assert [h.path for h in first.search(SearchRequest("apple", mode="keyword")).hits] == [
+            "a.md"
+        ]
 
 
 @pytest.mark.model
@@ -200,12 +203,12 @@ def test_the_owner_embeds_a_keyword_only_index_without_holding_it(
             while not other.status()["vectors"]["ready"]:
                 assert time.monotonic() < deadline, "the backfill did not finish"
                 started = time.monotonic()
-                result = other.search("duckdb", mode="keyword")
+                result = other.search(SearchRequest("duckdb", mode="keyword"))
                 slowest = max(slowest, time.monotonic() - started)
                 assert result.hits and not any("being built" in w for w in result.warnings)
                 idle.wait(0.2)  # the next search, or the end of the work
             assert slowest < 3.0
-            hits = other.search("how do I connect Claude Code", mode="vector").hits
+            hits = other.search(SearchRequest("how do I connect Claude Code", mode="vector")).hits
             assert hits[0].path == "notes/Connecting Claude Code.md"
 
 

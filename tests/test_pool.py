@@ -11,6 +11,7 @@ import pytest
 
 from markvault.indexing.pool import WORKER_GC_THRESHOLD, _batches, in_workers
 from markvault.runtime.local_host import open_local
+from markvault.types import SearchRequest
 
 from .conftest import OpenVault, WriteNotes
 from .test_sessions import assistant, user
@@ -105,7 +106,7 @@ def test_a_large_sync_reads_notes_in_workers(write: WriteNotes, open_vault: Open
     vault = open_vault()
     report = vault.reindex(vectors=False)
     assert (report.added, report.notes, report.errors) == (240, 240, [])
-    assert vault.search("walrus", mode="keyword", limit=1000).total == 240
+    assert vault.search(SearchRequest("walrus", mode="keyword", limit=1000)).total == 240
 
 
 def test_many_transcripts_are_read_in_workers(vault_dir: Path, tmp_path: Path) -> None:

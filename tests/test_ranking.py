@@ -7,6 +7,7 @@ import pytest
 from markvault.config import DEFAULT_MODEL
 from markvault.markdown.tokens import normalize, word_tokens
 from markvault.search import language, query
+from markvault.types import SearchRequest
 
 from .conftest import OpenVault, WriteNotes
 
@@ -88,9 +89,9 @@ def test_a_repeated_query_word_weighs_as_often_as_it_is_asked(
     write({"a.md": "# one\n\nalpha notes here\n", "b.md": "# two\n\nbeta notes here\n"})
     v = open_vault()
     v.reindex(vectors=False)
-    once = {h.path: h.score for h in v.search("alpha beta", mode="keyword").hits}
+    once = {h.path: h.score for h in v.search(SearchRequest("alpha beta", mode="keyword")).hits}
     assert once["a.md"] == pytest.approx(once["b.md"])
-    twice = v.search("alpha beta beta", mode="keyword").hits
+    twice = v.search(SearchRequest("alpha beta beta", mode="keyword")).hits
     assert [h.path for h in twice] == ["b.md", "a.md"]
     assert twice[0].score == pytest.approx(2 * twice[1].score)
 
@@ -129,7 +130,7 @@ def test_a_note_is_ranked_by_all_its_chunks_and_shows_its_best(
     )
     v = open_vault()
     v.reindex(vectors=False)
-    hits = v.search("beagle puppy shelter Biscuit", mode="keyword").hits
+    hits = v.search(SearchRequest("beagle puppy shelter Biscuit", mode="keyword")).hits
     assert [h.path for h in hits] == ["session.md", "other.md"]
     assert hits[0].heading_path[-1] == "19:04 Maya"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from markvault import ConflictError, RefusedError, Vault
-from markvault.types import Edit
+from markvault.types import Edit, SearchRequest
 
 from .conftest import OpenVault, WriteNotes, checksums
 
@@ -50,7 +50,7 @@ def test_03_unclosed_fence_is_body_and_editable(write: WriteNotes, open_vault: O
     vault = write({"open.md": text})
     v = open_vault()
     v.reindex(vectors=False)
-    assert v.search("words", mode="keyword").hits[0].path == "open.md"
+    assert v.search(SearchRequest("words", mode="keyword")).hits[0].path == "open.md"
     v.edit_note("open.md", [Edit("append", "more")], hash_of(v, "open.md"))
     assert (vault / "open.md").read_text(encoding="utf-8") == text + "more\n"
 
@@ -155,8 +155,8 @@ def test_10_oversized_note_and_frontmatter(write: WriteNotes, open_vault: OpenVa
     assert any(
         "frontmatter over" in w["message"] for w in report.warnings if w["path"] == "bigfm.md"
     )
-    assert v.search("small", mode="keyword").hits[0].path == "bigfm.md"
-    assert v.search("fine", mode="keyword").hits[0].path == "ok.md"
+    assert v.search(SearchRequest("small", mode="keyword")).hits[0].path == "bigfm.md"
+    assert v.search(SearchRequest("fine", mode="keyword")).hits[0].path == "ok.md"
 
 
 def test_12_conflict_markers_refuse_writes(write: WriteNotes, open_vault: OpenVault) -> None:
@@ -188,7 +188,7 @@ def test_writes_are_searchable_at_once(write: WriteNotes, open_vault: OpenVault)
     v = open_vault()
     v.reindex(vectors=False)
     v.edit_note("n.md", [Edit("append", "zanzibar")], hash_of(v, "n.md"))
-    assert [h.path for h in v.search("zanzibar", mode="keyword").hits] == ["n.md"]
+    assert [h.path for h in v.search(SearchRequest("zanzibar", mode="keyword")).hits] == ["n.md"]
 
 
 @pytest.mark.parametrize(

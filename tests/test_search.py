@@ -7,6 +7,7 @@ import re
 import pytest
 
 from markvault import Filters, UsageError, Vault
+from markvault.types import SearchRequest
 
 from .conftest import HIT_FIELDS, OpenVault, WriteNotes
 
@@ -29,7 +30,7 @@ def multilingual(write: WriteNotes, open_vault: OpenVault) -> Vault:
 
 
 def paths(v: Vault, query: str, **kw: object) -> list[str]:
-    return [h.path for h in v.search(query, mode="keyword", **kw).hits]  # type: ignore[arg-type]
+    return [h.path for h in v.search(SearchRequest(query, mode="keyword", **kw)).hits]  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -105,21 +106,21 @@ def test_query_syntax(write: WriteNotes, open_vault: OpenVault) -> None:
 )
 def test_bad_syntax_has_a_clear_message(multilingual: Vault, query: str, message: str) -> None:
     with pytest.raises(UsageError, match=re.escape(message)):
-        multilingual.search(query, mode="keyword")
+        multilingual.search(SearchRequest(query, mode="keyword"))
 
 
 def test_chunks_collapse_to_notes_with_a_count(write: WriteNotes, open_vault: OpenVault) -> None:
     write({"long.md": "# L\n\n## One\n\nzebra\n\n## Two\n\nzebra zebra\n\n## Three\n\nzebra"})
     v = open_vault()
     v.reindex(vectors=False)
-    hits = v.search("zebra", mode="keyword").hits
+    hits = v.search(SearchRequest("zebra", mode="keyword")).hits
     assert len(hits) == 1
     assert hits[0].more_chunks == 2
     assert hits[0].heading_path == ["L", "Two"]
 
 
 def test_hit_shape_and_snippet(multilingual: Vault) -> None:
-    hit = multilingual.search("searching", mode="keyword").hits[0]
+    hit = multilingual.search(SearchRequest("searching", mode="keyword")).hits[0]
     data = hit.to_json()
     assert set(data) >= HIT_FIELDS
     assert data["ranks"] == {"keyword": 1}
@@ -171,19 +172,19 @@ def test_limit_offset_and_bounds(write: WriteNotes, open_vault: OpenVault) -> No
     first = paths(v, "common", limit=5)
     second = paths(v, "common", limit=5, offset=5)
     assert len(first) == len(second) == 5 and not set(first) & set(second)
-    assert v.search("common", mode="keyword", limit=5).total == 12
+    assert v.search(SearchRequest("common", mode="keyword", limit=5)).total == 12
     with pytest.raises(UsageError, match="limit"):
-        v.search("common", mode="keyword", limit=1_000_000_000)
+        v.search(SearchRequest("common", mode="keyword", limit=1_000_000_000))
     with pytest.raises(UsageError, match="not a date"):
-        v.search("common", mode="keyword", filters=Filters(since="last tuesday"))
+        v.search(SearchRequest("common", mode="keyword", filters=Filters(since="last tuesday")))
 
 
 def test_hybrid_without_vectors_falls_back_with_a_warning(multilingual: Vault) -> None:
-    result = multilingual.search("café")
+    result = multilingual.search(SearchRequest("café"))
     assert [h.path for h in result.hits][:1] == ["fr.md"]
     assert any("no vectors" in w for w in result.warnings)
     with pytest.raises(UsageError, match="no vectors"):
-        multilingual.search("café", mode="vector")
+        multilingual.search(SearchRequest("café", mode="vector"))
 
 
 def test_the_model_reads_the_query_as_written() -> None:
@@ -220,9 +221,11 @@ def test_expired_notes_ranked_first_do_not_crowd_out_current_ones(
     write(notes)
     v = open_vault()
     v.reindex(vectors=False)
-    hits = v.search("wombat", mode="keyword", limit=5).hits
+    hits = v.search(SearchRequest("wombat", mode="keyword", limit=5)).hits
     assert [h.path for h in hits] == ["current.md"]
-    every = v.search("wombat", mode="keyword", limit=200, filters=Filters(include_expired=True))
+    every = v.search(
+        SearchRequest("wombat", mode="keyword", limit=200, filters=Filters(include_expired=True))
+    )
     assert len(every.hits) == 152
 
 

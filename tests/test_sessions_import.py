@@ -21,7 +21,7 @@ from markvault.errors import ConflictError, NotFoundError, RefusedError, UsageEr
 from markvault.runtime.local_host import local_vault, open_local
 from markvault.runtime.shared_host import connect
 from markvault.sessions.transcripts import SessionSummary, read_summary
-from markvault.types import Filters
+from markvault.types import Filters, SearchRequest
 
 from .conftest import checksums
 from .test_sessions import FIXTURE, SID, assistant, user
@@ -444,7 +444,7 @@ def test_search_scopes(imported: Vault) -> None:
     imported.new_note("note", "Decimal notes", content="## Decisions\n\n- Decimal everywhere")
 
     def hits(query: str, scope: str | None) -> list[tuple[str, list[str], str]]:
-        result = imported.search(query, mode="keyword", filters=Filters(scope=scope))
+        result = imported.search(SearchRequest(query, mode="keyword", filters=Filters(scope=scope)))
         return [(h.kind, h.heading_path[1:], h.snippet) for h in result.hits]
 
     everywhere = hits("decimal", None)
@@ -462,7 +462,7 @@ def test_search_scopes(imported: Vault) -> None:
     assert hits("ESC POS driver", "prompts")[0][1] == ["Transcript", "08:05 User"]
     assert [h[1] for h in hits("receipts", "prompts")] == [["Transcript", "08:00 User"]]
     with pytest.raises(UsageError, match="scope"):
-        imported.search("x", mode="keyword", filters=Filters(scope="everything"))
+        imported.search(SearchRequest("x", mode="keyword", filters=Filters(scope="everything")))
 
 
 def test_scopes_restrict_the_vector_side_too(imported: Vault) -> None:

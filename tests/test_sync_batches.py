@@ -15,7 +15,7 @@ from markvault.indexing import reconcile as sync
 from markvault.indexing.change_feed import FeedItem
 from markvault.markdown import chunk
 from markvault.runtime.local_host import open_local
-from markvault.types import NoProgress, ReindexReport
+from markvault.types import NoProgress, ReindexReport, SearchRequest
 from markvault.vault import Vault
 
 from .conftest import WriteNotes
@@ -136,12 +136,12 @@ def test_renames_in_a_large_sync_keep_their_chunk_ids(
     monkeypatch.setattr(sync, "APPLY_BATCH", 3)
     with open_local(vault, tmp_path / "index") as v:
         v.reindex(vectors=False)
-        before = {h.chunk_id for h in v.search("quokka", mode="keyword").hits}
+        before = {h.chunk_id for h in v.search(SearchRequest("quokka", mode="keyword")).hits}
         (vault / "notes/n010.md").rename(vault / "notes/renamed.md")
         for i in range(12):  # more new notes than a batch holds
             (vault / f"notes/new{i}.md").write_text(f"# New {i}\n\nnumbat\n")
         report = v.reindex(vectors=False)
-        after = {h.path: h.chunk_id for h in v.search("quokka", mode="keyword").hits}
+        after = {h.path: h.chunk_id for h in v.search(SearchRequest("quokka", mode="keyword")).hits}
     assert (report.renamed, report.added, report.removed) == (1, 12, 0)
     assert after["notes/renamed.md"] in before
 
@@ -294,4 +294,6 @@ def test_a_long_lived_process_keeps_no_piece_estimates_after_a_sync(tmp_path: Pa
         (vault / "notes/n001.md").write_text("# One\n\nnumbat a line never seen before\n")
         v.reindex(vectors=False)
         assert len(chunk._known) == 0
-        assert [h.path for h in v.search("numbat", mode="keyword").hits] == ["notes/n001.md"]
+        assert [h.path for h in v.search(SearchRequest("numbat", mode="keyword")).hits] == [
+            "notes/n001.md"
+        ]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import unicodedata
 from pathlib import Path
 
+from markvault.types import SearchRequest
+
 from .conftest import OpenVault, WriteNotes
 
 
@@ -12,7 +14,7 @@ def paths(v: object, word: str) -> set[str]:
     from markvault import Vault
 
     assert isinstance(v, Vault)
-    return {h.path for h in v.search(word, mode="keyword").hits}
+    return {h.path for h in v.search(SearchRequest(word, mode="keyword")).hits}
 
 
 def test_only_hinted_files_are_looked_at(write: WriteNotes, open_vault: OpenVault) -> None:

@@ -10,6 +10,7 @@ import pytest
 from markvault import Vault
 from markvault.embed.embedder import Embedder, SentenceEmbedder
 from markvault.runtime.local_host import open_local
+from markvault.types import SearchRequest
 
 from .conftest import WriteNotes
 
@@ -51,7 +52,7 @@ QUERIES = {  # query -> the one relevant note
 def mrr(v: Vault, mode: str) -> float:
     total = 0.0
     for query, relevant in QUERIES.items():
-        found = [h.path for h in v.search(query, mode=mode, limit=10).hits]
+        found = [h.path for h in v.search(SearchRequest(query, mode=mode, limit=10)).hits]
         total += 1 / (found.index(relevant) + 1) if relevant in found else 0
     return total / len(QUERIES)
 
@@ -62,7 +63,9 @@ def test_vector_search_finds_meaning_without_shared_words(
     write(NOTES)
     report = vault_with.reindex()
     assert report.embedded == report.chunks == len(NOTES)
-    hit = vault_with.search("my car won't start in the morning", mode="vector").hits[0]
+    hit = vault_with.search(SearchRequest("my car won't start in the morning", mode="vector")).hits[
+        0
+    ]
     assert hit.path == "cars.md"
     assert set(hit.ranks) == {"vector"}
 
@@ -73,7 +76,7 @@ def test_hybrid_beats_the_weaker_single_mode(write: WriteNotes, vault_with: Vaul
     keyword, vector, hybrid = (mrr(vault_with, m) for m in ("keyword", "vector", "hybrid"))
     assert hybrid >= max(keyword, vector) - 1e-9
     assert hybrid > min(keyword, vector)
-    hit = vault_with.search("ERR_7731 socket").hits[0]
+    hit = vault_with.search(SearchRequest("ERR_7731 socket")).hits[0]
     assert hit.path == "errors.md" and set(hit.ranks) == {"keyword", "vector"}
 
 
@@ -89,7 +92,7 @@ def test_rename_and_unchanged_text_are_never_re_embedded(
     assert (report.renamed, report.updated, report.embedded) == (1, 1, 1)
     index = vault_with.host.core().keeper.open_index(write=False)
     assert index.vectors.counts("all-MiniLM-L6-v2") == (3, 3)
-    assert vault_with.search("alpha", mode="vector").hits[0].path == "moved.md"
+    assert vault_with.search(SearchRequest("alpha", mode="vector")).hits[0].path == "moved.md"
 
 
 def test_multilingual_notes_are_found_by_hybrid_search(
@@ -105,17 +108,19 @@ def test_multilingual_notes_are_found_by_hybrid_search(
         }
     )
     vault_with.reindex()
-    chinese = vault_with.search("机器学习")
+    chinese = vault_with.search(SearchRequest("机器学习"))
     assert set(chinese.hits[0].ranks) == {"keyword"}
     assert any("reads English only" in w for w in chinese.warnings)
-    assert "vector" in vault_with.search("Fußgänger").hits[0].ranks  # Latin script: fused
+    assert (
+        "vector" in vault_with.search(SearchRequest("Fußgänger")).hits[0].ranks
+    )  # Latin script: fused
     for query, path in [
         ("机器学习", "zh.md"),
         ("東京", "ja.md"),
         ("поиск заметок", "ru.md"),
         ("Fußgänger", "de.md"),
     ]:
-        assert vault_with.search(query).hits[0].path == path, query
+        assert vault_with.search(SearchRequest(query)).hits[0].path == path, query
 
 
 def test_a_rebuild_keeps_the_vectors_of_unchanged_text(
@@ -136,7 +141,7 @@ def test_a_rebuild_keeps_the_vectors_of_unchanged_text(
 
 def test_a_search_never_embeds_the_whole_vault(write: WriteNotes, vault_with: Vault) -> None:
     write({"a.md": "alpha"})
-    result = vault_with.search("alpha")  # no index yet: built keyword-only
+    result = vault_with.search(SearchRequest("alpha"))  # no index yet: built keyword-only
     assert [h.path for h in result.hits] == ["a.md"]
     assert any("no vectors" in w for w in result.warnings)
 
@@ -151,11 +156,11 @@ def test_a_server_answers_from_keywords_while_the_model_loads(
     fresh = SentenceEmbedder("all-MiniLM-L6-v2", encoder_cache)
     with open_local(vault_dir, vault_dir.parent / "index", embedder=fresh) as v:
         v.host.model_wait = 0.0
-        early = v.search("alpha")
+        early = v.search(SearchRequest("alpha"))
         assert [h.path for h in early.hits] == ["a.md"]
         assert set(early.hits[0].ranks) == {"keyword"}
         assert any("still loading" in w for w in early.warnings)
         fresh.start_loading()
         assert fresh.wait(120)
-        late = v.search("alpha")
+        late = v.search(SearchRequest("alpha"))
         assert set(late.hits[0].ranks) == {"keyword", "vector"}

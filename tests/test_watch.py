@@ -32,6 +32,7 @@ from markvault.indexing.watcher import (
     read_mounts,
     vault_callback,
 )
+from markvault.types import SearchRequest
 
 from .conftest import OpenVault
 
@@ -211,10 +212,10 @@ def test_vim_and_obsidian_saves_end_as_one_entry_with_the_final_text(
     recorder.wait_for(lambda b: "notes/v.md" in b.paths)
 
     with lock:
-        found = vault.search("gammaword", mode="keyword")
+        found = vault.search(SearchRequest("gammaword", mode="keyword"))
         assert [h.path for h in found.hits] == ["notes/v.md"]
-        assert vault.search("alphaword", mode="keyword").hits == []
-        assert vault.search("betaword", mode="keyword").hits == []
+        assert vault.search(SearchRequest("alphaword", mode="keyword")).hits == []
+        assert vault.search(SearchRequest("betaword", mode="keyword")).hits == []
         assert vault.status()["notes"] == 1
 
 
@@ -230,7 +231,9 @@ def test_a_rename_synced_from_hints_leaves_no_ghost_of_the_old_path(
     os.rename(vault_dir / "notes" / "old name.md", vault_dir / "archive.md")
     recorder.wait_paths("notes/old name.md", "archive.md")
     with lock:
-        assert [h.path for h in vault.search("renameword", mode="keyword").hits] == ["archive.md"]
+        assert [h.path for h in vault.search(SearchRequest("renameword", mode="keyword")).hits] == [
+            "archive.md"
+        ]
         assert vault.status()["notes"] == 1
 
 
@@ -508,8 +511,12 @@ def test_a_closing_host_stops_the_watchers_sync_between_steps(
     stop.set()
     on_change(WatchBatch(paths=frozenset(), full=True, reasons=(START,), since=time.monotonic()))
     assert reports == []
-    assert vault.search("lateword", mode="keyword").hits == []  # stopped before it wrote
+    assert (
+        vault.search(SearchRequest("lateword", mode="keyword")).hits == []
+    )  # stopped before it wrote
     stop.clear()
     on_change(WatchBatch(paths=frozenset(), full=True, reasons=(START,), since=time.monotonic()))
     assert [r.added for r in reports] == [1]
-    assert [h.path for h in vault.search("lateword", mode="keyword").hits] == ["notes/late.md"]
+    assert [h.path for h in vault.search(SearchRequest("lateword", mode="keyword")).hits] == [
+        "notes/late.md"
+    ]

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import inspect
+import json
 from pathlib import Path
 
 import pytest
 
 from markvault import errors
 from markvault.calls import declared_calls
-from markvault.runtime.wire import decode, encode, error_json, raise_error
+from markvault.runtime.wire import decode, dumps, encode, error_json, raise_error
 from markvault.sessions.transcripts import SessionSummary
-from markvault.types import Edit, Filters, Hit, ReindexReport, SearchResult, SessionImportReport
+from markvault.types import (
+    Edit,
+    Filters,
+    Hit,
+    ReindexReport,
+    SearchRequest,
+    SearchResult,
+    SessionImportReport,
+)
 from markvault.vault import CALLS, Vault
 
 # What each call may do: a read is sent again after an owner died, a write is not.
@@ -44,7 +53,7 @@ def test_every_call_of_the_facade_is_declared_once_as_a_read_or_a_write() -> Non
 
 
 def test_a_declared_method_keeps_its_signature() -> None:
-    assert list(inspect.signature(Vault.search).parameters)[:3] == ["self", "query", "mode"]
+    assert list(inspect.signature(Vault.search).parameters) == ["self", "request", "progress"]
     assert Vault.edit_note.__doc__ and "expected_hash" in Vault.edit_note.__doc__
 
 
@@ -87,3 +96,18 @@ def test_an_error_of_another_module_keeps_its_exit_code() -> None:
     with pytest.raises(errors.RefusedError) as caught:
         raise_error(error_json(refused))
     assert caught.value.exit_code == 6 and caught.value.hint == "Allow it."
+
+
+def test_a_search_request_crosses_the_wire_unchanged() -> None:
+    request = SearchRequest(
+        "rank fusion",
+        mode="deep",
+        filters=Filters(tags=["search"], since="2026-01-01", meta={"k": "v"}),
+        limit=3,
+        offset=2,
+        full_text=True,
+        variants=("lex: RRF", "vec: merging lists"),
+        order="date",
+        min_score=0.25,
+    )
+    assert decode(json.loads(dumps({"v": encode(request)}))["v"]) == request

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from markvault import Vault
 from markvault.runtime.local_host import open_local
+from markvault.types import SearchRequest
 
 from . import experiments as exps
 from . import runner, sets
@@ -85,15 +86,15 @@ def in_process(vault: Vault, long: list[str], rounds: int) -> tuple[list[float],
     now: list[float] = []
     issue6 = next(e for e in exps.default_experiments() if e.name.startswith("issue 6"))
     for text in long:  # warm both paths
-        vault.search(text, mode="keyword")
+        vault.search(SearchRequest(text, mode="keyword"))
     for _ in range(rounds):
         for text in long:
             with issue6.patch():
                 started = time.perf_counter()
-                vault.search(text, mode="keyword")
+                vault.search(SearchRequest(text, mode="keyword"))
                 before.append((time.perf_counter() - started) * 1000)
             started = time.perf_counter()
-            vault.search(text, mode="keyword")
+            vault.search(SearchRequest(text, mode="keyword"))
             now.append((time.perf_counter() - started) * 1000)
     return before, now
 

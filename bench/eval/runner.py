@@ -19,7 +19,7 @@ from typing import Any
 
 from markvault import Vault
 from markvault.runtime.local_host import open_local
-from markvault.types import SearchResult
+from markvault.types import SearchRequest, SearchResult
 
 from .metrics import Scores, evaluate
 from .notes import write_vault
@@ -101,7 +101,7 @@ def build_files(
 
 def deep_search(vault: Vault, query: str, variants: Sequence[str], limit: int) -> SearchResult:
     """Deep search: the query plus ``variants`` (``kind: text`` strings, see variants.py)."""
-    return vault.search(query, mode="deep", limit=limit, variants=list(variants))
+    return vault.search(SearchRequest(query, mode="deep", limit=limit, variants=list(variants)))
 
 
 Hit = tuple[str, int, int]  # note id, first and last line of the chunk shown
@@ -155,7 +155,7 @@ def run_mode(
                 result = deep_search(vault, text, vs, limit)
                 out.shortcuts += int(result.shortcut)
             else:
-                result = vault.search(text, mode=mode, limit=limit)
+                result = vault.search(SearchRequest(text, mode=mode, limit=limit))
         except Exception as exc:  # a refused query is a figure, not a crash
             out.errors[q.key] = f"{type(exc).__name__}: {exc}"
             continue

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NamedTuple, Protocol
 
 from markvault.errors import CallCancelled, UsageError
@@ -335,6 +335,30 @@ class Filters:
                 raise UsageError(
                     f"{name} {value!r} is not a date.", "Use ISO dates, e.g. 2026-01-31."
                 ) from None
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """One search as a face asked for it: built once from the face's input and carried
+    unchanged to the searcher (across the owner's socket too). ``variants`` are deep
+    search's rewrites of the query; ``full_text`` brings each hit's chunk text."""
+
+    query: str
+    mode: str = "hybrid"
+    filters: Filters = field(default_factory=Filters)
+    limit: int = 10
+    offset: int = 0
+    full_text: bool = False
+    variants: tuple[str, ...] = ()
+    order: str = "relevance"
+    min_score: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "variants", tuple(self.variants))  # a list from JSON
+
+    def with_query(self, query: str) -> SearchRequest:
+        """This request for another query (a batch shares everything else)."""
+        return replace(self, query=query)
 
 
 Op = Literal[

@@ -29,6 +29,7 @@ from markvault.types import (
     Filters,
     Progress,
     ReindexReport,
+    SearchRequest,
     SearchResult,
     SessionImportReport,
 )
@@ -122,62 +123,17 @@ class Vault:
     # ---- reading -------------------------------------------------------------------
 
     @reads
-    def search(
-        self,
-        query: str,
-        *,
-        mode: str = "hybrid",
-        filters: Filters | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        full_text: bool = False,
-        variants: Sequence[str] = (),
-        order: str = "relevance",
-        min_score: float | None = None,
-        progress: Progress | None = None,
-    ) -> SearchResult:
+    def search(self, request: SearchRequest, *, progress: Progress | None = None) -> SearchResult:
         """Keyword, vector, hybrid or deep search; the best chunk of each note."""
-        return self._core.notes.search(
-            query,
-            mode=mode,
-            filters=filters,
-            limit=limit,
-            offset=offset,
-            full_text=full_text,
-            variants=variants,
-            order=order,
-            min_score=min_score,
-            progress=progress,
-        )
+        return self._core.notes.search(request, progress)
 
     @reads
     def search_batch(
-        self,
-        queries: Iterable[tuple[str | None, str]],
-        *,
-        mode: str = "hybrid",
-        filters: Filters | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        full_text: bool = False,
-        variants: Sequence[str] = (),
-        order: str = "relevance",
-        min_score: float | None = None,
+        self, queries: Iterable[tuple[str | None, str]], request: SearchRequest
     ) -> list[dict[str, Any]]:
-        """One JSON-ready result per (id, query), searched as ``search`` does; a bad
-        query gives an error entry."""
-        batch = self._core.notes.search_batch(
-            queries,
-            mode=mode,
-            filters=filters,
-            limit=limit,
-            offset=offset,
-            full_text=full_text,
-            variants=variants,
-            order=order,
-            min_score=min_score,
-        )
-        return list(batch)
+        """One JSON-ready result per (id, query), each searched as ``request`` says (its
+        own query aside); a bad query gives an error entry."""
+        return list(self._core.notes.search_batch(queries, request))
 
     @reads
     def get(

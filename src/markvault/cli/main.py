@@ -19,7 +19,16 @@ import click
 from markvault.config import Settings
 from markvault.errors import ConflictError, MarkvaultError, RefusedError, UsageError
 from markvault.runtime.shared_host import connect
-from markvault.types import PAGE_CHARS, SCOPES, Edit, Filters, Op, ReindexReport, SearchResult
+from markvault.types import (
+    PAGE_CHARS,
+    SCOPES,
+    Edit,
+    Filters,
+    Op,
+    ReindexReport,
+    SearchRequest,
+    SearchResult,
+)
 from markvault.vault import Vault, parse_lines
 
 if TYPE_CHECKING:
@@ -276,44 +285,71 @@ def reindex(ctx: click.Context, full: bool, no_vectors: bool, as_json: bool, qui
 # ---- search ---------------------------------------------------------------------------
 
 
-def _filters(
-    kind: tuple[str, ...],
-    type_: tuple[str, ...],
-    tag: tuple[str, ...],
-    topic: tuple[str, ...],
-    project: tuple[str, ...],
-    path: str | None,
-    since: str | None,
-    until: str | None,
-    meta: tuple[str, ...],
-    concept: tuple[str, ...],
-    files: tuple[str, ...],
-    include_expired: bool,
-    scope: str | None,
-) -> Filters:
-    pairs: dict[str, str] = {}
-    for item in meta:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(
-                f"Bad --meta {item!r}.", "Use --meta KEY=VALUE, e.g. --meta reviewed=true."
-            )
-        pairs[key.strip()] = value.strip()
-    return Filters(
-        kinds=list(kind),
-        types=list(type_),
-        tags=list(tag),
-        topics=list(topic),
-        projects=list(project),
-        path_glob=path,
-        since=since,
-        until=until,
-        meta=pairs,
-        concepts=list(concept),
-        files=list(files),
-        include_expired=include_expired,
-        scope=scope,
-    )
+_FILTER_OPTIONS = (
+    click.option(
+        "--kind", multiple=True, help="note, session, knowledge or document (repeatable)."
+    ),
+    click.option("--type", "type_", multiple=True, help="decision, bugfix, ... (repeatable)."),
+    click.option("--tag", multiple=True, help="Required tag; 'a' also matches 'a/b' (repeatable)."),
+    click.option("--topic", multiple=True, help="Knowledge topic (repeatable)."),
+    click.option("--project", multiple=True, help="Project (repeatable)."),
+    click.option(
+        "--path", "path_glob", metavar="GLOB", help="Vault-relative path glob, e.g. 'notes/*'."
+    ),
+    click.option("--since", metavar="DATE", help="Updated/created on or after (ISO date)."),
+    click.option("--until", metavar="DATE", help="Updated/created on or before (ISO date)."),
+    click.option(
+        "--meta", multiple=True, metavar="KEY=VALUE", help="Any frontmatter key (repeatable)."
+    ),
+    click.option("--concept", multiple=True, help="Required concept (repeatable)."),
+    click.option(
+        "--file", "files", multiple=True, metavar="PATH", help="Notes about this code path or glob."
+    ),
+    click.option(
+        "--include-expired", is_flag=True, help="Also notes past valid_until, or superseded."
+    ),
+    click.option(
+        "--scope",
+        type=click.Choice(SCOPES),
+        help="Session notes only, or only their user prompts, decisions, outcomes or open items.",
+    ),
+)
+
+
+def filter_options(command: F) -> F:
+    """The search filters as options, declared once: the command receives them as one
+    ``filters: Filters`` argument (a bad --meta is a usage error, exit 2)."""
+
+    @functools.wraps(command)
+    def with_filters(*args: Any, **kwargs: Any) -> Any:
+        pairs: dict[str, str] = {}
+        for item in kwargs.pop("meta"):
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise UsageError(
+                    f"Bad --meta {item!r}.", "Use --meta KEY=VALUE, e.g. --meta reviewed=true."
+                )
+            pairs[key.strip()] = value.strip()
+        filters = Filters(
+            kinds=list(kwargs.pop("kind")),
+            types=list(kwargs.pop("type_")),
+            tags=list(kwargs.pop("tag")),
+            topics=list(kwargs.pop("topic")),
+            projects=list(kwargs.pop("project")),
+            path_glob=kwargs.pop("path_glob"),
+            since=kwargs.pop("since"),
+            until=kwargs.pop("until"),
+            meta=pairs,
+            concepts=list(kwargs.pop("concept")),
+            files=list(kwargs.pop("files")),
+            include_expired=kwargs.pop("include_expired"),
+            scope=kwargs.pop("scope"),
+        )
+        return command(*args, filters=filters, **kwargs)
+
+    for option in reversed(_FILTER_OPTIONS):
+        with_filters = option(with_filters)
+    return with_filters  # type: ignore[return-value]
 
 
 def _print_result(result: SearchResult, fmt: str) -> None:
@@ -392,29 +428,6 @@ def _batch_queries(source: str) -> Iterator[tuple[str | None, str]]:
     metavar="TEXT",
     help="Deep mode: a rewrite of the query; prefix lex:, vec: or hyde: (repeatable, max 8).",
 )
-@click.option("--kind", multiple=True, help="note, session, knowledge or document (repeatable).")
-@click.option("--type", "type_", multiple=True, help="decision, bugfix, feature, ... (repeatable).")
-@click.option("--tag", multiple=True, help="Required tag; 'a' also matches 'a/b' (repeatable).")
-@click.option("--topic", multiple=True, help="Knowledge topic (repeatable).")
-@click.option("--project", multiple=True, help="Project (repeatable).")
-@click.option(
-    "--path", "path_glob", metavar="GLOB", help="Vault-relative path glob, e.g. 'notes/*'."
-)
-@click.option("--since", metavar="DATE", help="Updated/created on or after (ISO date).")
-@click.option("--until", metavar="DATE", help="Updated/created on or before (ISO date).")
-@click.option(
-    "--meta", multiple=True, metavar="KEY=VALUE", help="Any frontmatter key (repeatable)."
-)
-@click.option("--concept", multiple=True, help="Required concept (repeatable).")
-@click.option(
-    "--file", "files", multiple=True, metavar="PATH", help="Notes about this code path or glob."
-)
-@click.option("--include-expired", is_flag=True, help="Also notes past valid_until, or superseded.")
-@click.option(
-    "--scope",
-    type=click.Choice(SCOPES),
-    help="Session notes only, or only their user prompts, decisions, outcomes or open items.",
-)
 @click.option(
     "--order",
     type=click.Choice(["relevance", "date"]),
@@ -437,24 +450,13 @@ def _batch_queries(source: str) -> Iterator[tuple[str | None, str]]:
 @click.option("--batch", metavar="FILE", help="Queries from FILE (or - for stdin); JSON lines out.")
 @click.pass_context
 @handle_errors
+@filter_options
 def search(
     ctx: click.Context,
     query: str | None,
     mode: str,
     variants: tuple[str, ...],
-    kind: tuple[str, ...],
-    type_: tuple[str, ...],
-    tag: tuple[str, ...],
-    topic: tuple[str, ...],
-    project: tuple[str, ...],
-    path_glob: str | None,
-    since: str | None,
-    until: str | None,
-    meta: tuple[str, ...],
-    concept: tuple[str, ...],
-    files: tuple[str, ...],
-    include_expired: bool,
-    scope: str | None,
+    filters: Filters,
     order: str,
     min_score: float | None,
     limit: int,
@@ -481,30 +483,9 @@ def search(
       vault search "decimal money" --scope decisions      decisions of session summaries
       printf 'bm25\\nhnsw\\n' | vault search --batch - --mode keyword
     """
-    filters = _filters(kind, type_, tag, topic, project, path_glob, since, until, meta,
-                       concept, files, include_expired, scope)  # fmt: skip
     fmt = "json" if as_json else fmt
-    vault = open_vault(ctx, look_ahead=not batch)
-    if batch:
-        if query:
-            raise UsageError("Give a query or --batch, not both.")
-        for item in vault.search_batch(
-            _batch_queries(batch),
-            mode=mode,
-            filters=filters,
-            limit=limit,
-            offset=offset,
-            full_text=fmt == "full",
-            variants=variants,
-            order=order,
-            min_score=min_score,
-        ):
-            emit_json(item)
-        return
-    if not query:
-        raise UsageError("No query given.", 'Example: vault search "hybrid search"')
-    result = vault.search(
-        query,
+    request = SearchRequest(
+        query or "",
         mode=mode,
         filters=filters,
         limit=limit,
@@ -513,8 +494,17 @@ def search(
         variants=variants,
         order=order,
         min_score=min_score,
-        progress=TerminalProgress(quiet=fmt == "json"),
     )
+    vault = open_vault(ctx, look_ahead=not batch)
+    if batch:
+        if query:
+            raise UsageError("Give a query or --batch, not both.")
+        for item in vault.search_batch(_batch_queries(batch), request):
+            emit_json(item)
+        return
+    if not query:
+        raise UsageError("No query given.", 'Example: vault search "hybrid search"')
+    result = vault.search(request, progress=TerminalProgress(quiet=fmt == "json"))
     _show_search(result, fmt)
 
 

@@ -16,7 +16,7 @@ from markvault.core.reading import NoteReader
 from markvault.errors import MarkvaultError, NotFoundError, UsageError
 from markvault.search.searcher import note_uri
 from markvault.sessions.transcripts import read_summary
-from markvault.types import Filters
+from markvault.types import Filters, SearchRequest
 
 
 class ContextViews:
@@ -95,7 +95,9 @@ class ContextViews:
         briefs.sort(key=lambda b: (b["_at"], b["path"]))
         how = "query" if query else "note"
         if query is not None:
-            hits = self.notes.search(query, limit=1, filters=filters).hits
+            hits = self.notes.search(
+                SearchRequest(query, filters=filters or Filters(), limit=1)
+            ).hits
             if not hits:
                 raise NotFoundError(f"Nothing matches {query!r}.", "Try other words.")
             anchor_path: str | None = hits[0].path

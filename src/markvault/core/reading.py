@@ -21,6 +21,7 @@ from markvault.types import (
     PAGE_CHARS,
     Filters,
     Progress,
+    SearchRequest,
     SearchResult,
 )
 
@@ -33,66 +34,24 @@ class NoteReader:
     def __init__(self, keeper: IndexKeeper) -> None:
         self.keeper = keeper
 
-    def search(
-        self,
-        query: str,
-        *,
-        mode: str = "hybrid",
-        filters: Filters | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        full_text: bool = False,
-        variants: Sequence[str] = (),
-        order: str = "relevance",
-        min_score: float | None = None,
-        progress: Progress | None = None,
-    ) -> SearchResult:
+    def search(self, request: SearchRequest, progress: Progress | None = None) -> SearchResult:
         """See ``Searcher.search``; builds a keyword index first when there is none."""
         index = self.keeper.reader(progress)
         result = Searcher(
             index, self.keeper.settings.model, self.keeper.embedder, self.keeper.model_wait
-        ).search(
-            query,
-            mode=mode,
-            filters=filters,
-            limit=limit,
-            offset=offset,
-            full_text=full_text,
-            variants=variants,
-            order=order,
-            min_score=min_score,
-        )
+        ).search(request)
         result.warnings[:0] = self.keeper.notices
         self.keeper.notices = []
         return result
 
     def search_batch(
-        self,
-        queries: Iterable[tuple[str | None, str]],
-        *,
-        mode: str = "hybrid",
-        filters: Filters | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        full_text: bool = False,
-        variants: Sequence[str] = (),
-        order: str = "relevance",
-        min_score: float | None = None,
+        self, queries: Iterable[tuple[str | None, str]], request: SearchRequest
     ) -> Iterator[dict[str, Any]]:
-        """One JSON-ready result per (id, query); a bad query yields an error entry."""
+        """One JSON-ready result per (id, query), each searched as ``request`` says; a bad
+        query yields an error entry."""
         for qid, text in queries:
             try:
-                result = self.search(
-                    text,
-                    mode=mode,
-                    filters=filters,
-                    limit=limit,
-                    offset=offset,
-                    full_text=full_text,
-                    variants=variants,
-                    order=order,
-                    min_score=min_score,
-                ).to_json()
+                result = self.search(request.with_query(text)).to_json()
             except MarkvaultError as exc:
                 result = {"query": text, "error": str(exc)}
             if qid is not None:

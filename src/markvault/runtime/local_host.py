@@ -34,7 +34,7 @@ from markvault.core.freshness import OVERLAPPED_CALLS
 from markvault.embed.embedder import Embedder
 from markvault.git.autosync import AutoSync
 from markvault.indexing.change_feed import ChangeFeed, Listener
-from markvault.types import SearchResult
+from markvault.types import SearchRequest, SearchResult
 from markvault.vault import Vault
 
 if TYPE_CHECKING:
@@ -193,9 +193,8 @@ class LocalHost:
             )
             message = f"the index is being built ({doing}); results will come when it is done"
         if call.name == "search":
-            query = str(args[0] if args else kwargs.get("query", ""))
-            mode = str(kwargs.get("mode", "hybrid"))
-            return SearchResult(query, mode, [], {"total": 0.0}, 0, [message])
+            request: SearchRequest = args[0] if args else kwargs["request"]
+            return SearchResult(request.query, request.mode, [], {"total": 0.0}, 0, [message])
         raise errors.IndexBusyError(message[0].upper() + message[1:] + ".", "Retry shortly.")
 
     # ---- background work -----------------------------------------------------------

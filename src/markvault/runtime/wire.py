@@ -22,7 +22,15 @@ from typing import Any
 from markvault import errors
 from markvault.errors import MarkvaultError
 from markvault.indexing.change_feed import ChangeBatch, NoteChange, OwnerEvent
-from markvault.types import Edit, Filters, Hit, ReindexReport, SearchResult, SessionImportReport
+from markvault.types import (
+    Edit,
+    Filters,
+    Hit,
+    ReindexReport,
+    SearchRequest,
+    SearchResult,
+    SessionImportReport,
+)
 
 MAX_LINE = 256 * 1024 * 1024
 PROGRESS = "__progress__"  # a ``progress`` argument: the owner relays its events
@@ -31,7 +39,7 @@ PROGRESS = "__progress__"  # a ``progress`` argument: the owner relays its event
 _PLAIN: dict[str, type] = {
     cls.__name__: cls
     for cls in (
-        *(Filters, Edit, ReindexReport, SessionImportReport),
+        *(Filters, SearchRequest, Edit, ReindexReport, SessionImportReport),
         *(ChangeBatch, NoteChange, OwnerEvent),  # the owner's change feed (feed.py)
     )
 }

@@ -20,7 +20,7 @@ from markvault.index import Index
 from markvault.markdown.tokens import tokenize, word_spans
 from markvault.search import fusion, language
 from markvault.search import query as query_lang
-from markvault.types import Filters, Hit, SearchResult
+from markvault.types import Filters, Hit, SearchRequest, SearchResult
 
 if TYPE_CHECKING:
     import numpy as np
@@ -63,28 +63,18 @@ class Searcher:
         self._embedder = embedder
         self.model_wait = model_wait
 
-    def search(
-        self,
-        query: str,
-        *,
-        mode: str = "hybrid",
-        filters: Filters | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        full_text: bool = False,
-        variants: Sequence[str] = (),
-        order: str = "relevance",
-        min_score: float | None = None,
-    ) -> SearchResult:
+    def search(self, request: SearchRequest) -> SearchResult:
         """Search; raises UsageError for a bad mode, limit, order, variant or query syntax.
 
-        ``variants`` (deep mode only) are rewrites of the query written by the caller;
-        ``order`` "date" sorts the matching notes newest first; ``min_score`` drops hits
-        scoring below it (BM25 for keyword, cosine for vector, the fused score for
-        hybrid: at most 1, fusion.py; RRF for deep).
+        ``request.variants`` (deep mode only) are rewrites of the query written by the
+        caller; ``order`` "date" sorts the matching notes newest first; ``min_score``
+        drops hits scoring below it (BM25 for keyword, cosine for vector, the fused score
+        for hybrid: at most 1, fusion.py; RRF for deep).
         """
+        query, mode, filters = request.query, request.mode, request.filters
+        limit, offset, order = request.limit, request.offset, request.order
+        full_text, variants, min_score = request.full_text, request.variants, request.min_score
         parsed_variants = check_request(query, mode, limit, offset, order, variants)
-        filters = filters or Filters()
         filters.check()
         run = _Run(time.perf_counter())
 

@@ -33,6 +33,7 @@ from markvault.types import (
     Edit,
     Filters,
     Op,
+    SearchRequest,
     SearchResult,
 )
 from markvault.vault import Vault, parse_lines
@@ -301,21 +302,21 @@ def _search_tools(server: MCPServer, service: VaultService) -> None:
             kind, type, tags, concepts, topic, project, files, path, since, until,
             include_expired, scope
         )  # fmt: skip
+        request = SearchRequest(
+            query,
+            mode=mode,
+            filters=filters,
+            limit=limit,
+            offset=offset,
+            full_text=format == "full",
+            variants=tuple(variants or ()),
+            order=order,
+            min_score=min_score,
+        )
         result = await service.run(
             ctx,
             "search",
-            lambda v, call: v.search(
-                query,
-                mode=mode,
-                filters=filters,
-                limit=limit,
-                offset=offset,
-                full_text=format == "full",
-                variants=variants or [],
-                order=order,
-                min_score=min_score,
-                progress=call,
-            ),
+            lambda v, call: v.search(request, progress=call),
         )
         if format == "full":
             return json.dumps(result.to_json(), ensure_ascii=False)
