@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from markvault.runtime.local_host import open_local
-from markvault.types import Filters, SearchRequest
+from markvault.types import Filters, SearchRequest, SessionQuery
 from markvault.vault import Vault
 
 CORES = os.cpu_count() or 1
@@ -273,13 +273,14 @@ def p50(fn: Any, runs: int = 15) -> float:
 
 def reading_figures(vault: Vault, figures: Figures) -> None:
     """What the session tools cost on the imported vault (warm, in process)."""
-    listed = vault.list_sessions(limit=20)
+    listed = vault.list_sessions(SessionQuery(limit=20))
     sid = listed["sessions"][0]["session_id"]
     project = listed["sessions"][0]["project"]
+    unsummarised = SessionQuery(project=project, has_summary=False)
     figures.add(
         "list_sessions(limit=20) / (project, has_summary=false) / group_by project, p50",
-        f"{p50(lambda: vault.list_sessions(limit=20)) * 1000:.0f} / "
-        f"{p50(lambda: vault.list_sessions(project=project, has_summary=False)) * 1000:.0f} / "
+        f"{p50(lambda: vault.list_sessions(SessionQuery(limit=20))) * 1000:.0f} / "
+        f"{p50(lambda: vault.list_sessions(unsummarised)) * 1000:.0f} / "
         f"{p50(vault.session_projects) * 1000:.0f} ms",
     )
     figures.add(

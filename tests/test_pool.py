@@ -11,7 +11,7 @@ import pytest
 
 from markvault.indexing.pool import WORKER_GC_THRESHOLD, _batches, in_workers
 from markvault.runtime.local_host import open_local
-from markvault.types import SearchRequest
+from markvault.types import SearchRequest, SessionQuery
 
 from .conftest import OpenVault, WriteNotes
 from .test_sessions import assistant, user
@@ -122,4 +122,4 @@ def test_many_transcripts_are_read_in_workers(vault_dir: Path, tmp_path: Path) -
     with open_local(vault_dir, vault_dir.parent / "index") as vault:
         report = vault.import_sessions(tmp_path / "projects")
         assert (report.transcripts, report.new, report.failed) == (20, 20, 0)
-        assert vault.list_sessions(limit=100)["total"] == 20
+        assert vault.list_sessions(SessionQuery(limit=100))["total"] == 20

@@ -21,7 +21,7 @@ from markvault.errors import ConflictError, NotFoundError, RefusedError, UsageEr
 from markvault.runtime.local_host import local_vault, open_local
 from markvault.runtime.shared_host import connect
 from markvault.sessions.transcripts import SessionSummary, read_summary
-from markvault.types import Filters, SearchRequest
+from markvault.types import Filters, SearchRequest, SessionQuery
 
 from .conftest import checksums
 from .test_sessions import FIXTURE, SID, assistant, user
@@ -157,7 +157,7 @@ def test_a_moved_note_is_found_by_its_session_id(
     vault.reindex(vectors=False)
     report = vault.import_sessions(projects)
     assert report.new == 0 and not note.exists()
-    moved = vault.list_sessions(project="shop-app")["sessions"][0]
+    moved = vault.list_sessions(SessionQuery(project="shop-app"))["sessions"][0]
     assert moved["path"] == "archive/checkout.md"
 
 
@@ -308,36 +308,47 @@ def imported(vault: Vault, projects: Path) -> Vault:
 
 
 def test_list_sessions_filters_and_pages(imported: Vault) -> None:
-    everything = imported.list_sessions()
+    everything = imported.list_sessions(SessionQuery())
     assert everything["total"] == 2 and everything["next_offset"] is None
     first, second = everything["sessions"]
     assert first["session_id"] == OTHER_SID and second["session_id"] == SID  # newest first
     assert second["turns"] == 4 and second["cwd"] == "/home/me/work/shop-app"
     assert second["has_summary"] is False and second["uri"].startswith("vault://note/session-")
-    page = imported.list_sessions(limit=1)
+    page = imported.list_sessions(SessionQuery(limit=1))
     assert page["next_offset"] == 1 and len(page["sessions"]) == 1
-    assert imported.list_sessions(offset=5)["sessions"] == []
-    assert [s["session_id"] for s in imported.list_sessions(project="SHOP-APP")["sessions"]] == [
-        SID
-    ]
-    assert imported.list_sessions(cwd=K_CWD + "/")["sessions"][0]["session_id"] == OTHER_SID
-    assert imported.list_sessions(since="2025-03-06")["total"] == 1
-    assert imported.list_sessions(until="2025-03-04")["total"] == 1
-    assert imported.list_sessions(since="2025-03-05", until="2025-03-05")["total"] == 1
+    assert imported.list_sessions(SessionQuery(offset=5))["sessions"] == []
+    assert [
+        s["session_id"]
+        for s in imported.list_sessions(SessionQuery(project="SHOP-APP"))["sessions"]
+    ] == [SID]
+    assert (
+        imported.list_sessions(SessionQuery(cwd=K_CWD + "/"))["sessions"][0]["session_id"]
+        == OTHER_SID
+    )
+    assert imported.list_sessions(SessionQuery(since="2025-03-06"))["total"] == 1
+    assert imported.list_sessions(SessionQuery(until="2025-03-04"))["total"] == 1
+    assert (
+        imported.list_sessions(SessionQuery(since="2025-03-05", until="2025-03-05"))["total"] == 1
+    )
     imported.save_session_summary(SID, summary(), imported.read_session(SID)["hash"])
-    assert [s["session_id"] for s in imported.list_sessions(has_summary=True)["sessions"]] == [SID]
-    assert imported.list_sessions(has_summary=False)["sessions"][0]["session_id"] == OTHER_SID
+    assert [
+        s["session_id"] for s in imported.list_sessions(SessionQuery(has_summary=True))["sessions"]
+    ] == [SID]
+    assert (
+        imported.list_sessions(SessionQuery(has_summary=False))["sessions"][0]["session_id"]
+        == OTHER_SID
+    )
     with pytest.raises(UsageError):
-        imported.list_sessions(limit=0)
+        imported.list_sessions(SessionQuery(limit=0))
     with pytest.raises(UsageError):
-        imported.list_sessions(since="last week")
+        imported.list_sessions(SessionQuery(since="last week"))
 
 
 def test_hand_written_session_notes_are_listed_and_summaries_recognised(
     imported: Vault, vault_dir: Path
 ) -> None:
     path = vault_dir / imported.new_note("session", "Pairing on the kiosk", project="kiosk")["path"]
-    listed = imported.list_sessions(project="kiosk")["sessions"]
+    listed = imported.list_sessions(SessionQuery(project="kiosk"))["sessions"]
     assert {s["title"] for s in listed} >= {"Pairing on the kiosk"}
     mine = next(s for s in listed if s["title"] == "Pairing on the kiosk")
     assert mine["has_summary"] is False  # the template's comments are no summary
@@ -347,7 +358,9 @@ def test_hand_written_session_notes_are_listed_and_summaries_recognised(
     path.write_text(text)
     imported.reindex(vectors=False)
     mine = next(
-        s for s in imported.list_sessions(project="kiosk")["sessions"] if s["id"] == mine["id"]
+        s
+        for s in imported.list_sessions(SessionQuery(project="kiosk"))["sessions"]
+        if s["id"] == mine["id"]
     )
     assert mine["has_summary"] is True
 
@@ -500,7 +513,7 @@ def test_the_bundled_vault_still_reads_after_an_import(bundled_copy: Path, proje
     try:
         report = v.import_sessions(projects)
         assert report.new == 2
-        sessions = v.list_sessions(limit=100)["sessions"]
+        sessions = v.list_sessions(SessionQuery(limit=100))["sessions"]
         assert {s["session_id"] for s in sessions} >= {SID, OTHER_SID}
         assert any(p["project"] == "markvault" for p in v.session_projects()["projects"])
     finally:
@@ -520,4 +533,4 @@ def test_an_import_through_another_process_owning_the_index_reports(
         assert not client.host.owner_info()["this_process_owns"]
         report = client.import_sessions(projects)
         assert (report.new, report.index) == (2, "refreshed")
-        assert owner.list_sessions()["total"] == 2
+        assert owner.list_sessions(SessionQuery())["total"] == 2

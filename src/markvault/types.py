@@ -361,6 +361,20 @@ class SearchRequest:
         return replace(self, query=query)
 
 
+@dataclass(frozen=True)
+class SessionQuery:
+    """Which session notes a listing shows: a project's (name or working folder), with or
+    without a summary, active between ``since`` and ``until``; one page of them."""
+
+    project: str | None = None
+    cwd: str | None = None
+    has_summary: bool | None = None
+    since: str | None = None
+    until: str | None = None
+    limit: int = 20
+    offset: int = 0
+
+
 Op = Literal[
     "append",
     "prepend",

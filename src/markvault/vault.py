@@ -32,6 +32,7 @@ from markvault.types import (
     SearchRequest,
     SearchResult,
     SessionImportReport,
+    SessionQuery,
 )
 
 if TYPE_CHECKING:
@@ -299,27 +300,9 @@ class Vault:
         )
 
     @reads
-    def list_sessions(
-        self,
-        *,
-        project: str | None = None,
-        cwd: str | None = None,
-        has_summary: bool | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        limit: int = 20,
-        offset: int = 0,
-    ) -> dict[str, Any]:
+    def list_sessions(self, query: SessionQuery) -> dict[str, Any]:
         """Session notes, newest first."""
-        return self._core.sessions.list_sessions(
-            project=project,
-            cwd=cwd,
-            has_summary=has_summary,
-            since=since,
-            until=until,
-            limit=limit,
-            offset=offset,
-        )
+        return self._core.sessions.list_sessions(query)
 
     @reads
     def session_projects(self) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from markvault.types import (
     ReindexReport,
     SearchRequest,
     SearchResult,
+    SessionQuery,
 )
 from markvault.vault import Vault, parse_lines
 
@@ -1306,15 +1307,8 @@ def sessions_list(
       vault sessions list --project shop-app --limit 5
       vault sessions list --no-summary --since 2026-03-01 --json
     """
-    result = open_vault(ctx).list_sessions(
-        project=project,
-        cwd=cwd,
-        has_summary=summarized,
-        since=since,
-        until=until,
-        limit=limit,
-        offset=offset,
-    )
+    query = SessionQuery(project, cwd, summarized, since, until, limit, offset)
+    result = open_vault(ctx).list_sessions(query)
     if as_json:
         emit_json(result)
         return

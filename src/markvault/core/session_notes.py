@@ -21,7 +21,7 @@ from markvault.markdown.frontmatter import split_frontmatter
 from markvault.markdown.tokens import tokenize
 from markvault.search.searcher import note_uri
 from markvault.sessions.transcripts import SessionSummary, read_summary, set_summary
-from markvault.types import PAGE_CHARS
+from markvault.types import PAGE_CHARS, SessionQuery
 
 
 class SessionNotes:
@@ -32,31 +32,13 @@ class SessionNotes:
         self.notes = notes
         self.gate = gate
 
-    def list_sessions(
-        self,
-        *,
-        project: str | None = None,
-        cwd: str | None = None,
-        has_summary: bool | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        limit: int = 20,
-        offset: int = 0,
-    ) -> dict[str, Any]:
-        """Session notes, newest first: all, a project's (name or working folder), with or
-        without a summary, active between ``since`` and ``until``."""
-        check_page(limit, offset)
-        for name, value in (("since", since), ("until", until)):
+    def list_sessions(self, query: SessionQuery) -> dict[str, Any]:
+        """Session notes, newest first, as ``query`` says."""
+        check_page(query.limit, query.offset)
+        for name, value in (("since", query.since), ("until", query.until)):
             moment(value, name)  # a bad date is a UsageError, not an empty list
-        total, rows = self.keeper.reader().sessions.listing(
-            project=project,
-            cwd=cwd,
-            has_summary=has_summary,
-            since=since,
-            until=until,
-            limit=limit,
-            offset=offset,
-        )
+        total, rows = self.keeper.reader().sessions.listing(query)
+        offset = query.offset
         shown = offset + len(rows)
         return {
             "total": total,

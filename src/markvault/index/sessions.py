@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 
 from markvault.index.store import Store, dict_rows
+from markvault.types import SessionQuery
 
 # Which session notes have a summary: a chunk under "Summary" (or a "Decisions",
 # "Outcomes" or "Open items" section) with text beyond headings and HTML comments (a new
@@ -59,22 +60,14 @@ class SessionQueries:
             )
         )
 
-    def listing(
-        self,
-        *,
-        project: str | None = None,
-        cwd: str | None = None,
-        has_summary: bool | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        limit: int = 20,
-        offset: int = 0,
-    ) -> tuple[int, list[dict[str, Any]]]:
+    def listing(self, query: SessionQuery) -> tuple[int, list[dict[str, Any]]]:
         """(total, page) of session notes, newest first, with whether each has a summary.
 
         ``since``/``until`` keep sessions active in that range (ended on or after
         ``since``, started on or before ``until``; a bare date includes its whole day).
         """
+        project, cwd, since, until = query.project, query.cwd, query.since, query.until
+        has_summary = query.has_summary
         where = ["lower(n.kind) = 'session'"]
         params: list[Any] = []
         if project:
@@ -113,7 +106,7 @@ class SessionQueries:
             rows = self.con.execute(
                 f"SELECT * FROM ({base}) ORDER BY coalesce(started, created, date) DESC "
                 "NULLS LAST, path LIMIT ? OFFSET ?",
-                [*params, limit, offset],
+                [*params, query.limit, query.offset],
             )
             return (int(count[0]) if count else 0), list(dict_rows(rows))
 

@@ -30,6 +30,7 @@ from markvault.types import (
     SearchRequest,
     SearchResult,
     SessionImportReport,
+    SessionQuery,
 )
 
 MAX_LINE = 256 * 1024 * 1024
@@ -39,7 +40,7 @@ PROGRESS = "__progress__"  # a ``progress`` argument: the owner relays its event
 _PLAIN: dict[str, type] = {
     cls.__name__: cls
     for cls in (
-        *(Filters, SearchRequest, Edit, ReindexReport, SessionImportReport),
+        *(Filters, SearchRequest, SessionQuery, Edit, ReindexReport, SessionImportReport),
         *(ChangeBatch, NoteChange, OwnerEvent),  # the owner's change feed (feed.py)
     )
 }

@@ -35,6 +35,7 @@ from markvault.types import (
     Op,
     SearchRequest,
     SearchResult,
+    SessionQuery,
 )
 from markvault.vault import Vault, parse_lines
 
@@ -583,19 +584,8 @@ def _session_tools(server: MCPServer, service: VaultService) -> None:
         """
         if group_by == "project":
             return await service.run(ctx, "list_sessions", lambda v, call: v.session_projects())
-        return await service.run(
-            ctx,
-            "list_sessions",
-            lambda v, call: v.list_sessions(
-                project=project,
-                cwd=cwd,
-                has_summary=has_summary,
-                since=since,
-                until=until,
-                limit=limit,
-                offset=offset,
-            ),
-        )
+        query = SessionQuery(project, cwd, has_summary, since, until, limit, offset)
+        return await service.run(ctx, "list_sessions", lambda v, call: v.list_sessions(query))
 
     @server.tool(annotations=READ_ONLY)
     async def read_session(
