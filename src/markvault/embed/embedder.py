@@ -123,12 +123,20 @@ class SentenceEmbedder:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from markvault.embed import encoder
 
-        self.backend = encoder.backend_choice()
-        if self.backend != "torch":
+        asked = encoder.backend_choice()
+        # int8 is not faithful on every CPU (without VNNI its u8s8 kernels can saturate):
+        # the fp32 export comes next, torch last.
+        chain = {"onnx-int8": ["onnx-int8", "onnx"], "onnx": ["onnx"]}.get(asked, [])
+        reasons: list[str] = []
+        for backend in chain:
             try:
-                return encoder.load(path, self.cache_dir, self.backend)
+                model = encoder.load(path, self.cache_dir, backend)
             except encoder.EncoderUnavailable as exc:
-                self.backend, self.fallback_reason = "torch", str(exc)
+                reasons.append(str(exc))
+                continue
+            self.backend, self.fallback_reason = backend, "; ".join(dict.fromkeys(reasons)) or None
+            return model
+        self.backend, self.fallback_reason = "torch", "; ".join(dict.fromkeys(reasons)) or None
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 
