@@ -169,6 +169,11 @@ class IndexKeeper:
             self.feed.lost("the index was rebuilt")
         report.notices[:0] = self.notices
         self.notices = []
+        if paths is None:  # a look at every note: ids that name no note of their own
+            report.warnings += [
+                {"path": p["path"], "message": p["problem"]}
+                for p in index.reads.identity_problems()
+            ]
         return report
 
     def refresh(

@@ -13,6 +13,7 @@ from ..errors import NotFoundError, UsageError
 from ..files import check_hash, content_hash
 from ..frontmatter import split_frontmatter
 from ..gitrepo import check_writable
+from ..identity import recite
 from ..index import Index
 from ..model import PAGE_CHARS
 from ..search import note_uri
@@ -62,7 +63,9 @@ class SessionNotes:
             "total": total,
             "offset": offset,
             "next_offset": shown if shown < total else None,
-            "sessions": [_session_view(r) for r in rows],
+            "sessions": recite(
+                [_session_view(r) for r in rows], self.keeper.reader().reads.id_claims
+            ),
         }
 
     def session_projects(self) -> dict[str, Any]:
@@ -120,7 +123,7 @@ class SessionNotes:
             "id": row["id"],
             "path": row["path"],
             "title": row["title"],
-            "uri": note_uri(row["id"]),
+            "uri": self.notes.cite(index, row["id"], row["path"]),
             "hash": content_hash(data),
             "total_lines": len(all_lines),
             "query": query,
@@ -151,7 +154,7 @@ class SessionNotes:
             summary = SessionSummary.from_dict(summary)
         index = self.keeper.reader()
         row = self._session_row(index, ref)
-        rel, uri = row["path"], note_uri(row["id"])
+        rel, uri = row["path"], self.notes.cite(index, row["id"], row["path"])
         data, text = self.keeper.files.read(row["file"], self.keeper.max_note_bytes)
         check_hash(rel, content_hash(data), expected_hash)
         check_writable(text, rel)
