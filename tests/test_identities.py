@@ -135,3 +135,30 @@ async def test_a_move_that_breaks_links_reports_them(vault: Vault, vault_dir: Pa
             {"source": "notes/Plain.md", "line": 3, "target": "Target"}
         ]
     assert (vault_dir / "archive/Elsewhere.md").exists()
+
+
+def test_vault_check_reports_what_the_index_reports(vault: Vault, vault_dir: Path) -> None:
+    """Two homes of one rule (the index's query, and the files' read for `vault check`)
+    held equal, over every kind of finding and the notes they leave alone."""
+    from click.testing import CliRunner
+
+    from markvault.cli import main
+    from markvault.identity_check import check_identities
+
+    (vault_dir / "notes/Looks.md").write_text("---\nid: Other.MD\n---\n# L\n", encoding="utf-8")
+    (vault_dir / "notes/Self.md").write_text("---\nid: notes/Self\n---\n# S\n", encoding="utf-8")
+    (vault_dir / "notes/Num.md").write_text("---\nid: 7\n---\n# N\n", encoding="utf-8")
+    (vault_dir / "notes/Seven.md").write_text("---\nid: 7\n---\n# N\n", encoding="utf-8")
+    vault.reindex(vectors=False)
+    from_index = vault.status()["problems"]
+    vault.close()
+    assert check_identities(vault_dir) == from_index
+    assert {p["path"] for p in from_index} == CLAIMING | {
+        "notes/Looks.md",
+        "notes/Num.md",
+        "notes/Seven.md",
+    }
+    index = str(vault_dir.parent / "index")
+    result = CliRunner().invoke(main, ["--vault", str(vault_dir), "--index", index, "check"])
+    assert result.exit_code == 0, result.output
+    assert "id  notes/Impostor.md: frontmatter id 'notes/Target.md'" in result.output

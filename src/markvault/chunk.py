@@ -17,7 +17,7 @@ from .config import ChunkParams
 from .model import Chunk, ParsedNote, embed_input
 from .text import TOKENIZER_VERSION
 
-CHUNKER_VERSION = "1"
+CHUNKER_VERSION = "2"  # 2: template placeholders are not indexed (template_text.py)
 
 # The standard library's engine: several times faster than `regex` for these classes.
 _WORDS_AND_MARKS = re.compile(r"\w+|[^\w\s]")

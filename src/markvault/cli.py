@@ -665,6 +665,11 @@ def status(ctx: click.Context, as_json: bool) -> None:
         + (" — run `vault reindex`" if any(pending.values()) else ""),
     ]
     lines += [_watcher_line(info["watcher"]), _autosync_line(info["autosync"])]
+    if info.get("git_operation"):  # a merge or rebase left open: no write until it ends
+        git = info["git_operation"]
+        held = ", ".join(map(fold, git["conflicts"])) or "none left"
+        lines.append(f"git      {git['operation']} in progress; conflict markers in: {held}")
+        lines.append(f"         {git['hint']}")
     click.echo("\n".join(lines))
     for p in info["problems"][:20]:
         click.echo(click.style("problem  ", fg="yellow") + fold(f"{p['path']}: {p['problem']}"))
@@ -2009,14 +2014,18 @@ def check(ctx: click.Context, as_json: bool) -> None:
       vault check --json | jq '.notes[].path'
     """
     from .credential_scan import check_vault
+    from .identity_check import check_identities
 
     obj = ctx.find_root().obj
     settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
     report = check_vault(settings.vault_dir)
+    identities = check_identities(settings.vault_dir)  # ids that name no note of their own
     if as_json:
-        emit_json(report.to_json())
+        emit_json({**report.to_json(), "identities": identities})
     else:
         _print_check(report)
+        for item in identities:
+            click.echo(fold(f"id  {item['path']}: {item['problem']}"), err=True)
     if report.credentials:
         sys.exit(RefusedError.exit_code)
 

@@ -81,3 +81,45 @@ def recite(
             if view.get("uri") and view.get("path") in bad:
                 view["uri"] = note_uri(str(view["path"]))
     return views
+
+
+def id_problems(notes: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
+    """The same findings as ``IndexReads.identity_problems`` (which asks the index, and
+    a test holds the two equal), from every note's (id, path): for `vault check`, which
+    reads the files and needs no index."""
+    notes = list(notes)
+    paths = {path for _, path in notes}
+    by_id: dict[str, list[str]] = {}
+    for note_id, path in notes:
+        by_id.setdefault(note_id, []).append(path)
+    found: dict[str, str] = {}
+    for note_id, path in sorted(notes, key=lambda n: n[1]):
+        if note_id == path:
+            continue
+        at = sorted(p for p in path_forms(note_id) if p in paths and p != path)
+        shared = sorted(p for p in by_id[note_id] if p != path)
+        if at:
+            found[path] = id_problem(note_id, at[0], "path")
+        elif shared:
+            found[path] = id_problem(note_id, shared[0], "id")
+        elif looks_like_path(note_id):
+            found[path] = id_problem(note_id, None, "looks")
+    return [{"path": path, "problem": problem} for path, problem in found.items()]
+
+
+def id_problem(note_id: str, other: str | None, what: str) -> str:
+    """What is said of a frontmatter id that does not name its note."""
+    if what == "path":
+        return (
+            f"frontmatter id {note_id!r} is the path of another note ({other}): ignored, "
+            "this note is reached and cited by its path; give it an id of its own"
+        )
+    if what == "id":
+        return (
+            f"frontmatter id {note_id!r} is also the id of {other}: it names neither, each "
+            "is reached and cited by its path; give each an id of its own"
+        )
+    return (
+        f"frontmatter id {note_id!r} looks like a file's path: a path always names the "
+        "note at that path; give it an id that is not a path"
+    )

@@ -20,6 +20,7 @@ from ..embed import Embedder, SentenceEmbedder
 from ..feed import ChangeFeed
 from ..files import VaultFiles
 from ..index import Index, IndexUnusable
+from ..merge_state import merge_state
 from ..model import Progress, ReindexReport
 
 if TYPE_CHECKING:
@@ -212,6 +213,7 @@ class IndexKeeper:
             "last_sync": meta.get("last_sync"),
             "pending": self.pending(),
             "problems": index.reads.problems(),
+            "git_operation": merge_state(self.settings.vault_dir),
             "notices": self.notices,
             "watcher": self.watcher.status() if self.watcher else None,
             "autosync": {

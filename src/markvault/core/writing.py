@@ -22,6 +22,7 @@ from ..model import KINDS, Edit
 from ..parse import FOLDER_KINDS, parse_note
 from ..resources import read_template
 from ..search import note_uri
+from ..template_text import place_content
 from .common import chunk_ref
 from .gate import CredentialGate, GatedWrite, unsecret
 from .lifecycle import IndexKeeper
@@ -92,8 +93,8 @@ class NoteWriter:
             "tags": gate.names(tag_list, "tags"),
         }
         text = fill_template(template, values)
-        if content.strip():
-            text = apply_edit(text, Edit("append", content))
+        if content.strip():  # in the body, where a person would write it
+            text = place_content(text, content)
         for edit in gate.edits(edits):
             text = apply_edit(text, edit)
         rel = _note_path(kind, title, topic, project)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from ..identity import path_forms
+from ..identity import id_problem, path_forms
 from ..model import Filters
 from ..prefix_lookup import NameIndex, count_lookup
 from .filters import current_sql, filters_sql, sql_string
@@ -414,7 +414,7 @@ class NoteReads:
             "SELECT a.path, a.id, b.path, 0 FROM notes a JOIN notes b ON b.path = a.id "
             "WHERE a.id <> a.path "
             "UNION ALL SELECT a.path, a.id, b.path, 0 FROM notes a "
-            "JOIN notes b ON b.path = a.id || '.md' WHERE a.id <> a.path "
+            "JOIN notes b ON b.path = a.id || '.md' AND b.path <> a.path WHERE a.id <> a.path "
             "UNION ALL SELECT a.path, a.id, b.path, 1 FROM notes a "
             "JOIN notes b ON b.id = a.id AND b.path <> a.path WHERE a.id <> a.path "
             "UNION ALL SELECT path, id, NULL, 2 FROM notes "
@@ -422,25 +422,8 @@ class NoteReads:
         ).fetchall()
         said: dict[str, str] = {}
         for path, note_id, other, what in rows:
-            if path in said:
-                continue
-            if what == 0:
-                said[path] = (
-                    f"frontmatter id {note_id!r} is the path of another note ({other}): "
-                    "ignored, this note is reached and cited by its path; give it an id "
-                    "of its own"
-                )
-            elif what == 1:
-                said[path] = (
-                    f"frontmatter id {note_id!r} is also the id of {other}: it names "
-                    "neither, each is reached and cited by its path; give each an id "
-                    "of its own"
-                )
-            else:
-                said[path] = (
-                    f"frontmatter id {note_id!r} looks like a file's path: a path always "
-                    "names the note at that path; give it an id that is not a path"
-                )
+            if path not in said:
+                said[path] = id_problem(note_id, other, ("path", "id", "looks")[what])
         return [{"path": path, "problem": problem} for path, problem in said.items()]
 
 

@@ -24,6 +24,7 @@ from mcp.types import ToolAnnotations
 from ..display import fold
 from ..errors import ConflictError, MarkvaultError, NotFoundError, RefusedError
 from ..model import MAX_PAGE_CHARS, MIN_PAGE_CHARS, PAGE_CHARS, Edit, Filters, Op, SearchResult
+from ..tool_arguments import refuse_unknown_arguments
 from ..vault import Vault, parse_lines
 from .completion import register_completions
 from .live import LiveServer
@@ -239,6 +240,7 @@ def build_server(vault: Vault, live: LiveServer | None = None) -> MCPServer:
     _session_summary_tool(server, service)
     _resources(server, service)
     register_prompts(server)
+    refuse_unknown_arguments(server)
     return server
 
 
