@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from markvault.config import Settings
+from markvault.display import fold, shown
 from markvault.errors import ConflictError, MarkvaultError, RefusedError, UsageError
 from markvault.runtime.shared_host import connect
 from markvault.types import (
@@ -107,11 +108,38 @@ def _quiet_pipes() -> Iterator[None]:
 class _QuietPipes(click.Group):
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         with _quiet_pipes():  # `vault --help | head -1`
+            _refuse_undecodable(kwargs.get("args", args[1] if len(args) > 1 else []))
             return super().make_context(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> Any:
         with _quiet_pipes():
             return super().invoke(ctx)
+
+
+PORTS = click.IntRange(0, 65535)  # 0: any free port
+MAX_DAYS = 100 * 366  # `recent --days`: a date further back is no date
+
+
+class _Span(click.FloatRange):
+    """A float range that refuses NaN (which every range comparison lets through)."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        number = super().convert(value, param, ctx)
+        if number != number:
+            self.fail(f"{value!r} is not a number.", param, ctx)
+        return number
+
+
+def _refuse_undecodable(args: list[str]) -> None:
+    """Python hands bytes that are not UTF-8 over as lone surrogates (surrogateescape):
+    no note, path or query holds one, and the index cannot store one. A usage error
+    (exit 2) names the argument."""
+    for number, arg in enumerate(args, 1):
+        if isinstance(arg, str) and any("\udc80" <= c <= "\udcff" for c in arg):
+            raw = os.fsencode(arg)
+            raise click.UsageError(
+                f"Argument {number} ({raw!r}) is not valid UTF-8. Pass text in UTF-8."
+            )
 
 
 class TerminalProgress:
@@ -263,9 +291,9 @@ def reindex(ctx: click.Context, full: bool, no_vectors: bool, as_json: bool, qui
             click.echo(click.style("skipped ", fg="red") + item["message"], err=True)
         for item in report.warnings:
             click.echo(
-                click.style("warning ", fg="yellow") + f"{item['path']}: {item['message']}"
+                click.style("warning ", fg="yellow") + fold(f"{item['path']}: {item['message']}")
                 if not item["message"].startswith(item["path"])
-                else click.style("warning ", fg="yellow") + item["message"],
+                else click.style("warning ", fg="yellow") + fold(item["message"]),
                 err=True,
             )
         click.echo(
@@ -358,23 +386,23 @@ def _print_result(result: SearchResult, fmt: str) -> None:
         emit_json(result.to_json())
         return
     for w in result.warnings:
-        click.echo(click.style("note: ", fg="yellow") + w, err=True)
-    for hit in result.hits:
-        heading = " > ".join(hit.heading_path) or hit.title
+        click.echo(click.style("note: ", fg="yellow") + fold(w), err=True)
+    for hit in result.hits:  # every value from a note folded: one hit, one line (display.py)
+        heading = fold(" > ".join(hit.heading_path) or hit.title)
         more = f"  (+{hit.more_chunks} more)" if hit.more_chunks else ""
         ranks = " ".join(f"{RANK_LABELS.get(k, k)}#{v}" for k, v in hit.ranks.items())
         click.echo(
             click.style(f"#{hit.chunk_id}", fg="cyan")
-            + f' | {hit.path} | "{heading}" | {hit.score:.4f}'
+            + f' | {fold(hit.path)} | "{heading}" | {hit.score:.4f}'
             + click.style(f"  [{ranks}]{more}", dim=True)
         )
-        click.echo("    " + _styled_snippet(hit.snippet))
+        click.echo("    " + _styled_snippet(fold(hit.snippet)))
         if fmt == "full" and hit.text is not None:
             click.echo(
-                click.style(f"    lines {hit.lines[0]}-{hit.lines[1]} · {hit.uri}", dim=True)
+                click.style(f"    lines {hit.lines[0]}-{hit.lines[1]} · {fold(hit.uri)}", dim=True)
             )
             for line in hit.text.splitlines():
-                click.echo("    │ " + line)
+                click.echo("    │ " + fold(line))
             click.echo()
     if not sys.stdout.isatty():
         return  # piped (`| head -1`): the hits alone, nothing on stderr
@@ -571,7 +599,9 @@ def get(
         if "error" in item:
             click.echo(click.style("Error: ", fg="red") + item["error"], err=True)
         elif item.get("text") is None:
-            click.echo(click.style(f"{item['path']}  (not shown: {item['omitted']})", dim=True))
+            click.echo(
+                click.style(fold(f"{item['path']}  (not shown: {item['omitted']})"), dim=True)
+            )
         else:
             _print_item(item)
             click.echo()
@@ -581,11 +611,11 @@ def _print_item(item: dict[str, Any]) -> None:
     where = f"{item['path']}:{item['lines'][0]}-{item['lines'][1]}"
     label = f"#{item['chunk_id']} " if "chunk_id" in item else ""
     click.echo(
-        click.style(f"{label}{item['title']}", bold=True)
-        + click.style(f"  {where} · {item['kind']} · hash {item['hash']}", dim=True),
+        click.style(fold(f"{label}{item['title']}"), bold=True)
+        + click.style(fold(f"  {where} · {item['kind']} · hash {item['hash']}"), dim=True),
         err=True,
     )
-    click.echo(item["text"])
+    click.echo(shown(item["text"]) if sys.stdout.isatty() else item["text"])
     if item.get("next_lines"):
         click.echo(click.style(f"… continues: --lines {item['next_lines']}", fg="yellow"), err=True)
 
@@ -626,9 +656,14 @@ def status(ctx: click.Context, as_json: bool) -> None:
         + (" — run `vault reindex`" if any(pending.values()) else ""),
     ]
     lines += [_watcher_line(info["watcher"]), _autosync_line(info["autosync"])]
+    if info.get("git_operation"):  # a merge or rebase left open: no write until it ends
+        git = info["git_operation"]
+        held = ", ".join(map(fold, git["conflicts"])) or "none left"
+        lines.append(f"git      {git['operation']} in progress; conflict markers in: {held}")
+        lines.append(f"         {git['hint']}")
     click.echo("\n".join(lines))
     for p in info["problems"][:20]:
-        click.echo(click.style("problem  ", fg="yellow") + f"{p['path']}: {p['problem']}")
+        click.echo(click.style("problem  ", fg="yellow") + fold(f"{p['path']}: {p['problem']}"))
 
 
 def _watcher_line(watcher: dict[str, Any] | None) -> str:
@@ -810,7 +845,8 @@ def _print_changed(data: dict[str, Any], as_json: bool, verb: str) -> None:
         emit_json(data)
         return
     click.echo(
-        f"{verb} {data.get('path')}" + (f"  (hash {data['hash']})" if data.get("hash") else "")
+        f"{verb} {fold(data.get('path'))}"
+        + (f"  (hash {data['hash']})" if data.get("hash") else "")
     )
     _say_redacted(data)
 
@@ -831,9 +867,9 @@ def _print_notes(
         more = extra(note) if extra else ""
         click.echo(
             click.style(f"{date:16}", dim=True)
-            + f"  {note['path']}  "
-            + click.style(str(note.get("title") or ""), bold=True)
-            + (click.style(f"  {more}", dim=True) if more else "")
+            + f"  {fold(note['path'])}  "
+            + click.style(fold(note.get("title") or ""), bold=True)
+            + (click.style(f"  {fold(more)}", dim=True) if more else "")
         )
 
 
@@ -860,7 +896,7 @@ def move(ctx: click.Context, ref: str, to: str, expected_hash: str, as_json: boo
         for link in result.get("broken_links", []):
             click.echo(
                 click.style("broken  ", fg="yellow")
-                + f"{link['source']}:{link['line']} [[{link['target']}]]"
+                + fold(f"{link['source']}:{link['line']} [[{link['target']}]]")
             )
 
 
@@ -881,7 +917,7 @@ def delete(ctx: click.Context, ref: str, expected_hash: str, as_json: bool) -> N
     if as_json:
         emit_json(result)
     else:
-        click.echo(f"{result['path']} → {result['trash_path']}")
+        click.echo(fold(f"{result['path']} → {result['trash_path']}"))
 
 
 @main.group(invoke_without_command=True)
@@ -903,7 +939,7 @@ def trash(ctx: click.Context, as_json: bool) -> None:
         emit_json(items)
         return
     for item in items:
-        click.echo(f"{item['deleted']}  {item['trash_path']}  → {item['restores_to']}")
+        click.echo(fold(f"{item['deleted']}  {item['trash_path']}  → {item['restores_to']}"))
     if not items:
         click.echo("The trash is empty.", err=True)
 
@@ -997,13 +1033,13 @@ def topics(ctx: click.Context, as_json: bool) -> None:
         return
     for row in rows:
         click.echo(
-            f"{row['topic']:24} {row['knowledge']:5} knowledge {row['documents']:5} documents"
+            f"{fold(row['topic']):24} {row['knowledge']:5} knowledge {row['documents']:5} documents"
             + click.style(f"  last {str(row['last_changed'])[:10]}", dim=True)
         )
 
 
 @main.command()
-@click.option("--days", type=float, default=7, show_default=True, help="How far back.")
+@click.option("--days", type=_Span(0, MAX_DAYS), default=7, show_default=True, help="How far back.")
 @click.option("--since", metavar="DATE", help="From this ISO date or time instead.")
 @click.option("--until", metavar="DATE", help="Up to this ISO date or time.")
 @click.option("--kind", multiple=True, help="note, session, knowledge or document.")
@@ -1094,7 +1130,7 @@ def _print_timeline(notes: list[dict[str, Any]]) -> None:
         _print_notes([note])
         for key, label in SUMMARY_LABELS.items():
             for item in note.get(key, []):
-                click.echo(" " * 18 + click.style(f"{label}: ", fg="yellow") + item)
+                click.echo(" " * 18 + click.style(f"{label}: ", fg="yellow") + fold(item))
 
 
 @main.command()
@@ -1122,12 +1158,12 @@ def related(
             emit_json(chain)
             return
         if not chain["connected"]:
-            click.echo(f"No chain of links between {chain['from']} and {chain['to']}.")
+            click.echo(fold(f"No chain of links between {chain['from']} and {chain['to']}."))
             sys.exit(1)
         arrows = {"out": "→ links to", "in": "← linked from"}
         for step in chain["path"]:
             label = arrows.get(step["direction"], "") if step["direction"] else ""
-            click.echo(f"{label:14} {step['path']}")
+            click.echo(f"{label:14} {fold(step['path'])}")
         return
     result = vault.related(ref, depth, limit)
     if as_json:
@@ -1166,20 +1202,20 @@ def vault_map(ctx: click.Context, depth: int | None, top: int, as_json: bool) ->
         click.echo(f"  {e['from']} → {e['to']}: {e['links']}")
     click.echo(click.style("most linked", bold=True))
     for n in info["most_linked"]:
-        click.echo(f"  {n['backlinks']:5}  {n['path']}")
+        click.echo(f"  {n['backlinks']:5}  {fold(n['path'])}")
     click.echo(click.style(f"orphans ({info['orphan_count']})", bold=True))
     for path in info["orphans"][:top]:
-        click.echo(f"  {path}")
+        click.echo(f"  {fold(path)}")
     if info["files"]:
         click.echo(click.style(f"files other than notes ({info['files']})", bold=True))
         for n in info["most_linked_files"]:
-            click.echo(f"  {n['backlinks']:5}  {n['path']}")
+            click.echo(f"  {n['backlinks']:5}  {fold(n['path'])}")
         click.echo(click.style(f"orphan files ({info['orphan_file_count']})", bold=True))
         for path in info["orphan_files"][:top]:
-            click.echo(f"  {path}")
+            click.echo(f"  {fold(path)}")
     click.echo(click.style(f"broken links ({info['broken_link_count']})", bold=True))
     for link in info["broken_links"][:top]:
-        click.echo(f"  {link['source']}:{link['line']} [[{link['target']}]]")
+        click.echo(fold(f"  {link['source']}:{link['line']} [[{link['target']}]]"))
 
 
 # ---- sessions -------------------------------------------------------------------------
@@ -1316,9 +1352,11 @@ def sessions_list(
         mark = click.style("✓ summary", fg="green") if s["has_summary"] else "         "
         click.echo(
             click.style(f"{str(s['started'] or '')[:16]:16}", dim=True)
-            + f"  {(s['session_id'] or '')[:8]:8}  {mark}  "
-            + click.style(str(s["title"] or ""), bold=True)
-            + click.style(f"  {s['project']} · {s['turns'] or 0} turns · {s['path']}", dim=True)
+            + f"  {fold((s['session_id'] or '')[:8]):8}  {mark}  "
+            + click.style(fold(s["title"] or ""), bold=True)
+            + click.style(
+                fold(f"  {s['project']} · {s['turns'] or 0} turns · {s['path']}"), dim=True
+            )
         )
     click.echo(
         click.style(f"{len(result['sessions'])} of {result['total']} sessions", dim=True),
@@ -1344,7 +1382,7 @@ def sessions_projects(ctx: click.Context, as_json: bool) -> None:
         return
     for p in result["projects"]:
         click.echo(
-            f"{p['project']:24} {p['sessions']:5} sessions ({p['summarized']} summarised) "
+            f"{fold(p['project']):24} {p['sessions']:5} sessions ({p['summarized']} summarised) "
             f"{p['notes']:5} notes"
             + click.style(f"  last active {str(p['last_active'] or '')[:10]}", dim=True)
         )
@@ -1388,15 +1426,15 @@ def sessions_show(
         _print_item(result)
         return
     click.echo(
-        click.style(result["title"], bold=True)
-        + click.style(f"  {result['path']} · hash {result['hash']}", dim=True),
+        click.style(fold(result["title"]), bold=True)
+        + click.style(fold(f"  {result['path']} · hash {result['hash']}"), dim=True),
         err=True,
     )
     for m in result["matches"]:
-        under = f"  [{m['under']}]" if m["under"] else ""
+        under = fold(f"  [{m['under']}]") if m["under"] else ""
         click.echo(
             click.style(f"{m['line']:6}", fg="cyan")
-            + f"  {m['text']}"
+            + f"  {fold(m['text'])}"
             + click.style(under, dim=True)
         )
     some = " (some of the words)" if result["match"] == "some" else ""
@@ -1755,7 +1793,7 @@ HTTP_PORT, HTTP_MAX_BODY, HTTP_WRITE_RATE = 8765, 4 * 1024 * 1024, 30
 @main.group(invoke_without_command=True)
 @click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP, not stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address for --http.")
-@click.option("--port", type=int, default=HTTP_PORT, show_default=True, help="0: any free port.")
+@click.option("--port", type=PORTS, default=HTTP_PORT, show_default=True, help="0: any free port.")
 @click.option("--allow-remote", is_flag=True, help="Allow a --host beyond loopback.")
 @click.option(
     "--allow-host",
@@ -1837,7 +1875,7 @@ def mcp(
 )
 @click.option("--http", "use_http", is_flag=True, help="Register `vault mcp --http`, not stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Where --http listens.")
-@click.option("--port", type=int, default=HTTP_PORT, show_default=True, help="Its port.")
+@click.option("--port", type=PORTS, default=HTTP_PORT, show_default=True, help="Its port.")
 @click.pass_context
 @handle_errors
 def mcp_install(ctx: click.Context, scope: str, use_http: bool, host: str, port: int) -> None:
@@ -1962,14 +2000,18 @@ def check(ctx: click.Context, as_json: bool) -> None:
       vault check --json | jq '.notes[].path'
     """
     from markvault.credentials.scan import check_vault
+    from markvault.files.identity_check import check_identities
 
     obj = ctx.find_root().obj
     settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
     report = check_vault(settings.vault_dir)
+    identities = check_identities(settings.vault_dir)  # ids that name no note of their own
     if as_json:
-        emit_json(report.to_json())
+        emit_json({**report.to_json(), "identities": identities})
     else:
         _print_check(report)
+        for item in identities:
+            click.echo(fold(f"id  {item['path']}: {item['problem']}"), err=True)
     if report.credentials:
         sys.exit(RefusedError.exit_code)
 

@@ -14,7 +14,7 @@ from markvault.core.lifecycle import IndexKeeper
 from markvault.core.link_graph import LinkGraph
 from markvault.core.reading import NoteReader
 from markvault.errors import MarkvaultError, NotFoundError, UsageError
-from markvault.search.searcher import note_uri
+from markvault.identity import note_uri, recite
 from markvault.sessions.transcripts import read_summary
 from markvault.types import Filters, SearchRequest
 
@@ -63,10 +63,13 @@ class ContextViews:
             "since": start.isoformat(timespec="seconds"),
             "until": end.isoformat(timespec="seconds"),
             "total": len(events),
-            "notes": [
-                {**_brief_view(b), "event": what, "at": when.isoformat(timespec="seconds")}
-                for when, what, b in events[offset : offset + limit]
-            ],
+            "notes": recite(
+                [
+                    {**_brief_view(b), "event": what, "at": when.isoformat(timespec="seconds")}
+                    for when, what, b in events[offset : offset + limit]
+                ],
+                self.keeper.reader().reads.id_claims,
+            ),
         }
 
     def timeline(
@@ -120,6 +123,10 @@ class ContextViews:
             centre = None
         shown_before = [_brief_view(b) for b in briefs[max(0, lo - before) : lo]]
         shown_after = [_brief_view(b) for b in briefs[hi : hi + after]]
+        recite(
+            [*shown_before, *([centre] if centre else []), *shown_after],
+            self.keeper.reader().reads.id_claims,
+        )
         # Sessions bring their decisions, outcomes and open items into the timeline.
         self._session_summaries([*shown_before, *([centre] if centre else []), *shown_after])
         return {
@@ -131,6 +138,8 @@ class ContextViews:
     def _anchor_path(self, anchor: str, briefs: list[dict[str, Any]]) -> str | None:
         """The note an anchor names (id, path, URI or session id), or None for a time."""
         text = anchor.strip()
+        if any(b["path"] == text for b in briefs):
+            return text  # a path names its own note before any id (identity.py)
         for b in briefs:
             if text in (b["session_id"], b["id"]):
                 return str(b["path"])
@@ -155,6 +164,7 @@ class ContextViews:
         """The link graph, and what a listing shows of each node (note or file)."""
         index = self.keeper.reader()
         briefs = {b["path"]: _brief_view(b) for b in index.reads.note_briefs()}
+        recite(list(briefs.values()), index.reads.id_claims)
         files = index.reads.attachments()
         briefs.update({path: _file_view(path) for path in files})
         return LinkGraph(

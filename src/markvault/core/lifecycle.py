@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from markvault.config import ChunkParams, Settings
 from markvault.embed.embedder import Embedder, SentenceEmbedder
 from markvault.files.vault_files import VaultFiles
+from markvault.git.merge_state import merge_state
 from markvault.index import Index, IndexUnusable
 from markvault.indexing.change_feed import ChangeFeed
 from markvault.markdown.chunk import fingerprint
@@ -169,6 +170,11 @@ class IndexKeeper:
             self.feed.lost("the index was rebuilt")
         report.notices[:0] = self.notices
         self.notices = []
+        if paths is None:  # a look at every note: ids that name no note of their own
+            report.warnings += [
+                {"path": p["path"], "message": p["problem"]}
+                for p in index.reads.identity_problems()
+            ]
         return report
 
     def refresh(
@@ -207,6 +213,7 @@ class IndexKeeper:
             "last_sync": meta.get("last_sync"),
             "pending": self.pending(),
             "problems": index.reads.problems(),
+            "git_operation": merge_state(self.settings.vault_dir),
             "notices": self.notices,
             "watcher": self.watcher.status() if self.watcher else None,
             "autosync": {

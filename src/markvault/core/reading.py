@@ -12,8 +12,9 @@ from markvault.core.common import chunk_ref
 from markvault.core.lifecycle import IndexKeeper
 from markvault.errors import MarkvaultError, NotFoundError, UsageError
 from markvault.files.vault_files import content_hash
+from markvault.identity import citation_key, note_uri, path_forms, ref_key, unsound
 from markvault.index import Index
-from markvault.search.searcher import Searcher, chunk_uri, note_uri
+from markvault.search.searcher import Searcher, chunk_uri
 from markvault.types import (
     MAX_GET_NOTES,
     MAX_PAGE_CHARS,
@@ -123,32 +124,46 @@ class NoteReader:
             "id": row["id"],
             "path": row["path"],
             "title": row["title"],
-            "uri": note_uri(row["id"]),
+            "uri": self.cite(index, row["id"], row["path"]),
             "hash": row["hash"],
             "text": None,
             "omitted": "over the size budget; read it alone",
         }
 
     def note_row(self, index: Index, ref: str) -> dict[str, Any]:
-        """The index row of the note ``ref`` names (id, path or ``vault://note/`` URI)."""
-        ref = ref.strip()
-        if ref.startswith("vault://note/"):
-            from urllib.parse import unquote
+        """The index row of the note ``ref`` names (path, id or ``vault://note/`` URI):
+        a path first, so that no id ever stands for another note (``identity``).
 
-            ref = unquote(ref[len("vault://note/") :])
-        rows = (
-            index.reads.find_notes("id", ref)
-            or index.reads.find_notes("path", ref)
-            or index.reads.find_notes("path", ref + ".md")
-            or index.reads.find_notes("path", ref, casefold=True)
-            or index.reads.find_notes("path", ref + ".md", casefold=True)
-        )
+        Raises:
+            NotFoundError: no note by that path or id.
+            UsageError: an id several notes share, and no path.
+        """
+        key = ref_key(ref)
+        for form in path_forms(key):
+            if rows := index.reads.find_notes("path", form):
+                return rows[0]
+        rows = index.reads.find_notes("id", key)
+        if len(rows) > 1:
+            raise UsageError(
+                f"The id {key!r} is shared by {', '.join(r['path'] for r in rows)}.",
+                "Name the note by its path; give each note an id of its own.",
+            )
+        rows = rows or [r for form in path_forms(key) for r in self._casefold(index, form)]
         if not rows:
             raise NotFoundError(
-                f"No note with id or path {ref!r}.",
+                f"No note with id or path {key!r}.",
                 "Use an id, a vault-relative path, #CHUNK or a vault:// URI from search results.",
             )
         return rows[0]
+
+    @staticmethod
+    def _casefold(index: Index, path: str) -> list[dict[str, Any]]:
+        return index.reads.find_notes("path", path, casefold=True)
+
+    def cite(self, index: Index, note_id: str, path: str) -> str:
+        """The citation URI of one note: by its id when that id names it, else its path."""
+        bad = unsound([(note_id, path)], index.reads.id_claims([note_id]))
+        return note_uri(citation_key(note_id, path, bad))
 
     def _note_view(
         self,
@@ -181,7 +196,7 @@ class NoteReader:
             "metadata": json.loads(row["metadata"] or "{}"),
             "hash": current,
             "stale": current != row["hash"],
-            "uri": note_uri(row["id"]),
+            "uri": self.cite(index, row["id"], row["path"]),
             "lines": [start, end],
             "total_lines": len(all_lines),
             "text": shown,
@@ -222,7 +237,7 @@ class NoteReader:
             "lines": [row["start_line"], row["end_line"]],
             "text": row["text"],
             "hash": row["hash"],
-            "note_uri": note_uri(row["note_id"]),
+            "note_uri": self.cite(index, row["note_id"], row["path"]),
         }
 
     def trash(self) -> list[dict[str, object]]:

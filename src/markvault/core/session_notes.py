@@ -16,10 +16,10 @@ from markvault.core.reading import NoteReader
 from markvault.errors import NotFoundError, UsageError
 from markvault.files.vault_files import check_hash, content_hash
 from markvault.git.repo import check_writable
+from markvault.identity import note_uri, recite
 from markvault.index import Index
 from markvault.markdown.frontmatter import split_frontmatter
 from markvault.markdown.tokens import tokenize
-from markvault.search.searcher import note_uri
 from markvault.sessions.transcripts import SessionSummary, read_summary, set_summary
 from markvault.types import PAGE_CHARS, SessionQuery
 
@@ -44,7 +44,9 @@ class SessionNotes:
             "total": total,
             "offset": offset,
             "next_offset": shown if shown < total else None,
-            "sessions": [_session_view(r) for r in rows],
+            "sessions": recite(
+                [_session_view(r) for r in rows], self.keeper.reader().reads.id_claims
+            ),
         }
 
     def session_projects(self) -> dict[str, Any]:
@@ -102,7 +104,7 @@ class SessionNotes:
             "id": row["id"],
             "path": row["path"],
             "title": row["title"],
-            "uri": note_uri(row["id"]),
+            "uri": self.notes.cite(index, row["id"], row["path"]),
             "hash": content_hash(data),
             "total_lines": len(all_lines),
             "query": query,
@@ -133,7 +135,7 @@ class SessionNotes:
             summary = SessionSummary.from_dict(summary)
         index = self.keeper.reader()
         row = self._session_row(index, ref)
-        rel, uri = row["path"], note_uri(row["id"])
+        rel, uri = row["path"], self.notes.cite(index, row["id"], row["path"])
         data, text = self.keeper.files.read(row["file"], self.keeper.max_note_bytes)
         check_hash(rel, content_hash(data), expected_hash)
         check_writable(text, rel)

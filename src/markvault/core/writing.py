@@ -19,12 +19,13 @@ from markvault.errors import ConflictError, UsageError
 from markvault.files.document_sources import DocumentSources
 from markvault.files.vault_files import check_hash, content_hash, safe_file_name
 from markvault.git.repo import check_writable
+from markvault.identity import note_uri
 from markvault.index import Index
 from markvault.markdown.edit import apply_edit
 from markvault.markdown.frontmatter import fill_template, load_frontmatter, split_frontmatter
 from markvault.markdown.parse import FOLDER_KINDS, parse_note
+from markvault.markdown.template_text import place_content
 from markvault.resources import read_template
-from markvault.search.searcher import note_uri
 from markvault.types import KINDS, Edit
 
 KIND_FOLDERS = {kind: folder for folder, kind in FOLDER_KINDS.items()}
@@ -92,8 +93,8 @@ class NoteWriter:
             "tags": gate.names(tag_list, "tags"),
         }
         text = fill_template(template, values)
-        if content.strip():
-            text = apply_edit(text, Edit("append", content))
+        if content.strip():  # in the body, where a person would write it
+            text = place_content(text, content)
         for edit in gate.edits(edits):
             text = apply_edit(text, edit)
         rel = _note_path(kind, title, topic, project)
@@ -119,8 +120,8 @@ class NoteWriter:
             RefusedError: conflict markers, unsafe path, unreadable file, git operation.
             UsageError: a malformed edit.
         """
-        _, row = self._row_to_change(ref, expected_hash)
-        rel, uri = row["path"], note_uri(row["id"])
+        index, row = self._row_to_change(ref, expected_hash)
+        rel, uri = row["path"], self.notes.cite(index, row["id"], row["path"])
         data, text = self.keeper.files.read(row["file"], self.keeper.max_note_bytes)
         check_hash(rel, content_hash(data), expected_hash)
         check_writable(text, rel)
@@ -152,24 +153,26 @@ class NoteWriter:
         elif not target.lower().endswith(".md"):
             target += ".md"
         if target == row["path"]:
-            return {"path": target, "moved": False, "hash": row["hash"], "uri": note_uri(row["id"])}
+            uri = self.notes.cite(index, row["id"], row["path"])
+            return {"path": target, "moved": False, "hash": row["hash"], "uri": uri}
         linking = sorted({link["source"] for link in index.reads.links_of(row["path"])[1]})
         self.keeper.files.move(row["file"], target, expected_hash)
         self.keeper.refresh(paths=[row["file"], target])
         broken = [
-            {"source": link["source"], "line": link["line"], "target": link["target"]}
+            {"source": source, "line": link["line"], "target": link["target"]}
             for source in linking
             for link in self.keeper.reader().reads.links_of(source)[0]
             if link["target_path"] is None and link["target"]
         ]
-        moved = self.keeper.reader().reads.find_notes("path", target)
+        index = self.keeper.reader()
+        moved = index.reads.find_notes("path", target)
         note_id = moved[0]["id"] if moved else target
         return {
             "path": target,
             "from": row["path"],
             "moved": True,
             "id": note_id,
-            "uri": note_uri(note_id),
+            "uri": self.notes.cite(index, note_id, target),
             "hash": expected_hash,
             "broken_links": broken,
             **gate.report(),
@@ -198,12 +201,13 @@ class NoteWriter:
             to = gate.name(to, "file name")
         restored = self.keeper.files.restore(trash_path, to)
         self.keeper.refresh(paths=[restored])
-        row = self.keeper.reader().reads.find_notes("path", restored)
+        index = self.keeper.reader()
+        row = index.reads.find_notes("path", restored)
         note_id = row[0]["id"] if row else restored
         return {
             "path": restored,
             "id": note_id,
-            "uri": note_uri(note_id),
+            "uri": self.notes.cite(index, note_id, restored),
             "hash": row[0]["hash"] if row else None,
             **gate.report(),
         }

@@ -123,12 +123,21 @@ def read_bytes_checked(full: Path, max_bytes: int, name: str) -> tuple[bytes, st
 def _guarded(
     method: Callable[Concatenate[VaultFiles, P], R],
 ) -> Callable[Concatenate[VaultFiles, P], R]:
-    """A write method that runs inside ``VaultFiles.writing``."""
+    """A write method that runs inside ``VaultFiles.writing``. An error of the disk (full,
+    a file size limit, no permission) is a refusal that says so: each write is atomic,
+    so nothing was changed."""
 
     @functools.wraps(method)
     def wrapper(self: VaultFiles, *args: P.args, **kwargs: P.kwargs) -> R:
         with self.writing():
-            return method(self, *args, **kwargs)
+            try:
+                return method(self, *args, **kwargs)
+            except OSError as exc:
+                what = args[0] if args else "the note"
+                raise RefusedError(
+                    f"Could not write {what}: {exc.strerror or exc}. Nothing was changed.",
+                    "Free disk space or fix permissions, then retry.",
+                ) from exc
 
     return wrapper
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from markvault.errors import UsageError
+from markvault.identity import id_problem, path_forms
 from markvault.index.filters import current_sql, filters_sql, sql_string
 from markvault.index.prefix_lookup import NameIndex, count_lookup
 from markvault.index.store import Store, dict_rows
@@ -387,7 +388,43 @@ class NoteReads:
             "SELECT path, unnest(problems) FROM notes WHERE len(problems) > 0 "
             "UNION ALL SELECT path, reason FROM skipped ORDER BY 1"
         ).fetchall()
-        return [{"path": r[0], "problem": r[1]} for r in rows]
+        found = [{"path": r[0], "problem": r[1]} for r in rows]
+        return sorted(found + self.identity_problems(), key=lambda p: p["path"])
+
+    def id_claims(self, ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(id, path) of the notes that hold one of ``ids`` or sit at one of their
+        ``identity.path_forms``: what decides whether those ids name their notes."""
+        if not ids:
+            return []
+        forms = [form for i in ids for form in path_forms(i)]
+        return [
+            (str(r[0]), str(r[1]))
+            for r in self.con.execute(
+                "SELECT id, path FROM notes WHERE id IN (SELECT unnest(?::VARCHAR[])) "
+                "OR path IN (SELECT unnest(?::VARCHAR[]))",
+                [list(ids), forms],
+            ).fetchall()
+        ]
+
+    def identity_problems(self) -> list[dict[str, str]]:
+        """Frontmatter ids that do not name their note (``identity``): another note's
+        path, shared with another note, or written as a path. Equality joins only: an
+        OR in the join would compare every note with every other."""
+        rows = self.con.execute(
+            "SELECT a.path, a.id, b.path, 0 FROM notes a JOIN notes b ON b.path = a.id "
+            "WHERE a.id <> a.path "
+            "UNION ALL SELECT a.path, a.id, b.path, 0 FROM notes a "
+            "JOIN notes b ON b.path = a.id || '.md' AND b.path <> a.path WHERE a.id <> a.path "
+            "UNION ALL SELECT a.path, a.id, b.path, 1 FROM notes a "
+            "JOIN notes b ON b.id = a.id AND b.path <> a.path WHERE a.id <> a.path "
+            "UNION ALL SELECT path, id, NULL, 2 FROM notes "
+            "WHERE id <> path AND lower(id) LIKE '%.md' ORDER BY 1, 4, 3"
+        ).fetchall()
+        said: dict[str, str] = {}
+        for path, note_id, other, what in rows:
+            if path not in said:
+                said[path] = id_problem(note_id, other, ("path", "id", "looks")[what])
+        return [{"path": path, "problem": problem} for path, problem in said.items()]
 
 
 class _ChunkNotes:

@@ -59,8 +59,10 @@ class Changes:
 def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> NoteRecord:
     # Imported here: a sync that reads no file (nothing changed) never loads the parser.
     from markvault.markdown.parse import parse_note
+    from markvault.markdown.template_text import without_placeholders
 
     worker = _in_worker()
+    text = without_placeholders(text)  # a template's placeholders are never content
     note = parse_note(
         stat.path,
         text,

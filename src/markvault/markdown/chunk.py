@@ -17,7 +17,7 @@ from markvault.config import ChunkParams
 from markvault.markdown.tokens import TOKENIZER_VERSION
 from markvault.types import Chunk, ParsedNote, embed_input
 
-CHUNKER_VERSION = "1"
+CHUNKER_VERSION = "2"  # 2: template placeholders are not indexed (template_text.py)
 
 # The standard library's engine: several times faster than `regex` for these classes.
 _WORDS_AND_MARKS = re.compile(r"\w+|[^\w\s]")

@@ -12,10 +12,10 @@ import functools
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
-from urllib.parse import quote
 
 from markvault.embed.embedder import Embedder
 from markvault.errors import UsageError
+from markvault.identity import citation_key, note_uri, unsound
 from markvault.index import Index
 from markvault.markdown.tokens import tokenize, word_spans
 from markvault.search import fusion, language
@@ -38,10 +38,6 @@ DECISIVE_RATIO = 1.5  # top keyword score over the runner-up's that skips the va
 DECISIVE_WINDOW = 20  # keyword hits looked at for the runner-up from another note
 
 Fused = fusion.Fused
-
-
-def note_uri(note_id: str) -> str:
-    return "vault://note/" + quote(note_id, safe="/")
 
 
 def chunk_uri(chunk_id: int) -> str:
@@ -343,6 +339,11 @@ class Searcher:
         details = self.index.reads.chunk_details([item[0] for item in page])
         query_tokens = set(plan.terms) if plan else set(tokenize(query))
         hits: list[Hit] = []
+        named = [(details[item[0]]["note_id"], details[item[0]]["path"]) for item in page]
+        claims = [n for n in named if n[0] != n[1]]  # an id that is the path names it
+        bad = (
+            unsound(named, self.index.reads.id_claims([n[0] for n in claims])) if claims else set()
+        )
         for cid, score, ranks, scores in page:
             row = details[cid]
             hits.append(
@@ -360,7 +361,7 @@ class Searcher:
                     scores=scores,
                     snippet=snippet(row["text"], query_tokens, plan.prefixes if plan else []),
                     hash=row["hash"],
-                    uri=note_uri(row["note_id"]),
+                    uri=note_uri(citation_key(row["note_id"], row["path"], bad)),
                     more_chunks=extra[row["path"]],
                     text=row["text"] if full_text else None,
                 )

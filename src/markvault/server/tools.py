@@ -21,10 +21,12 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.types import ToolAnnotations
 
+from markvault.display import fold
 from markvault.errors import ConflictError, MarkvaultError, NotFoundError, RefusedError
 from markvault.server.completion import register_completions
 from markvault.server.live import LiveServer
 from markvault.server.prompts import PROMPTS, register_prompts
+from markvault.server.tool_arguments import refuse_unknown_arguments
 from markvault.server.tool_call import ToolCall
 from markvault.types import (
     MAX_PAGE_CHARS,
@@ -162,13 +164,13 @@ def format_index(result: SearchResult) -> str:
         f"{len(result.hits)} of {result.total} notes · {result.mode} · "
         f"{result.timings_ms.get('total', 0):.0f} ms ({stages})"
     ]
-    lines += [f"warning: {w}" for w in result.warnings]
-    for h in result.hits:
-        heading = " > ".join(h.heading_path) or h.title
+    lines += [f"warning: {fold(w)}" for w in result.warnings]
+    for h in result.hits:  # every value from a note folded: one hit, two lines (display.py)
+        heading = fold(" > ".join(h.heading_path) or h.title)
         more = f" (+{h.more_chunks} chunks)" if h.more_chunks else ""
         lines.append(
-            f'#{h.chunk_id} | {h.path} | "{heading}" | {h.score:.4f}{more} | {h.uri} | '
-            f"hash {h.hash}\n    {h.snippet}"
+            f'#{h.chunk_id} | {fold(h.path)} | "{heading}" | {h.score:.4f}{more} | '
+            f"{fold(h.uri)} | hash {h.hash}\n    {fold(h.snippet)}"
         )
     if not result.hits:
         lines.append("no matches: try other words, mode hybrid or deep, or fewer filters")
@@ -248,6 +250,7 @@ def build_server(vault: Vault, live: LiveServer | None = None) -> MCPServer:
     _session_summary_tool(server, service)
     _resources(server, service)
     register_prompts(server)
+    refuse_unknown_arguments(server)
     return server
 
 
@@ -739,6 +742,13 @@ def _resources(server: MCPServer, service: VaultService) -> None:
     def note_resource(note_id: str) -> str:
         """A note's Markdown, by id (or vault-relative path)."""
         return str(service.read(lambda v: v.get("vault://note/" + note_id))["text"])
+
+    # A note cited by its path (no id of its own, or an id that names no note of its
+    # own: identity.py): "{note_id}" matches no "/", so these are read here.
+    @server.resource("vault://note/{+note_path}", mime_type="text/markdown")
+    def note_by_path_resource(note_path: str) -> str:
+        """A note's Markdown, by its vault-relative path, as search hits cite it."""
+        return str(service.read(lambda v: v.get("vault://note/" + note_path))["text"])
 
     @server.resource("vault://chunk/{chunk_id}", mime_type="text/markdown")
     def chunk_resource(chunk_id: str) -> str:
