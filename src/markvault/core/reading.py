@@ -62,8 +62,9 @@ class NoteReader:
             order=order,
             min_score=min_score,
         )
-        result.warnings[:0] = self.keeper.notices
+        result.warnings[:0] = [*self.keeper.rebuild_notices, *self.keeper.notices]
         self.keeper.notices = []
+        self.keeper.rebuild_notices = []
         return result
 
     def search_batch(

@@ -90,10 +90,13 @@ class Store:
         write: bool,
         chunk_fingerprint: str,
         ready: Callable[[Store], None],
+        discard: str | None = None,
     ) -> Store:
         """Open the index; with ``write``, create or rebuild it when unusable. ``ready``
         finishes a usable store (the keyword index rebuilds itself when marked dirty);
-        what it cannot read is answered by a rebuild too.
+        what it cannot read is answered by a rebuild too. ``discard``: rebuild the file
+        there whatever it holds, for this reason (another program replaced or changed it
+        under a running owner), keeping what vectors it still has.
 
         Raises:
             IndexUnusable: read-only open of an index that is missing or must be rebuilt.
@@ -110,6 +113,8 @@ class Store:
         try:
             con = connect(path, settings, read_only=not write)
             store = cls(con, settings, write)
+            if existed and discard:
+                raise IndexUnusable(discard)
             if existed:
                 store._check(chunk_fingerprint)
             else:
