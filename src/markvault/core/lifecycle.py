@@ -25,6 +25,7 @@ from ..files import VaultFiles
 from ..index import Index, IndexUnusable
 from ..index_guard import FileStamp, is_index_failure
 from ..model import Progress, ReindexReport
+from ..racy import RACY_CTIME
 
 if TYPE_CHECKING:
     from ..autosync import AutoSync
@@ -352,7 +353,13 @@ class IndexKeeper:
         changed = sum(
             1
             for path, st in on_disk.items()
-            if path in known and known[path][:3] != (st.file, st.mtime_ns, st.size)
+            if path in known
+            and (
+                known[path][:3] != (st.file, st.mtime_ns, st.size)
+                # a racy record (racy.py) is not a change to count
+                or known[path][4] not in (st.ctime_ns, RACY_CTIME)
+                or known[path][5] != st.ino
+            )
         )
         return {
             "new": sum(1 for p in on_disk if p not in known and p not in skipped),

@@ -30,7 +30,7 @@ from .filters import sql_string
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = "12"
+SCHEMA_VERSION = "13"  # 13: notes.ctime_ns and notes.ino (racy.py)
 # DuckDB's memory while a sync writes, over what the connection already holds (see
 # deferred_checkpoints): a 90 MB vault's first build peaked at 1.2 GB without it.
 BUILD_MEMORY_BYTES = 256 * 10**6
@@ -44,7 +44,7 @@ CREATE TABLE notes (
     status VARCHAR, created VARCHAR, updated VARCHAR, valid_until VARCHAR,
     superseded_by VARCHAR, source VARCHAR, files VARCHAR[], concepts VARCHAR[],
     metadata JSON, problems VARCHAR[], hash VARCHAR, mtime_ns BIGINT, size BIGINT,
-    date VARCHAR, indexed_at TIMESTAMP
+    ctime_ns BIGINT, ino BIGINT, date VARCHAR, indexed_at TIMESTAMP
 );
 CREATE TABLE chunks (
     id BIGINT, path VARCHAR, seq INTEGER, heading_path VARCHAR[], start_line INTEGER,
