@@ -24,6 +24,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+DUCKDB_MAGIC = b"DUCK"  # where every DuckDB file says what it is: bytes 8-11
+_MAGIC_AT = 8
+
+
+def looks_like_duckdb(path: Path) -> bool:
+    """Whether the file at ``path`` still starts as a DuckDB file does (one small read):
+    written over during a turn of this process, its stamp cannot tell (the turn wrote it
+    too), but garbage or zeros over its head can."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_MAGIC_AT + len(DUCKDB_MAGIC))
+    except OSError:
+        return False
+    return head[_MAGIC_AT:] == DUCKDB_MAGIC
+
 
 class FileStamp(NamedTuple):
     """What one ``stat`` says of the index file: who it is and whether it was written."""

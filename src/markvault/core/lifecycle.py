@@ -23,7 +23,7 @@ from ..errors import IndexBusyError, MarkvaultError
 from ..feed import ChangeFeed
 from ..files import VaultFiles
 from ..index import Index, IndexUnusable
-from ..index_guard import FileStamp, is_index_failure
+from ..index_guard import FileStamp, is_index_failure, looks_like_duckdb
 from ..model import Progress, ReindexReport
 from ..racy import RACY_CTIME
 
@@ -110,7 +110,11 @@ class IndexKeeper:
         stamp = self._stamp
         if stamp is None or self._index is None:
             return None
-        return stamp.change(FileStamp.of(self.settings.db_path))
+        db = self.settings.db_path
+        reason = stamp.change(FileStamp.of(db))
+        if reason is None and not looks_like_duckdb(db):
+            return "the index file was changed by another program"
+        return reason
 
     def check_index(self) -> None:
         """At the start of a turn: rebuild the index when another program deleted,
