@@ -7,8 +7,9 @@ network shares 1 s, Linux's clock ticks a few ms: a typo fixed in the same tick 
 mtime, ctime and size), and a tool that puts the mtime back (`cp -p`, `rsync -t`,
 `touch -r`), which ctime and the inode see.
 
-So ctime and the inode are compared too, and a file whose mtime or ctime falls within
-the granularity of the moment a sync records it is recorded as *racy*
+So ctime and the inode are compared too, and a file whose mtime falls within the
+granularity of the moment a sync records it (git's rule: the mtime, not the ctime, or
+every file of a vault just copied with its mtimes would be) is recorded as *racy*
 (``RACY_CTIME``, where its ctime would be): no stat can match that, so the next sync
 that looks at it reads and hashes it (unchanged bytes only update the record, and once
 out of the window the real ctime is kept). Only files written within that window of a
@@ -54,9 +55,9 @@ def racy_window(granularity_ns: int | None) -> int:
 
 def settle(st: FileStat, started_ns: int, window_ns: int) -> FileStat:
     """``st`` as a sync that started at ``started_ns`` records it: racy (its ctime
-    replaced by ``RACY_CTIME``) when it changed within ``window_ns`` of that moment."""
-    since = started_ns - window_ns
-    if st.mtime_ns >= since or st.ctime_ns >= since:
+    replaced by ``RACY_CTIME``) when its mtime is within ``window_ns`` of that moment
+    (or later: a clock ahead of this one)."""
+    if st.mtime_ns >= started_ns - window_ns:
         return st._replace(ctime_ns=RACY_CTIME)
     return st
 
