@@ -14,7 +14,9 @@ for ``--seconds``:
   save (a temporary file, then a rename);
 - each MCP client creates notes (``create_note``), appends to its own and to one note
   they all share (``get`` for the hash, then ``edit_note``; a stale hash is read again
-  and retried) and searches (``search``, keyword) for a word another client wrote.
+  and retried) and searches (``search``, keyword) for a word another client wrote;
+- a "vandal" (issue 31): a third of the way in it deletes the index folder, two thirds
+  in it overwrites the index file in place; the owner must rebuild it and lose nothing.
 
 Every write carries a word of its own (``qx...q``). Afterwards, with every writer
 stopped: each acknowledged write is in its file exactly once, no note holds another
@@ -36,6 +38,7 @@ import json
 import os
 import random
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -212,7 +215,7 @@ class Site:
     env: dict[str, str]
 
     def argv(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "markvault.cli", "--vault", str(self.vault),
+        return [sys.executable, "-m", "markvault.cli.main", "--vault", str(self.vault),
                 "--index", str(self.index), *args]  # fmt: skip
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
@@ -285,7 +288,9 @@ def stdio_params(site: Site) -> StdioServerParameters:
     )
 
 
-async def run_clients(site: Site, stats: Stats, stdio: int, http: int, errlog: TextIO) -> None:
+async def run_clients(
+    site: Site, stats: Stats, stdio: int, http: int, errlog: TextIO, vandalism: list[str] | None
+) -> None:
     server, url = start_http(site, errlog, write_rate=1_000_000)
     token = Path(site.env["MARKVAULT_TOKEN_FILE"]).read_text(encoding="utf-8").strip()
     try:
@@ -303,14 +308,35 @@ async def run_clients(site: Site, stats: Stats, stdio: int, http: int, errlog: T
                 clients.append((f"http{i}", await stack.enter_async_context(Client(transport))))
             began = time.monotonic()
             deadline = began + stats.seconds
+            vandal_at_work = (
+                [asyncio.to_thread(vandal, site, stats, began, vandalism)]
+                if vandalism is not None
+                else []
+            )
             await asyncio.gather(
                 asyncio.to_thread(editor, site.vault, stats, deadline),
                 *(mcp_writer(name, client, stats, deadline) for name, client in clients),
+                *vandal_at_work,
             )
             stats.seconds = time.monotonic() - began
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def vandal(site: Site, stats: Stats, began: float, done: list[str]) -> None:
+    """What a person may do to the disposable index while the owner runs: delete its
+    folder, then (once the owner has made a new file) overwrite that file in place."""
+    db = site.index / f"{site.vault.name}.duckdb"
+    time.sleep(stats.seconds / 3)
+    shutil.rmtree(site.index, ignore_errors=True)
+    done.append(f"deleted the index folder at {time.monotonic() - began:.1f} s")
+    while not db.exists() and time.monotonic() - began < stats.seconds * 2 / 3:
+        time.sleep(0.05)
+    time.sleep(max(0.0, began + stats.seconds * 2 / 3 - time.monotonic()))
+    with contextlib.suppress(OSError), open(db, "r+b") as fh:
+        fh.write(b"\0" * os.fstat(fh.fileno()).st_size)
+        done.append(f"overwrote the index file in place at {time.monotonic() - began:.1f} s")
 
 
 # ---- the checks -----------------------------------------------------------------------------
@@ -376,8 +402,12 @@ def unindexed(vault: Any, stats: Stats, words: list[tuple[str, str]] | None = No
     ]
 
 
-def soak(workdir: Path, seconds: float, stdio: int, http: int, notes: int = 200) -> dict[str, Any]:
+def soak(
+    workdir: Path, seconds: float, stdio: int, http: int, notes: int = 200, vandal: bool = True
+) -> dict[str, Any]:
+    """``vandal``: the index is deleted, then overwritten, while the soak runs."""
     site = make_site(workdir, notes)
+    vandalism: list[str] | None = [] if vandal else None
     stats = Stats(seconds)
     stats.acked[SHARED], stats.owner[SHARED] = [], "every MCP client"
     with open(workdir / "servers.log", "w", encoding="utf-8") as errlog:
@@ -385,7 +415,7 @@ def soak(workdir: Path, seconds: float, stdio: int, http: int, notes: int = 200)
             site.argv("watch", "--quiet"), stdout=errlog, stderr=errlog, text=True, env=site.env
         )
         try:
-            asyncio.run(run_clients(site, stats, stdio, http, errlog))
+            asyncio.run(run_clients(site, stats, stdio, http, errlog, vandalism))
             missing, caught_up = catch_up(site, stats)
         finally:
             watch.terminate()
@@ -402,6 +432,7 @@ def soak(workdir: Path, seconds: float, stdio: int, http: int, notes: int = 200)
     return {
         "seconds": round(stats.seconds, 1),
         "clients": {"stdio": stdio, "http": http, "editor": 1, "vault watch": 1},
+        "vandal": vandalism,
         "writes": dict(stats.writes),
         "writes_per_s": round(acked / stats.seconds, 1),
         "words_checked": len(stats.all_words()),
@@ -461,12 +492,19 @@ def main() -> int:
     parser.add_argument("--stdio", type=int, default=4)
     parser.add_argument("--http", type=int, default=4)
     parser.add_argument("--notes", type=int, default=200, help="Notes in the vault at start.")
+    parser.add_argument(
+        "--no-vandal",
+        action="store_true",
+        help="Leave the index alone (no deletion, no overwrite).",
+    )
     parser.add_argument("--workdir", type=Path, help="Kept after the run (default: a temp dir).")
     args = parser.parse_args()
     with contextlib.ExitStack() as stack:
         workdir = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         workdir.mkdir(parents=True, exist_ok=True)
-        result = soak(workdir, args.seconds, args.stdio, args.http, args.notes)
+        result = soak(
+            workdir, args.seconds, args.stdio, args.http, args.notes, vandal=not args.no_vandal
+        )
     text = table(result)
     print(text)
     for problem in result["problems"][:20]:

@@ -1,5 +1,6 @@
 """The short version of issue 15's soak (bench/bench_soak.py runs it for 60 s): stdio and
-HTTP MCP clients, an editor and `vault watch` writing and searching one vault at once;
+HTTP MCP clients, an editor and `vault watch` writing and searching one vault at once,
+while the index folder is deleted and then its file overwritten in place (issue 31);
 nothing acknowledged may be lost, doubled, mixed or missing from the index."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ def test_a_short_soak_loses_nothing(tmp_path: Path) -> None:
     assert writes["editor save"] >= 10 and result["searches"] >= 4, result
     assert set(result["errors"]) <= {"conflict (re-read, retried)"}, result["errors"]
     assert result["unknown_outcome"] == 0
+    assert len(result["vandal"]) == 2, result["vandal"]  # deleted, then overwritten
 
 
 def test_the_checks_see_a_lost_a_doubled_and_a_stranger_word(tmp_path: Path) -> None:

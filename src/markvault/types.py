@@ -268,6 +268,8 @@ class NoteRecord:
     # counted (the keyword index is then rebuilt from the chunks' text).
     terms: tuple[str, ...] = ()
     term_counts: bytes | None = None
+    ctime_ns: int = 0  # racy.RACY_CTIME when recorded within the racy window
+    ino: int = 0
 
 
 # Search scopes (``Filters.scope``): session notes, or parts of them told apart by the

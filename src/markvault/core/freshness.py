@@ -52,6 +52,7 @@ from markvault.errors import MarkvaultError
 from markvault.files.find_walk import FindListing, FindWalk
 from markvault.files.vault_files import IGNORE_FILE
 from markvault.git.repo import find_repo
+from markvault.indexing.racy import same_file
 
 if TYPE_CHECKING:
     from markvault.config import Settings
@@ -232,7 +233,10 @@ class Freshness:
             return False
         if changed:
             self.keeper.refresh(paths=changed)
-        if plan.new_state != plan.state:
+        # A walk's sum taken while a note was racy (racy.py) may hide a change made in
+        # the same tick: not kept, so the next check compares the notes again.
+        racy = plan.walk_all and self.keeper.reader().reads.racy_notes() > 0
+        if plan.new_state != plan.state and not racy:
             self._save(plan.new_state)
         return bool(changed)
 
@@ -246,7 +250,9 @@ class Freshness:
         known = index.reads.file_states_of([*names, *scan.notes])
         files = index.reads.attachments()
         changed = {
-            st.file for key, st in scan.notes.items() if known.get(key) != (st.mtime_ns, st.size)
+            st.file
+            for key, st in scan.notes.items()
+            if key not in known or not same_file(known[key], st)
         }
         changed |= {p for p in names if p not in scan.notes and p in known}  # deleted notes
         changed |= {p for p in names if (p in scan.attachments) != (p in files)}
@@ -265,8 +271,11 @@ class Freshness:
         changed = {
             st.file
             for key, st in scan.notes.items()
-            if (known[key][1:3] if key in known else skipped.get(key, (None, None))[:2])
-            != (st.mtime_ns, st.size)
+            if (
+                not same_file((old[1], old[2], old[4], old[5]), st)
+                if (old := known.get(key)) is not None
+                else skipped.get(key, (None, None))[:2] != (st.mtime_ns, st.size)
+            )
         }
         changed |= (set(known) | set(skipped)) - set(scan.notes)
         changed |= scan.attachments ^ index.reads.attachments()
@@ -381,12 +390,14 @@ def _load(settings: Settings) -> dict[str, Any]:
 
 def stat_sum(root: str, skip: set[str]) -> list[int]:
     """[files, sum of their mtimes, sum of their sizes, folders, sum of the folders'
-    mtimes] under ``root``, hidden entries and the ``skip`` folders left out. The
+    mtimes, sum of the files' ctimes each xor its inode] under ``root``, hidden entries
+    and the ``skip`` folders left out. The
     freshness check's one pass over the disk: written for speed (plain locals, no
     context manager per file), as it runs before every call on a vault without git.
     Each folder is listed through its descriptor, so each file's stat is relative to
     it (``fstatat``) rather than a lookup of its whole path."""
     files = mtimes = sizes = folders = folder_mtimes = 0
+    ctimes = 0  # ctime and inode: a restored mtime (`cp -p`) changes them (racy.py)
     stack = [root]
     while stack:
         folder = stack.pop()
@@ -414,9 +425,10 @@ def stat_sum(root: str, skip: set[str]) -> list[int]:
                     files += 1
                     mtimes += st.st_mtime_ns
                     sizes += st.st_size
+                    ctimes += st.st_ctime_ns ^ st.st_ino
         finally:
             os.close(fd)
-    return [files, mtimes, sizes, folders, folder_mtimes]
+    return [files, mtimes, sizes, folders, folder_mtimes, ctimes]
 
 
 def _dirty(git: Git) -> set[str]:

@@ -10,16 +10,21 @@ doing (for busy answers), and the vectors the background embedding fills in.
 from __future__ import annotations
 
 import contextlib
+import os
+import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from markvault.config import ChunkParams, Settings
 from markvault.embed.embedder import Embedder, SentenceEmbedder
+from markvault.errors import IndexBusyError, MarkvaultError
 from markvault.files.vault_files import VaultFiles
 from markvault.git.merge_state import merge_state
 from markvault.index import Index, IndexUnusable
+from markvault.index.guard import FileStamp, is_index_failure, looks_like_duckdb
 from markvault.indexing.change_feed import ChangeFeed
+from markvault.indexing.racy import RACY_CTIME
 from markvault.markdown.chunk import fingerprint
 from markvault.types import Progress, ReindexReport
 
@@ -61,6 +66,17 @@ class IndexKeeper:
         # Set by the host: lets its other calls run while the current one waits on
         # something that does not touch the index (`vault sync`'s fetch and push).
         self.lend_turn: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+        # The index file as this process left it at the end of its last turn (index_guard.py).
+        self._stamp: FileStamp | None = None
+        # When and why a running owner last rebuilt its index (shown by status), None if never.
+        self.rebuilt: dict[str, str] | None = None
+        # Set by an owner: keep (or take back) the owner lock before a rebuild; False when
+        # another process holds it now (this one must not write the index any more).
+        self.claim: Callable[[], bool] | None = None
+        self.on_recovered: list[Callable[[], None]] = []  # run after such a rebuild
+        # Said with the next answer (a search's warnings, a write's), kept apart from
+        # ``notices``, which a sync before that answer hands to its own report.
+        self.rebuild_notices: list[str] = []
 
     @property
     def max_note_bytes(self) -> int:
@@ -74,6 +90,101 @@ class IndexKeeper:
         if self._index is not None:
             self._index.close()
             self._index = None
+        self._stamp = None
+
+    # ---- an index that another program deleted, replaced or changed -------------------
+
+    def stamp(self) -> None:
+        """Remember the index file as this turn leaves it (``index_guard.IndexTurns``);
+        the stamp taken at its open when the file at the path is no longer the one open
+        (deleted or replaced during the turn: the next turn must see it)."""
+        if self._index is None:
+            self._stamp = None
+            return
+        now = FileStamp.of(self.settings.db_path)
+        if self._stamp is None or (now is not None and now[:2] == self._stamp[:2]):
+            self._stamp = now
+
+    def index_moved(self) -> str | None:
+        """Why the open index file is no longer what this process left (one ``stat``);
+        None when it is, or none is open."""
+        stamp = self._stamp
+        if stamp is None or self._index is None:
+            return None
+        db = self.settings.db_path
+        reason = stamp.change(FileStamp.of(db))
+        if reason is None and not looks_like_duckdb(db):
+            return "the index file was changed by another program"
+        return reason
+
+    def check_index(self) -> None:
+        """At the start of a turn: rebuild the index when another program deleted,
+        replaced or changed its file since this process's last turn."""
+        reason = self.index_moved()
+        if reason is not None:
+            self.recover(reason)
+
+    def recover(self, reason: str) -> None:
+        """Rebuild the index from the vault (keywords now, vectors in the background or
+        at the next reindex; those the old file still holds are kept), and say so: in the
+        next answer's notices, in status, and to the clients as a log message.
+
+        Raises:
+            IndexBusyError: another process owns the index now; this one stepped down.
+        """
+        if self.claim is not None and not self.claim():
+            raise IndexBusyError(
+                "Another markvault process took this index over while its folder was gone.",
+                "Retry: the call goes to that process.",
+            )
+        self.close()
+        self._index = Index.open(
+            self.settings,
+            write=True,
+            chunk_fingerprint=chunk_fingerprint(self.settings.chunk),
+            discard=reason,
+        )
+        kept = [n for n in self._index.notices if n.startswith("Kept ")]
+        self._index.notices.clear()
+        self._sync(False, False, None, None, None, None, tell=False)
+        self.feed.lost(f"the index was rebuilt ({reason})")
+        message = (
+            f"The index was rebuilt from the vault: {reason} while this process "
+            f"(pid {os.getpid()}) was using it."
+        )
+        self.rebuilt = {"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "reason": reason}
+        self.rebuild_notices.extend([message, *kept])
+        self.feed.event("warning", "index_rebuilt", message)
+        for hook in self.on_recovered:
+            hook()
+        self.stamp()
+
+    def refresh_written(self, paths: Iterable[str]) -> list[str]:
+        """``refresh`` after a write whose file has landed: the write succeeded whatever
+        the index does, so a failure here is recovered (the index rebuilt) or, failing
+        that, returned as a warning for the answer; never raised."""
+        paths = list(paths)
+        try:
+            try:
+                self.check_index()  # it may have gone since the call's turn began
+                self.refresh(paths=paths)
+            except (MarkvaultError, OSError, IndexUnusable) as exc:
+                self.recover(f"updating it after a write failed ({_first_line(exc)})")
+            except Exception as exc:
+                if not is_index_failure(exc):
+                    raise
+                self.recover(f"updating it after a write failed ({_first_line(exc)})")
+        except Exception as exc:  # a full disk, another owner: the next sync indexes it
+            return [
+                f"The note was written, but the index could not be updated ({_first_line(exc)}); "
+                "it is indexed at the next sync (`vault reindex`, or a running watcher)."
+            ]
+        told, self.rebuild_notices = self.rebuild_notices, []  # this call's, or before it
+        return told
+
+    def has_index(self) -> bool:
+        """Whether there is an index to keep up to date (a file, or one open here)."""
+        return self._index is not None or self.settings.db_path.exists()
 
     def start_background(self) -> None:
         """For long-running servers: load the model in a background thread, so keyword
@@ -89,10 +200,17 @@ class IndexKeeper:
     def open_index(self, write: bool) -> Index:
         if self._index is not None and (self._index.writable or not write):
             return self._index
+        moved = self.index_moved()  # a reopen must not start an empty file in its place
+        if moved is not None:
+            self.recover(moved)
+            assert self._index is not None
+            if self._index.writable or not write:
+                return self._index
         self.close()
         self._index = Index.open(
             self.settings, write=write, chunk_fingerprint=chunk_fingerprint(self.settings.chunk)
         )
+        self._stamp = FileStamp.of(self.settings.db_path)
         self.notices.extend(self._index.notices)
         self._index.notices.clear()
         return self._index
@@ -129,7 +247,15 @@ class IndexKeeper:
         ``embed_limit``: leave vectors for later when more chunks than that lack one."""
         walk, self._walk = self._walk, None  # the first sync's, if it looks at every file
         try:
-            return self._sync(full, vectors, progress, paths, embed_limit, walk)
+            try:
+                return self._sync(full, vectors, progress, paths, embed_limit, walk)
+            except Exception as exc:
+                if not is_index_failure(exc):
+                    raise
+                # The file broke under this sync (deleted with its folder, overwritten):
+                # rebuilt from the vault, which this sync then completes.
+                self.recover(f"the index could not be read or written ({_first_line(exc)})")
+                return self._sync(full, vectors, progress, paths, embed_limit, None)
         finally:
             if walk is not None:  # not used (a narrower sync, or a failure): reaped
                 walk.cancel()
@@ -142,7 +268,11 @@ class IndexKeeper:
         paths: Iterable[str] | None,
         embed_limit: int | None,
         walk: FindWalk | None,
+        *,
+        tell: bool = True,
     ) -> ReindexReport:
+        """``tell``: tell the change feed what changed (not after a rebuild: every note
+        would be news)."""
         if full:
             self.close()
             for path in (self.settings.db_path, self.settings.db_path.with_suffix(".duckdb.wal")):
@@ -162,7 +292,8 @@ class IndexKeeper:
                 progress=tracked,
                 hints=paths,
                 embed_limit=embed_limit,
-                feed=None if full else self.feed,  # a rebuild would list every note as new
+                # A rebuild would list every note as new.
+                feed=None if full or not tell else self.feed,
             )
         finally:
             self.activity = None
@@ -204,7 +335,8 @@ class IndexKeeper:
             "vault": str(self.settings.vault_dir),
             "index": str(db),
             "index_origin": self.settings.index_origin,
-            "index_bytes": db.stat().st_size + (wal.stat().st_size if wal.exists() else 0),
+            "index_bytes": _size(db) + _size(wal),
+            "index_rebuilt": self.rebuilt,
             **index.reads.stats(),
             "model": self.settings.model,
             "dimension": int(meta["embedding_dim"]) if meta.get("embedding_dim") else None,
@@ -214,7 +346,7 @@ class IndexKeeper:
             "pending": self.pending(),
             "problems": index.reads.problems(),
             "git_operation": merge_state(self.settings.vault_dir),
-            "notices": self.notices,
+            "notices": [*self.rebuild_notices, *self.notices],
             "watcher": self.watcher.status() if self.watcher else None,
             "autosync": {
                 "on": self.settings.sync.auto,
@@ -232,7 +364,13 @@ class IndexKeeper:
         changed = sum(
             1
             for path, st in on_disk.items()
-            if path in known and known[path][:3] != (st.file, st.mtime_ns, st.size)
+            if path in known
+            and (
+                known[path][:3] != (st.file, st.mtime_ns, st.size)
+                # a racy record (racy.py) is not a change to count
+                or known[path][4] not in (st.ctime_ns, RACY_CTIME)
+                or known[path][5] != st.ino
+            )
         )
         return {
             "new": sum(1 for p in on_disk if p not in known and p not in skipped),
@@ -263,6 +401,20 @@ class IndexKeeper:
         keep = [i for i, h in enumerate(hashes) if h in still]
         if keep:
             index.vectors.add(model, [hashes[i] for i in keep], vectors[keep])
+
+
+def _size(path: os.PathLike[str]) -> int:
+    """A file's size; 0 when it is gone (deleted under a running owner, or a log that
+    DuckDB has folded in)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def chunk_fingerprint(params: ChunkParams) -> str:

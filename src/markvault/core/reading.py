@@ -41,8 +41,9 @@ class NoteReader:
         result = Searcher(
             index, self.keeper.settings.model, self.keeper.embedder, self.keeper.model_wait
         ).search(request)
-        result.warnings[:0] = self.keeper.notices
+        result.warnings[:0] = [*self.keeper.rebuild_notices, *self.keeper.notices]
         self.keeper.notices = []
+        self.keeper.rebuild_notices = []
         return result
 
     def search_batch(

@@ -28,6 +28,7 @@ from markvault.errors import ConflictError, IndexBusyError, MarkvaultError, NotF
 from markvault.files.vault_files import FileStat, content_hash
 from markvault.git.repo import check_writable
 from markvault.indexing.pool import in_workers
+from markvault.indexing.racy import RACY_CTIME
 from markvault.markdown.frontmatter import read_frontmatter
 from markvault.sessions import transcripts as sessions_module
 from markvault.sessions.transcripts import (
@@ -141,7 +142,12 @@ class SessionImporter:
         states = index.writes.file_states()
         unseen = self._scan_session_ids(
             on_disk,
-            lambda rel, st: rel not in states or states[rel][:3] != (st.file, st.mtime_ns, st.size),
+            lambda rel, st: (
+                rel not in states
+                or states[rel][:3] != (st.file, st.mtime_ns, st.size)
+                or states[rel][4] not in (st.ctime_ns, RACY_CTIME)  # racy: not a change
+                or states[rel][5] != st.ino
+            ),
         )
         known = {**index.sessions.notes_by_id(), **unseen}
         return _ImportState(known, on_disk, states, index.sessions.sources())
@@ -180,7 +186,7 @@ class SessionImporter:
         if (
             st is None
             or indexed is None
-            or indexed != (st.file, st.mtime_ns, st.size, seen["hash"])
+            or indexed[:4] != (st.file, st.mtime_ns, st.size, seen["hash"])
         ):
             return None
         return {
@@ -295,7 +301,7 @@ class SessionImporter:
 class _ImportState:
     known: dict[str, dict[str, Any]]  # session_id -> {path, file} of its note
     on_disk: Mapping[str, FileStat]  # the vault's notes now
-    states: Mapping[str, tuple[str, int, int, str]]  # as indexed: file, mtime, size, hash
+    states: Mapping[str, tuple[str, int, int, str, int | None, int | None]]  # as indexed
     sources: Mapping[str, dict[str, Any]]  # transcript -> what the last import recorded
 
 

@@ -105,9 +105,12 @@ class NoteWriter:
         except ConflictError:
             del gate.redacted[found_before:]
             raise
-        if self.keeper.settings.db_path.exists():
-            self.keeper.refresh(paths=[path.relative_to(self.keeper.settings.vault_dir).as_posix()])
-        return {**_written(rel, text), **gate.report()}
+        warned: list[str] = []
+        if self.keeper.has_index():
+            warned = self.keeper.refresh_written(
+                [path.relative_to(self.keeper.settings.vault_dir).as_posix()]
+            )
+        return {**_written(rel, text), **gate.report(), **_warnings(warned)}
 
     def edit_note(self, ref: str, edits: Sequence[Edit], expected_hash: str) -> dict[str, Any]:
         """Apply ``edits`` to a note whose current content hash is ``expected_hash``.
@@ -133,8 +136,15 @@ class NoteWriter:
         if new_text == text:
             return {"path": rel, "hash": expected_hash, "changed": False, "uri": uri}
         new_hash = self.keeper.files.replace(row["file"], new_text, expected_hash)
-        self.keeper.refresh(paths=[row["file"]])
-        return {"path": rel, "hash": new_hash, "changed": True, "uri": uri, **gate.report()}
+        warned = self.keeper.refresh_written([row["file"]])
+        return {
+            "path": rel,
+            "hash": new_hash,
+            "changed": True,
+            "uri": uri,
+            **gate.report(),
+            **_warnings(warned),
+        }
 
     def move_note(self, ref: str, to: str, expected_hash: str) -> dict[str, Any]:
         """Move or rename a note (``to``: a vault-relative path, or a folder ending in
@@ -157,7 +167,7 @@ class NoteWriter:
             return {"path": target, "moved": False, "hash": row["hash"], "uri": uri}
         linking = sorted({link["source"] for link in index.reads.links_of(row["path"])[1]})
         self.keeper.files.move(row["file"], target, expected_hash)
-        self.keeper.refresh(paths=[row["file"], target])
+        warned = self.keeper.refresh_written([row["file"], target])
         broken = [
             {"source": source, "line": link["line"], "target": link["target"]}
             for source in linking
@@ -176,6 +186,7 @@ class NoteWriter:
             "hash": expected_hash,
             "broken_links": broken,
             **gate.report(),
+            **_warnings(warned),
         }
 
     def delete_note(self, ref: str, expected_hash: str) -> dict[str, Any]:
@@ -186,11 +197,12 @@ class NoteWriter:
         """
         _, row = self._row_to_change(ref, expected_hash)
         trash_path = self.keeper.files.trash(row["file"], expected_hash)
-        self.keeper.refresh(paths=[row["file"]])
+        warned = self.keeper.refresh_written([row["file"]])
         return {
             "path": row["path"],
             "trash_path": trash_path,
             "restore": f"restore_note(trash_path={trash_path!r})",
+            **_warnings(warned),
         }
 
     def restore_note(self, trash_path: str, to: str | None = None) -> dict[str, Any]:
@@ -200,7 +212,7 @@ class NoteWriter:
         if to:
             to = gate.name(to, "file name")
         restored = self.keeper.files.restore(trash_path, to)
-        self.keeper.refresh(paths=[restored])
+        warned = self.keeper.refresh_written([restored])
         index = self.keeper.reader()
         row = index.reads.find_notes("path", restored)
         note_id = row[0]["id"] if row else restored
@@ -210,6 +222,7 @@ class NoteWriter:
             "uri": self.notes.cite(index, note_id, restored),
             "hash": row[0]["hash"] if row else None,
             **gate.report(),
+            **_warnings(warned),
         }
 
     def _row_to_change(self, ref: str, expected_hash: str) -> tuple[Index, dict[str, Any]]:
@@ -282,6 +295,12 @@ class NoteWriter:
 
     def _template(self, kind: str) -> str:
         return read_template(self.keeper.settings.vault_dir, kind)
+
+
+def _warnings(warned: list[str]) -> dict[str, Any]:
+    """A written note's answer's ``warnings``: what became of the index after the file
+    landed (rebuilt, or to be updated at the next sync); nothing when all went well."""
+    return {"warnings": warned} if warned else {}
 
 
 def _note_path(kind: str, title: str, topic: str | None, project: str | None) -> str:

@@ -24,12 +24,13 @@ import tempfile
 from dataclasses import dataclass
 
 # GNU find's look at the vault, as ``stat_sum``'s: hidden entries and the index folder
-# pruned, a line per entry (type, mtime, size, path), links by path alone (statted
-# after, following them as ``stat_sum`` does).
+# pruned, a line per entry (type, mtime, ctime, inode, size, path: ctime and inode see
+# a restored mtime, racy.py), links by path alone (statted after, following them as
+# ``stat_sum`` does).
 FIND_ARGS = (
     "(", "-name", ".*", "-o", "-path", "{skip}", ")", "-prune",
     "-o", "-type", "l", "-printf", "l %P\\0",
-    "-o", "-printf", "%y %T@ %s %P\\0",
+    "-o", "-printf", "%y %T@ %C@ %i %s %P\\0",
 )  # fmt: skip
 LINK_LINE = re.compile(rb"(?:^|\0)l ([^\0]*)")
 
@@ -139,5 +140,5 @@ class FindWalk:
                 st = os.stat(os.path.join(root, os.fsdecode(link)))
             except OSError:
                 continue
-            digest.update(f"{st.st_mtime_ns} {st.st_size}".encode())
+            digest.update(f"{st.st_mtime_ns} {st.st_size} {st.st_ctime_ns} {st.st_ino}".encode())
         return digest.hexdigest()

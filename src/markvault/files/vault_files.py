@@ -57,6 +57,9 @@ class FileStat(NamedTuple):
     file: str  # vault-relative as named on disk
     mtime_ns: int
     size: int
+    # Seen by a sync too: a restored mtime (`cp -p`) changes them (racy.py).
+    ctime_ns: int = 0
+    ino: int = 0
 
 
 @dataclass
@@ -330,7 +333,7 @@ class VaultFiles:
             except OSError:
                 return  # dangling: not a note now
         if stat_mod.S_ISREG(st.st_mode):
-            _add_note(file, st.st_mtime_ns, st.st_size, found)
+            _add_note(file, st.st_mtime_ns, st.st_size, found, st.st_ctime_ns, st.st_ino)
 
     def read(self, file: str, max_bytes: int) -> tuple[bytes, str]:
         """(raw bytes, decoded text) of a note file.
@@ -652,7 +655,9 @@ def resolve_path(path: Path) -> Path:
         ) from None
 
 
-def _add_note(file: str, mtime_ns: int, size: int, found: VaultScan) -> None:
+def _add_note(
+    file: str, mtime_ns: int, size: int, found: VaultScan, ctime_ns: int = 0, ino: int = 0
+) -> None:
     """A regular file ``file`` as a note, unless one in another Unicode form came first."""
     key = _nfc(file)
     if key in found.notes:
@@ -660,17 +665,18 @@ def _add_note(file: str, mtime_ns: int, size: int, found: VaultScan) -> None:
             f"{file}: same name as {found.notes[key].file} (Unicode form), skipped"
         )
         return
-    found.notes[key] = FileStat(key, file, mtime_ns, size)
+    found.notes[key] = FileStat(key, file, mtime_ns, size, ctime_ns, ino)
 
 
 # One entry of find's listing that is not a folder: (name, find's type letter, mtime in
-# ns, size); mtime and size only for a regular file ("f").
-_Listed = tuple[str, str, int, int]
+# ns, size, ctime in ns, inode); all but the name and type only for a regular file ("f").
+_Listed = tuple[str, str, int, int, int, int]
 # A line of find's listing (``find_walk.FIND_ARGS``), from the NUL before it to the one
-# that ends it: a link's "l" and path, or a type letter, mtime (``%T@``: seconds, a
-# dot, nine digits of nanoseconds and a "0"), size and path.
+# that ends it: a link's "l" and path, or a type letter, mtime and ctime (``%T@``,
+# ``%C@``: seconds, a dot, nine digits of nanoseconds and a "0"), inode, size and path.
 _LISTED_LINE = re.compile(
-    r"\0(?:l ([^\0]*)|([a-km-zA-Z]) ([0-9]+)\.([0-9]{9})0 ([0-9]+) ([^\0]*))(?=\0)"
+    r"\0(?:l ([^\0]*)|([a-km-zA-Z]) ([0-9]+)\.([0-9]{9})0 ([0-9]+)\.([0-9]{9})0 ([0-9]+) "
+    r"([0-9]+) ([^\0]*))(?=\0)"
 )
 
 
@@ -685,7 +691,7 @@ def _listed_folders(data: bytes) -> dict[str, tuple[list[_Listed], list[str]]] |
     if len(lines) != text.count("\0"):
         return None  # a line that does not parse (a match is a whole line)
     folders: dict[str, tuple[list[_Listed], list[str]]] = {"": ([], [])}
-    for link, kind, secs, nanos, size, path in lines:
+    for link, kind, secs, nanos, csecs, cnanos, ino, size, path in lines:
         folder, _, name = (link or path).rpartition("/")
         if not name:
             return None
@@ -695,9 +701,11 @@ def _listed_folders(data: bytes) -> dict[str, tuple[list[_Listed], list[str]]] |
         if kind == "d":
             listed[1].append(name)
         elif kind == "f":
-            listed[0].append((name, kind, int(secs + nanos), int(size)))
+            listed[0].append(
+                (name, kind, int(secs + nanos), int(size), int(csecs + cnanos), int(ino))
+            )
         else:
-            listed[0].append((name, kind or "l", 0, 0))
+            listed[0].append((name, kind or "l", 0, 0, 0, 0))
     return folders
 
 
@@ -709,12 +717,12 @@ def _scan_listed(files: VaultFiles, data: bytes) -> VaultScan | None:
     found = VaultScan({}, set(), [])
     spec = files._spec  # this module's own class: the ignore rules, matched inline
     for rel_dir, entries in _listed_walk(files, folders):
-        for name, kind, mtime_ns, size in entries:
+        for name, kind, mtime_ns, size, ctime_ns, ino in entries:
             # The common case inline: a note file no ignore rule names.
             if kind == "f" and name[-3:].lower() == ".md":
                 file = rel_dir + name
                 if spec is None or not spec.match_file(file):
-                    _add_note(file, mtime_ns, size, found)
+                    _add_note(file, mtime_ns, size, found, ctime_ns, ino)
                 continue
             _add_listed(files, rel_dir, name, kind, found)
     return found

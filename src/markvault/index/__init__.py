@@ -49,7 +49,9 @@ class Index:
         return SessionQueries(self.store)
 
     @classmethod
-    def open(cls, settings: Settings, *, write: bool, chunk_fingerprint: str) -> Index:
+    def open(
+        cls, settings: Settings, *, write: bool, chunk_fingerprint: str, discard: str | None = None
+    ) -> Index:
         """Open the index; with ``write``, create or rebuild it when unusable (see
         ``Store.open``), and rebuild its keyword index when a large change left it so.
 
@@ -68,7 +70,13 @@ class Index:
                 keyword.index_terms()
 
         return cls(
-            Store.open(settings, write=write, chunk_fingerprint=chunk_fingerprint, ready=ready)
+            Store.open(
+                settings,
+                write=write,
+                chunk_fingerprint=chunk_fingerprint,
+                ready=ready,
+                discard=discard,
+            )
         )
 
     @property

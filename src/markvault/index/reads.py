@@ -233,16 +233,25 @@ class NoteReads:
         sync saw it."""
         return {r[0] for r in self.con.execute("SELECT path FROM attachments").fetchall()}
 
-    def file_states_of(self, paths: Sequence[str]) -> dict[str, tuple[int, int]]:
-        """(mtime_ns, size) as last synced of the notes and skipped files among
-        ``paths`` (NFC vault-relative): what a freshness check compares with the disk."""
+    def racy_notes(self) -> int:
+        """Notes recorded as racy (``racy.RACY_CTIME``): the next look must compare them."""
+        row = self.con.execute("SELECT count(*) FROM notes WHERE ctime_ns = -1").fetchone()
+        return int(row[0]) if row else 0
+
+    def file_states_of(
+        self, paths: Sequence[str]
+    ) -> dict[str, tuple[int, int, int | None, int | None]]:
+        """(mtime_ns, size, ctime_ns, inode) as last synced of the notes and skipped
+        files among ``paths`` (NFC vault-relative; a skipped file has no ctime nor inode):
+        what a freshness check compares with the disk (``racy.same_file``)."""
         rows = self._query_paths(
             sorted(set(paths)),
-            "SELECT path, mtime_ns, size FROM notes WHERE path IN (SELECT path FROM {wanted}) "
-            "UNION ALL SELECT path, mtime_ns, size FROM skipped "
+            "SELECT path, mtime_ns, size, ctime_ns, ino FROM notes "
+            "WHERE path IN (SELECT path FROM {wanted}) "
+            "UNION ALL SELECT path, mtime_ns, size, NULL, NULL FROM skipped "
             "WHERE path IN (SELECT path FROM {wanted})",
         )
-        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+        return {r[0]: (int(r[1]), int(r[2]), r[3], r[4]) for r in rows}
 
     def find_attachment(self, ref: str) -> str | None:
         """The file other than a note that ``ref`` names: its vault path, or the end of

@@ -44,6 +44,8 @@ NOTE_COLUMNS = (
     "hash",
     "mtime_ns",
     "size",
+    "ctime_ns",
+    "ino",
     "date",
 )
 # The chunks' columns but their ids, which the index gives out (index.writes).
@@ -190,6 +192,8 @@ def note_row(rec: NoteRecord) -> tuple[Any, ...]:
         rec.hash,
         rec.mtime_ns,
         rec.size,
+        rec.ctime_ns,
+        rec.ino,
         f.get("updated")
         or f.get("created")
         or time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(rec.mtime_ns / 1e9)),
@@ -209,7 +213,7 @@ def _tables(*columns: Sequence[list[Any]]) -> tuple[Any, Any, Any]:
     kinds = {
         **dict.fromkeys(_LISTS, pa.list_(pa.string())),
         **dict.fromkeys(_INT32, pa.int32()),
-        **dict.fromkeys(("mtime_ns", "size"), pa.int64()),
+        **dict.fromkeys(("mtime_ns", "size", "ctime_ns", "ino"), pa.int64()),
         "embed": pa.bool_(),
     }
     return tuple(

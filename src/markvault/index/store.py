@@ -30,7 +30,7 @@ from markvault.index.filters import sql_string
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = "12"
+SCHEMA_VERSION = "13"  # 13: notes.ctime_ns and notes.ino (racy.py)
 # DuckDB's memory while a sync writes, over what the connection already holds (see
 # deferred_checkpoints): a 90 MB vault's first build peaked at 1.2 GB without it.
 BUILD_MEMORY_BYTES = 256 * 10**6
@@ -44,7 +44,7 @@ CREATE TABLE notes (
     status VARCHAR, created VARCHAR, updated VARCHAR, valid_until VARCHAR,
     superseded_by VARCHAR, source VARCHAR, files VARCHAR[], concepts VARCHAR[],
     metadata JSON, problems VARCHAR[], hash VARCHAR, mtime_ns BIGINT, size BIGINT,
-    date VARCHAR, indexed_at TIMESTAMP
+    ctime_ns BIGINT, ino BIGINT, date VARCHAR, indexed_at TIMESTAMP
 );
 CREATE TABLE chunks (
     id BIGINT, path VARCHAR, seq INTEGER, heading_path VARCHAR[], start_line INTEGER,
@@ -90,10 +90,13 @@ class Store:
         write: bool,
         chunk_fingerprint: str,
         ready: Callable[[Store], None],
+        discard: str | None = None,
     ) -> Store:
         """Open the index; with ``write``, create or rebuild it when unusable. ``ready``
         finishes a usable store (the keyword index rebuilds itself when marked dirty);
-        what it cannot read is answered by a rebuild too.
+        what it cannot read is answered by a rebuild too. ``discard``: rebuild the file
+        there whatever it holds, for this reason (another program replaced or changed it
+        under a running owner), keeping what vectors it still has.
 
         Raises:
             IndexUnusable: read-only open of an index that is missing or must be rebuilt.
@@ -110,6 +113,8 @@ class Store:
         try:
             con = connect(path, settings, read_only=not write)
             store = cls(con, settings, write)
+            if existed and discard:
+                raise IndexUnusable(discard)
             if existed:
                 store._check(chunk_fingerprint)
             else:

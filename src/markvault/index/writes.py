@@ -38,17 +38,21 @@ class NoteWrites:
         self.vectors = vectors
         self.reads = reads
 
-    def file_states(self) -> dict[str, tuple[str, int, int, str]]:
-        """path -> (file on disk, mtime_ns, size, hash) of every indexed note."""
-        rows = self.con.execute("SELECT path, file, mtime_ns, size, hash FROM notes").fetchall()
-        return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
+    def file_states(self) -> dict[str, tuple[str, int, int, str, int | None, int | None]]:
+        """path -> (file on disk, mtime_ns, size, hash, ctime_ns, inode) of every indexed
+        note (ctime ``racy.RACY_CTIME`` when it was recorded as racy)."""
+        rows = self.con.execute(
+            "SELECT path, file, mtime_ns, size, hash, ctime_ns, ino FROM notes"
+        ).fetchall()
+        return {r[0]: (r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows}
 
     def skipped_states(self) -> dict[str, tuple[int, int, str]]:
         rows = self.con.execute("SELECT path, mtime_ns, size, reason FROM skipped").fetchall()
         return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
-    def touch(self, stats: Iterable[tuple[str, str, int, int]]) -> None:
-        """Record new (file, mtime, size) for notes whose bytes did not change."""
+    def touch(self, stats: Iterable[tuple[str, str, int, int, int, int]]) -> None:
+        """Record new (file, mtime, size, ctime, inode) for notes whose bytes did not
+        change."""
         rows = list(stats)
         if not rows:
             return
@@ -57,11 +61,13 @@ class NoteWrites:
             "file": [r[1] for r in rows],
             "mtime_ns": [r[2] for r in rows],
             "size": [r[3] for r in rows],
+            "ctime_ns": [r[4] for r in rows],
+            "ino": [r[5] for r in rows],
         }
         with self.store.transaction(), self.store.rows(columns, "t") as touched:
             self.con.execute(
-                "UPDATE notes SET file = t.file, mtime_ns = t.mtime_ns, size = t.size "
-                f"FROM {touched} WHERE notes.path = t.path"
+                "UPDATE notes SET file = t.file, mtime_ns = t.mtime_ns, size = t.size, "
+                f"ctime_ns = t.ctime_ns, ino = t.ino FROM {touched} WHERE notes.path = t.path"
             )
 
     def begin_batches(self, notes: int) -> None:

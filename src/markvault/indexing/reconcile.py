@@ -26,6 +26,7 @@ from markvault.files.vault_files import FileStat, VaultFiles, VaultScan, content
 from markvault.git.repo import has_conflict_markers
 from markvault.index.rows import NoteRows, RowBlock
 from markvault.indexing.change_feed import ChangeFeed, NoteChange
+from markvault.indexing.racy import measure_granularity, racy_window, settle
 from markvault.markdown.links import LinkResolver, link_name, names_of
 from markvault.markdown.memo import Recent
 from markvault.types import Chunk, NoProgress, NoteRecord, ParsedNote, Progress, ReindexReport
@@ -35,6 +36,7 @@ if TYPE_CHECKING:  # the workers that read notes import this module: not DuckDB
     from markvault.index import Index
     from markvault.markdown.outline import Outline
 
+GRANULARITY_KEY = "timestamp_granularity_ns"  # the index's meta: racy.py
 # Vectors are committed this many at a time: progress moves and an interrupted run
 # keeps its work, while sentence-transformers still sorts each group by length.
 EMBED_GROUP = 256
@@ -48,9 +50,10 @@ class Changes:
     records: list[NoteRows]
     removed: list[str]
     skipped: list[tuple[str, str, int, int]]
-    touched: list[tuple[str, str, int, int]]
+    touched: list[tuple[str, str, int, int, int, int]]
     unchanged: int
-    known: dict[str, tuple[str, int, int, str]]  # the index's view before the change
+    # The index's view before the change: (file, mtime, size, hash, ctime, inode).
+    known: dict[str, tuple[str, int, int, str, int | None, int | None]]
     warnings: list[str]
     files_added: set[str] = field(default_factory=set)  # attachments (files not notes)
     files_removed: set[str] = field(default_factory=set)
@@ -87,6 +90,8 @@ def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> 
         stat.size,
         terms=terms,
         term_counts=counts,
+        ctime_ns=stat.ctime_ns,
+        ino=stat.ino,
     )
 
 
@@ -312,23 +317,29 @@ class Syncer:
         as they are read instead of into ``records``: a first build holds one batch of
         the vault, never all of it."""
         hint_list = None if hints is None else sorted({h.strip("/") for h in hints})
+        started = time.time_ns()  # a file changed within the racy window of this is suspect
         scan = self._listed_scan() if hint_list is None else None
         if scan is None:
             scan = self.files.scan_all(under=hint_list)
         on_disk, warnings = scan.notes, scan.warnings
         known = self.index.writes.file_states()
         skipped_before = self.index.writes.skipped_states()
+        window = racy_window(self._granularity(on_disk.values() if hint_list is None else None))
         to_read: list[FileStat] = []
         unchanged = 0
         for path, st in on_disk.items():
             old = known.get(path)
-            if old and (old[0], old[1], old[2]) == (st.file, st.mtime_ns, st.size):
+            if (
+                old
+                and (old[0], old[1], old[2]) == (st.file, st.mtime_ns, st.size)
+                and (old[4], old[5]) == (st.ctime_ns, st.ino)
+            ):
                 unchanged += 1
                 continue
             was = skipped_before.get(path)
             if was and (was[0], was[1]) == (st.mtime_ns, st.size):
                 continue  # still the same bad file
-            to_read.append(st)
+            to_read.append(settle(st, started, window))
 
         changes = Changes([], [], [], [], unchanged, known, warnings)
         gone = (set(known) | set(skipped_before)) - set(on_disk)
@@ -353,6 +364,18 @@ class Syncer:
                 self._read(todo, changes, stored, progress)
         progress.finish()
         return changes
+
+    def _granularity(self, stats: Iterable[FileStat] | None) -> int | None:
+        """The vault's timestamp granularity (racy.py): measured from a full scan's
+        ``stats`` and remembered in the index, else the one remembered."""
+        kept = self.index.meta().get(GRANULARITY_KEY)
+        measured = measure_granularity(stats) if stats is not None else None
+        if measured is None:
+            return int(kept) if kept else None
+        if str(measured) != kept and self.index.store.writable:
+            with self.index.store.transaction():
+                self.index.store.set_meta(**{GRANULARITY_KEY: str(measured)})
+        return measured
 
     def _listed_scan(self) -> VaultScan | None:
         """The vault as this sync's find walk listed it; None without one (or when find
@@ -383,7 +406,9 @@ class Syncer:
                     stored.store(batch, changes.known)
                     batch = []
             elif outcome == "touched":
-                changes.touched.append((st.path, st.file, st.mtime_ns, st.size))
+                changes.touched.append(
+                    (st.path, st.file, st.mtime_ns, st.size, st.ctime_ns, st.ino)
+                )
             elif outcome == "skipped":
                 changes.skipped.append((st.path, str(value), st.mtime_ns, st.size))
             else:
@@ -590,7 +615,7 @@ class StoredNotes:
     def store(
         self,
         records: Sequence[NoteRows],
-        known: dict[str, tuple[str, int, int, str]],
+        known: dict[str, tuple[str, int, int, str, int | None, int | None]],
         removed: Sequence[str] = (),
         skipped: Sequence[tuple[str, str, int, int]] = (),
     ) -> None:

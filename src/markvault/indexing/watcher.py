@@ -913,7 +913,7 @@ class Synced(Protocol):
 
 def vault_callback(
     vault: Synced,
-    lock: threading.Lock | threading.RLock | None = None,
+    lock: contextlib.AbstractContextManager[Any] | None = None,
     *,
     vectors: bool | None = None,
     on_report: Callable[[WatchBatch, ReindexReport], None] | None = None,
@@ -930,7 +930,7 @@ def vault_callback(
     closing), a sync under way stops at its next step and the batch is dropped, so
     closing never waits for a long first sync.
     """
-    guard = lock if lock is not None else threading.Lock()
+    guard: contextlib.AbstractContextManager[Any] = lock if lock is not None else threading.Lock()
     progress = StopsWhen(stop) if stop is not None else None
 
     def on_change(batch: WatchBatch) -> None:

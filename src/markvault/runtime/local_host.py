@@ -33,6 +33,7 @@ from markvault.core import Core
 from markvault.core.freshness import OVERLAPPED_CALLS
 from markvault.embed.embedder import Embedder
 from markvault.git.autosync import AutoSync
+from markvault.index.guard import IndexTurns, is_index_failure
 from markvault.indexing.change_feed import ChangeFeed, Listener
 from markvault.types import SearchRequest, SearchResult
 from markvault.vault import Vault
@@ -45,6 +46,7 @@ BUSY_ANSWER_SECONDS = 3.0  # a read waits this long for a running sync, then say
 BACKFILL_GROUP = 64  # chunks embedded per turn in the background
 BACKFILL_IDLE_SECONDS = 300.0  # a check for missing vectors when nothing woke it
 EMBED_NEWS_SECONDS = 5.0  # the background embedding tells its progress this often
+INDEX_CHECK_SECONDS = 1.0  # an owner looks at its index file this often between calls
 
 
 def open_local(
@@ -75,10 +77,13 @@ class LocalHost:
         self._core = core
         self.owner = owner
         self.fresh = owner if fresh is None else fresh
-        self.calls = threading.RLock()  # one call at a time
+        # One call at a time; each turn first checks that the index file is still the one
+        # this process left (deleted, replaced or changed under it: rebuilt first).
+        self.calls = IndexTurns(core.keeper.check_index, core.keeper.stamp)
         self.closed = False
         self.clients: int | None = None  # set by the owner's server: processes served
         self._backfill: threading.Thread | None = None
+        self._index_check: threading.Thread | None = None
         self._wake = threading.Event()  # set after writes and syncs: new chunks to embed
         # Set whenever the background embedding finds nothing left to embed.
         self.backfill_idle = threading.Event()
@@ -93,6 +98,13 @@ class LocalHost:
             return alive._lend_turn() if alive is not None else contextlib.nullcontext()
 
         core.keeper.lend_turn = lend_turn
+
+        def recovered() -> None:  # a rebuilt index has chunks without vectors
+            alive = host()
+            if alive is not None:
+                alive._wake.set()
+
+        core.keeper.on_recovered.append(recovered)
 
     @property
     def settings(self) -> Settings:
@@ -148,21 +160,33 @@ class LocalHost:
             self.calls.release()
             raise ConnectionAbortedError("the index owner is closing")
         try:
-            # A facade of this host for the body to run on (held by nothing here: a
-            # vault nobody closed still goes, and its index with it).
-            if self.fresh and call.name in OVERLAPPED_CALLS:
-                return self._core.fresh.around(
-                    call.name, lambda: call.body(Vault(self), *args, **kwargs)
-                )
-            if self.fresh:
-                self._core.fresh.before_call(call.name)
-            return call.body(Vault(self), *args, **kwargs)
+            try:
+                return self._run(call, args, kwargs)
+            except Exception as exc:
+                if call.writes or not is_index_failure(exc):
+                    raise
+                # The file broke during this read (overwritten, deleted with its folder):
+                # rebuilt from the vault, and the read asked again, once.
+                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "an error"
+                self._core.keeper.recover(f"the index could not be read ({reason})")
+                return self._run(call, args, kwargs)
         finally:
             self.calls.release()
             if call.writes:
                 self._wake.set()
                 if self.autosync is not None and call.name not in ("sync", "reindex", "refresh"):
                     self.autosync.changed()
+
+    def _run(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        # A facade of this host for the body to run on (held by nothing here: a vault
+        # nobody closed still goes, and its index with it).
+        if self.fresh and call.name in OVERLAPPED_CALLS:
+            return self._core.fresh.around(
+                call.name, lambda: call.body(Vault(self), *args, **kwargs)
+            )
+        if self.fresh:
+            self._core.fresh.before_call(call.name)
+        return call.body(Vault(self), *args, **kwargs)
 
     @contextlib.contextmanager
     def _lend_turn(self) -> Iterator[None]:
@@ -206,6 +230,7 @@ class LocalHost:
         self._core.keeper.start_background()
         if self.owner:
             self._start_backfill()
+            self._start_index_check()
             if watch:
                 self._start_watching(poll)
             self._start_autosync()
@@ -215,6 +240,7 @@ class LocalHost:
 
     def watch_forever(self, stop: threading.Event, poll: bool | None = None) -> None:
         self._core.keeper.start_background()
+        self._start_index_check()
         self._start_watching(poll)
         while not stop.wait(0.5):  # short waits keep Ctrl-C responsive
             pass
@@ -254,6 +280,30 @@ class LocalHost:
                 self.backfill_idle.set()
                 self._wake.wait(BACKFILL_IDLE_SECONDS)
                 self._wake.clear()
+
+    def _start_index_check(self) -> None:
+        """Look at the index file every ``INDEX_CHECK_SECONDS`` (one ``stat``) and take a
+        turn when another program deleted, replaced or changed it: the turn rebuilds it
+        (``IndexTurns``), so a new note is searchable within seconds, and the owner lock
+        (in the index folder) is back for other processes to find this owner, even when
+        no call comes."""
+        if self._index_check is not None:
+            return
+        keeper = self._core.keeper
+
+        def loop() -> None:
+            while not self._stopping.wait(INDEX_CHECK_SECONDS):
+                if keeper.index_moved() is None:
+                    continue
+                try:
+                    with self.calls:
+                        pass
+                except Exception as exc:  # the next call or tick tries again
+                    print(f"markvault: rebuilding the index failed: {exc}", file=sys.stderr)
+                    self.feed.event("error", "index_rebuilt", f"rebuilding the index failed: {exc}")
+
+        self._index_check = threading.Thread(target=loop, name="markvault-index", daemon=True)
+        self._index_check.start()
 
     def _start_autosync(self) -> None:
         """``[sync] auto``: sync with git on its own (``autosync.py``), as a call of this
@@ -314,6 +364,7 @@ class LocalHost:
         past that the process exits anyway and DuckDB's write-ahead log makes the next
         open whole."""
         self.stop_background()
+        self.calls.checking = False  # closing: whatever became of the file, never rebuilt now
         if self.calls.acquire(timeout=CLOSE_WAIT_SECONDS):
             try:
                 self._core.close()

@@ -63,30 +63,78 @@ class OwnerLock:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd: int | None = None
+        self._socket: Path | None = None
+        # Lock files this owner held before their folder was deleted: still locked, so a
+        # process waiting on one keeps waiting until this one exits (then it finds the
+        # file gone and locks the one at the path: ``_at_path``).
+        self._gone: list[int] = []
 
     def try_acquire(self) -> bool:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                return False
-            raise
-        self._claim(fd)
-        return True
+        while True:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    return False
+                raise
+            if self._at_path(fd):
+                self._claim(fd)
+                return True
 
     def acquire_blocking(self) -> None:
         """Wait until the current owner, if any, lets go (exits or dies)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        self._claim(fd)
+        while True:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if self._at_path(fd):
+                self._claim(fd)
+                return
+
+    def _at_path(self, fd: int) -> bool:
+        """Whether the file locked as ``fd`` is still the one at the path; if not (the
+        index folder was deleted meanwhile, and maybe a new lock file made there), it is
+        closed: a lock on a file nobody can open again would make a second owner."""
+        try:
+            st, held = os.stat(self.path), os.fstat(fd)
+            if (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino):
+                return True
+        except OSError:
+            pass
+        os.close(fd)
+        return False
+
+    def reclaim(self) -> bool:
+        """Keep the claim when the lock file is no longer at its path (the index folder
+        was deleted under a running owner): lock a new file there, and write our pid and
+        socket into it, so other processes still find this owner. False when another
+        process holds the new file: it owns the index now."""
+        if self._fd is None:
+            return True
+        held = os.fstat(self._fd)
+        try:
+            st = os.stat(self.path)
+            if (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino):
+                return True
+        except FileNotFoundError:
+            pass
+        old, socket = self._fd, self._socket
+        self._fd = None
+        if not self.try_acquire():
+            self._fd = old
+            return False
+        self._gone.append(old)
+        if socket is not None:
+            self.record(socket)
+        return True
 
     def _claim(self, fd: int, socket: Path | None = None) -> None:
         """Hold ``fd`` (locked) and write our pid, and our socket once listening."""
         self._fd = fd
+        self._socket = socket
         tail = f"{socket}\n" if socket else ""
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n{tail}".encode(), 0)
@@ -113,11 +161,13 @@ class OwnerLock:
             self._claim(self._fd, socket)
 
     def release(self) -> None:
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-                os.close(self._fd)
-            self._fd = None
+        for fd in [*self._gone, self._fd]:
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    os.close(fd)
+        self._fd = None
+        self._gone = []
 
 
 # ---- the socket server -----------------------------------------------------------------
@@ -328,6 +378,19 @@ class IndexOwner:
         self._conns: set[socket.socket] = set()
         self._followers: set[socket.socket] = set()  # connections that follow the feed
         host.clients = 0
+        host.core().keeper.claim = self._keep_claim
+
+    def _keep_claim(self) -> bool:
+        """Before a running owner rebuilds an index whose folder was deleted: its lock
+        file back at the path (``OwnerLock.reclaim``); when another process took the index
+        over meanwhile, this one stops taking calls (its clients go to the new owner)."""
+        if self.lock.reclaim():
+            return True
+        self.host.closed = True
+        message = "another process took the index over while its folder was gone; stepping down"
+        print(f"markvault: {message}", file=sys.stderr)
+        self.host.feed.event("error", "owner", message)
+        return False
 
     def serve(self) -> None:
         """Listen on the socket in a background thread (we hold the lock, so a socket
