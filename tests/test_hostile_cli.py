@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from markvault.cli import main
+from markvault.cli.main import main
 
 # Commands that run until stopped (a server, a watcher) are driven with the options
 # that end them at once (below); `init` and the hook installers write where their
