@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from mcp import Client
 
 from markvault import Vault
-from markvault.cli import main
+from markvault.cli.main import main
 from markvault.display import fold, is_safe, shown
 from markvault.server.tools import build_server
 

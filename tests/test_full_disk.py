@@ -102,7 +102,7 @@ _OVER_LIMIT = """
 import resource, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG rather than the signal's kill
 resource.setrlimit(resource.RLIMIT_FSIZE, (200, resource.RLIM_INFINITY))
-from markvault.cli import main
+from markvault.cli.main import main
 main(sys.argv[1:], prog_name="vault")
 """
 

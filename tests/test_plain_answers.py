@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from mcp import Client
 
 from markvault import Vault
-from markvault.cli import main
+from markvault.cli.main import main
 from markvault.markdown.template_text import placeholders
 from markvault.markdown.tokens import tokenize
 from markvault.server.tools import build_server
