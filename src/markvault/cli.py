@@ -1962,9 +1962,11 @@ def init(ctx: click.Context, folder: str | None, starter: bool, as_json: bool) -
 def check(ctx: click.Context, as_json: bool) -> None:
     """Scan the whole vault for credentials: cloud keys, tokens, private keys, passwords.
 
-    Reads every Markdown, text, JSON, TOML, YAML and .env file (hidden ones too, such as
-    an Obsidian plugin's settings; never .git or the trash) with the rules every write
-    passes, and lists each credential with its note, line and fingerprint. Nothing is
+    Reads every file, whatever its name, encoding or size (hidden ones too, such as an
+    Obsidian plugin's settings; never .git, nor the trash unless [sync] trash commits
+    it): text with the rules every write passes, binaries for tokens and key structure,
+    key and credential files (id_rsa, *.pem, .env, .npmrc...) by what they are, every
+    file's name; and lists each credential with its file, line and fingerprint. Nothing is
     changed. A known false positive is let through by adding its note and fingerprint
     to [credentials] allow in .markvault.toml; `vault sync` refuses to commit the rest.
     Exit codes: 0 none found (allowed ones do not count); 6 credentials found; 2 bad
@@ -1979,7 +1981,7 @@ def check(ctx: click.Context, as_json: bool) -> None:
 
     obj = ctx.find_root().obj
     settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
-    report = check_vault(settings.vault_dir)
+    report = check_vault(settings.vault_dir, trash=settings.sync.trash)
     if as_json:
         emit_json(report.to_json())
     else:
@@ -1994,7 +1996,7 @@ def _print_check(report: CheckReport) -> None:
             where = f"{finding.part}:" if finding.part else f"{finding.line}:{finding.column}:"
             click.echo(f"{note.path}:{where} {finding.kind}  {finding.fingerprint}")
     for path in report.skipped:
-        click.echo(f"skipped {path} (larger than 20 MB, or not text)", err=True)
+        click.echo(f"skipped {path} (could not be read)", err=True)
     size = f"{report.bytes / 1e6:.1f} MB" if report.bytes >= 1e5 else f"{report.bytes:,} bytes"
     summary = f"{report.files} files ({size}) checked: "
     allowed = f", {report.allowed} allowed" if report.allowed else ""

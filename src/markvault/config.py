@@ -61,6 +61,10 @@ class SyncSettings:
     auto: bool = False
     interval: float = 300.0
     quiet: float = 30.0
+    # Commit the trash (``.trash/``) too. Off: `vault sync` keeps it out of git whatever
+    # ``.gitignore`` says, so a deleted note (maybe deleted for what it held) is never
+    # pushed. A widening setting: it counts only once trusted on this machine (trust.py).
+    trash: bool = False
 
 
 @dataclass(frozen=True)
@@ -220,20 +224,20 @@ def _sync_settings(table: Any, path: Path) -> SyncSettings:
     example = 'Example: [sync] pull = "rebase", auto = true, interval = 300, quiet = 30'
     if not isinstance(table, dict):
         raise ConfigError(f"[sync] in {path} must be a table.", example)
-    unknown = set(table) - {"pull", "auto", "interval", "quiet"}
+    unknown = set(table) - {"pull", "auto", "interval", "quiet", "trash"}
     if unknown:
         raise ConfigError(
             f"Unknown key(s) in [sync] of {path}: {', '.join(sorted(unknown))}.",
-            "Allowed keys: pull, auto, interval, quiet.",
+            "Allowed keys: pull, auto, interval, quiet, trash.",
         )
     pull = table.get("pull", "merge")
     if pull not in PULL_MODES:
         raise ConfigError(
             f"[sync] pull in {path} is {pull!r}.", 'Use "merge" (the default) or "rebase".'
         )
-    auto = table.get("auto", False)
-    if not isinstance(auto, bool):
-        raise ConfigError(f"[sync] auto in {path} must be true or false.", example)
+    auto, trash = table.get("auto", False), table.get("trash", False)
+    if not isinstance(auto, bool) or not isinstance(trash, bool):
+        raise ConfigError(f"[sync] auto and trash in {path} must be true or false.", example)
     seconds = {}
     for key, least in (("interval", 1.0), ("quiet", 0.0)):
         value = table.get(key, getattr(SyncSettings, key))
@@ -243,7 +247,7 @@ def _sync_settings(table: Any, path: Path) -> SyncSettings:
                 example,
             )
         seconds[key] = float(value)
-    return SyncSettings(pull=pull, auto=auto, **seconds)
+    return SyncSettings(pull=pull, auto=auto, trash=trash, **seconds)
 
 
 CREDENTIALS_EXAMPLE = (

@@ -1025,8 +1025,10 @@ def _mixed_random(value: str) -> bool:
 # ---- scanning ------------------------------------------------------------------------
 
 
-def find(text: str) -> list[Finding]:
+def find(text: str, *, tokens_only: bool = False) -> list[Finding]:
     """Every credential in ``text``, in order, overlaps merged; no fingerprints (fast).
+    ``tokens_only``: only tokens that name themselves and private keys (for the text
+    runs of a binary file, where a ``key = value`` means nothing).
 
     Where two rules match overlapping text (``API_KEY=sk-proj-...``) the union is one
     finding, named by the first rule in table order (token rules before key-value).
@@ -1041,6 +1043,8 @@ def find(text: str) -> list[Finding]:
     long_words = " ".join(w for w in lowered.split() if len(w) >= _SHORTEST_TOKEN)
     spans: list[tuple[int, int, int, str, str]] = []  # start, end, priority, rule, kind
     for priority, rule in enumerate(TOKEN_RULES):
+        if tokens_only and not (rule.in_long_word or rule.id == "private-key"):
+            continue
         haystack = long_words if rule.in_long_word else lowered
         if not any(k in haystack for k in rule.keywords):
             continue
@@ -1050,7 +1054,7 @@ def find(text: str) -> list[Finding]:
             if secret and rule.accept(secret) and not (glued and not _glued_shape(secret)):
                 spans.append((m.start(rule.group), m.end(rule.group), priority, rule.id, rule.kind))
     tail = len(TOKEN_RULES)
-    for rule_id, kind, start, end in _assignment_findings(text, lowered):
+    for rule_id, kind, start, end in () if tokens_only else _assignment_findings(text, lowered):
         spans.append((start, end, tail, rule_id, kind))
     return _merged(text, spans)
 
@@ -1100,6 +1104,14 @@ def scan(text: str, part: str | None = None) -> list[Finding]:
     return [
         replace(f, fingerprint=fingerprint(f.rule, text[f.start : f.end]), part=part)
         for f in find(text)
+    ]
+
+
+def scan_tokens(text: str) -> list[Finding]:
+    """:func:`scan` with ``tokens_only`` (see :func:`find`)."""
+    return [
+        replace(f, fingerprint=fingerprint(f.rule, text[f.start : f.end]))
+        for f in find(text, tokens_only=True)
     ]
 
 
