@@ -21,6 +21,7 @@ from markvault import Vault
 from markvault.credentials import CredentialRefused, scan
 from markvault.host import open_local
 from markvault.server.tools import build_server
+from markvault.trust import trust_vault
 from markvault.vault_init import init_vault
 
 from .test_credentials import ALNUM, UPPER_ALNUM, rand
@@ -242,6 +243,7 @@ async def test_store_document_reads_nothing_unconfigured_and_redacts_what_it_sto
         assert list((home.vault / "documents").iterdir()) == []
 
     home.configure(f'document_roots = ["{home.root / "docs"}"]\n')
+    trust_vault(home.vault)  # counts once trusted on this machine
     with open_local(home.vault, home.index) as configured:
         async with Client(build_server(configured)) as client:
             stored = await call(

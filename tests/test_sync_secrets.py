@@ -23,7 +23,9 @@ from markvault.files import content_hash
 from markvault.gitsync import SyncOptions, sync_vault
 from markvault.host import open_local
 from markvault.server.tools import build_server
+from markvault.vault_init import init_vault
 
+from .conftest import run_cli
 from .test_credentials import ALNUM, UPPER_ALNUM, rand
 from .test_gitsync import Clone, clone, git, git_config, sync, write  # noqa: F401
 
@@ -261,6 +263,7 @@ def test_a_vault_that_commits_its_trash_has_it_scanned(
         encoding="utf-8",
     )
     git(vault, "commit", "-qam", "commit the trash")
+    assert run_cli(vault, "trust").returncode == 0  # a widening setting: trusted here
     (vault / ".gitignore").write_text(".DS_Store\n", encoding="utf-8")
     secret = github()
     (vault / ".trash").mkdir()
@@ -312,3 +315,15 @@ async def test_the_mcp_sync_tool_refuses_a_secret_in_its_message(
     text = json.dumps([c.model_dump() for c in result.content])
     assert "commit message" in text and secret not in text
     assert remote_objects(vault) == before
+
+
+def test_vault_init_keeps_the_trash_out_of_git_whatever_gitignore_says(tmp_path: Path) -> None:
+    vault = tmp_path / "v"
+    vault.mkdir()
+    git(vault, "init", "-q")
+    (vault / ".gitignore").write_text("*.tmp\n", encoding="utf-8")  # no trash line
+    init_vault(vault)
+    (vault / ".trash").mkdir()
+    (vault / ".trash" / "Old.md").write_text(f"# Old\n\n{github()}\n", encoding="utf-8")
+    git(vault, "add", "-A")
+    assert ".trash" not in git(vault, "diff", "--cached", "--name-only")

@@ -636,8 +636,19 @@ def status(ctx: click.Context, as_json: bool) -> None:
     ]
     lines += [_watcher_line(info["watcher"]), _autosync_line(info["autosync"])]
     click.echo("\n".join(lines))
+    _print_untrusted(info["vault"])
     for p in info["problems"][:20]:
         click.echo(click.style("problem  ", fg="yellow") + f"{p['path']}: {p['problem']}")
+
+
+def _print_untrusted(vault: str) -> None:
+    """The vault file's widening settings this machine has not trusted (trust.py)."""
+    from pathlib import Path
+
+    from .trust import notice, pending
+
+    if waiting := pending(Path(vault)):
+        click.echo(click.style("trust    ", fg="yellow") + notice(waiting), err=True)
 
 
 def _watcher_line(watcher: dict[str, Any] | None) -> str:
@@ -1950,6 +1961,54 @@ def init(ctx: click.Context, folder: str | None, starter: bool, as_json: bool) -
     width = max(len(cmd) for cmd, _ in steps)
     for cmd, why in steps:
         click.echo(f"  {cmd.ljust(width)}   {why}")
+
+
+# ---- trust ----------------------------------------------------------------------------
+
+
+@main.command("trust")
+@click.option("--show", is_flag=True, help="Only say what is trusted and what is not.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def trust_command(ctx: click.Context, show: bool, as_json: bool) -> None:
+    """Trust, on this machine, the settings of .markvault.toml that widen what markvault
+    or an agent may do: document_roots, index_dir (outside the vault's parent folder),
+    [sync] auto and [sync] trash.
+
+    The settings file travels with the vault in git, so another machine (or anyone who
+    can push to the remote) can change it. Until you run this command here, those
+    settings stay at their defaults and `vault status` and `vault sync` say so. Read
+    them first; the record is kept in your config folder, outside the vault and git.
+
+    \b
+    Examples:
+      vault trust --show
+      vault trust
+    """
+    from . import trust
+
+    obj = ctx.find_root().obj
+    settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
+    waiting = trust.pending(settings.vault_dir)
+    trusted = (
+        trust.trusted_values(settings.vault_dir) if show else trust.trust_vault(settings.vault_dir)
+    )
+    if as_json:
+        emit_json({"vault": str(settings.vault_dir), "trusted": trusted,
+                   "untrusted": waiting if show else {}})  # fmt: skip
+        return
+    for line in trust.describe(trusted):
+        click.echo(f"trusted    {line}")
+    for line in trust.describe(waiting if show else {}):
+        click.echo(f"untrusted  {line}")
+    if not show:
+        click.echo(
+            f"{len(trusted)} widening setting(s) trusted on this machine."
+            if trusted
+            else "No widening setting in .markvault.toml: nothing to trust.",
+            err=True,
+        )
 
 
 # ---- check ----------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from .config import CONFIG_FILE
 from .errors import ConfigError, MarkvaultError, RefusedError, SyncConflict, SyncError
 from .files import TEMP_PREFIX, TRASH_DIR
 from .gitrepo import GitRepo, check_writable, exclude_trash, find_repo
@@ -375,7 +376,13 @@ def sync_vault(
         report.behind = git.count(f"HEAD..{report.upstream}")
         report.notices.append("Dry run: nothing committed, fetched, merged or pushed.")
         return report
+    settings_file = vault_dir / CONFIG_FILE
+    before = settings_file.read_bytes() if settings_file.is_file() else None
     _pull_and_push(git, options, report, network)
+    if CONFIG_FILE in report.changed_paths:  # it travels with git: say what it brought
+        from .trust import pulled_notices
+
+        report.notices.extend(pulled_notices(vault_dir, before))
     return report
 
 
