@@ -56,6 +56,15 @@ def private_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
         yield cache
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_config_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """What `vault trust` records goes to a config folder of the test run's own."""
+    config = tmp_path_factory.mktemp("xdg-config")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CONFIG_HOME", str(config))
+        yield config
+
+
 @pytest.fixture
 def vault_dir(tmp_path: Path) -> Path:
     path = tmp_path / "vault"
@@ -137,7 +146,7 @@ def vault_argv(vault_dir: Path, *args: str) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "markvault.cli",
+        "markvault.cli.main",
         "--vault",
         str(vault_dir),
         "--index",

@@ -13,6 +13,7 @@ from markvault import ConfigError
 from markvault.config import Settings
 from markvault.core import Core
 from markvault.runtime.local_host import LocalHost
+from markvault.trust import trust_vault
 from markvault.types import SearchRequest
 from markvault.vault import Vault
 
@@ -49,6 +50,7 @@ def machines(clone: Clone, tmp_path: Path) -> Iterator[tuple[Machine, Machine]]:
     git(a, "commit", "-qam", "sync on its own")
     git(a, "push", "-q")
     git(b, "pull", "-q")
+    trust_vault(a), trust_vault(b)  # [sync] auto counts once trusted on the machine
     started = [Machine(a, tmp_path / "a" / "index"), Machine(b, tmp_path / "b" / "index")]
     yield started[0], started[1]
     for m in started:
@@ -75,6 +77,7 @@ def test_a_vault_with_no_upstream_is_said_once(tmp_path: Path) -> None:
     vault = tmp_path / "solo" / "vault"
     write(vault, "notes/a.md", "# A\n")
     write(vault, ".markvault.toml", AUTO)
+    trust_vault(vault)
     git(vault, "init", "-q")
     m = Machine(vault, tmp_path / "solo" / "index")
     try:

@@ -22,6 +22,7 @@ from markvault.credentials.rules import CredentialRefused, scan
 from markvault.files.vault_init import init_vault
 from markvault.runtime.local_host import open_local
 from markvault.server.tools import build_server
+from markvault.trust import trust_vault
 from markvault.types import SearchRequest
 
 from .test_credentials import ALNUM, UPPER_ALNUM, rand
@@ -79,7 +80,7 @@ class Home:
         config.write_text(f"{head}\n{table}", encoding="utf-8")
 
     def cli(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
-        argv = [sys.executable, "-m", "markvault.cli", "--vault", str(self.vault)]
+        argv = [sys.executable, "-m", "markvault.cli.main", "--vault", str(self.vault)]
         env = {**os.environ, "HOME": str(self.root), "MARKVAULT_INDEX": str(self.index)}
         return subprocess.run(
             [*argv, *args], capture_output=True, text=True, input=input, timeout=120, env=env
@@ -243,6 +244,7 @@ async def test_store_document_reads_nothing_unconfigured_and_redacts_what_it_sto
         assert list((home.vault / "documents").iterdir()) == []
 
     home.configure(f'document_roots = ["{home.root / "docs"}"]\n')
+    trust_vault(home.vault)  # counts once trusted on this machine
     with open_local(home.vault, home.index) as configured:
         async with Client(build_server(configured)) as client:
             stored = await call(

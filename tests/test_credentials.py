@@ -187,7 +187,7 @@ ORDINARY = [
     "Files start with -----BEGIN RSA PRIVATE KEY----- and end with the END line.",
     "Use Basic authentication, or bearer tokens; see the key management docs.",
     "The header is `Authorization: Bearer <token>`; `vault mcp token` prints it.",
-    "https://user:password@example.com and postgres://postgres:${PGPASSWORD}@db/app",
+    "https://user:<password>@example.com and postgres://postgres:${PGPASSWORD}@db/app",
     "version: 1.2.3\ntoken: v2.0.1\npassword: 2024-05-01",
     "sk-learn-contrib-imbalanced is a library; ghp_ is GitHub's prefix.",
     "ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx and AKIAXXXXXXXXXXXXXXXX are placeholders",

@@ -17,6 +17,7 @@ from mcp import Client
 from markvault import Vault
 from markvault.runtime.local_host import open_local
 from markvault.server.tools import build_server
+from markvault.trust import trust
 
 from .conftest import WriteNotes, stdio_server
 
@@ -57,6 +58,7 @@ NOTES: dict[str, str | bytes] = {
 @pytest.fixture
 def notes(vault_dir: Path) -> dict[str, str]:
     (vault_dir.parent / "outside.md").write_text("# Outside\n\nA stored document.\n")
+    trust(vault_dir, {"document_roots": [".."]})  # the person's own setting, trusted here
     return {**NOTES, ".markvault.toml": 'document_roots = [".."]\n'}
 
 

@@ -62,6 +62,10 @@ class SyncSettings:
     auto: bool = False
     interval: float = 300.0
     quiet: float = 30.0
+    # Commit the trash (``.trash/``) too. Off: `vault sync` keeps it out of git whatever
+    # ``.gitignore`` says, so a deleted note (maybe deleted for what it held) is never
+    # pushed. A widening setting: it counts only once trusted on this machine (trust.py).
+    trash: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,9 @@ class Settings:
     document_roots: tuple[Path, ...] = ()
     sync: SyncSettings = field(default_factory=SyncSettings)
     credentials: CredentialSettings = field(default_factory=CredentialSettings)
+    # Widening settings of the vault file left at their default because this machine has
+    # not trusted them (trust.py), as ``key = value`` lines for a notice.
+    untrusted: tuple[str, ...] = ()
 
     @property
     def db_path(self) -> Path:
@@ -136,8 +143,15 @@ class Settings:
             )
         vault_dir = vault_dir.resolve()
         file_cfg = _read_config_file(vault_dir / CONFIG_FILE)
+        from markvault import trust  # the trust record is read only for a file that needs it
 
-        index_value = index or env.get(ENV_INDEX) or file_cfg.get("index_dir")
+        distrust = trust.untrusted(vault_dir, file_cfg)
+
+        index_value = (
+            index
+            or env.get(ENV_INDEX)
+            or (None if "index_dir" in distrust else file_cfg.get("index_dir"))
+        )
         if index_value:
             given = bool(index or env.get(ENV_INDEX))
             index_dir = Path(str(index_value)).expanduser()
@@ -161,11 +175,24 @@ class Settings:
             sync=_sync_settings(file_cfg.get("sync", {}), vault_dir / CONFIG_FILE),
             credentials=credential_settings(file_cfg.get("credentials"), vault_dir / CONFIG_FILE),
         )
+        settings = replace(
+            settings,
+            sync=replace(
+                settings.sync,
+                auto=settings.sync.auto and "sync.auto" not in distrust,
+                trash=settings.sync.trash and "sync.trash" not in distrust,
+            ),
+        )
+        file_roots = file_cfg.get("document_roots", [])
         roots = (
             env.get(ENV_DOCUMENT_ROOTS, "").split(os.pathsep)
             if env.get(ENV_DOCUMENT_ROOTS)
-            else file_cfg.get("document_roots", [])
+            else file_roots
         )
+        if not isinstance(file_roots, list) or not all(isinstance(r, str) for r in file_roots):
+            roots = file_roots  # reported below, trusted or not
+        elif not env.get(ENV_DOCUMENT_ROOTS) and "document_roots" in distrust:
+            roots = []
         if not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
             raise ConfigError(
                 f"document_roots in {vault_dir / CONFIG_FILE} must be a list of folders.",
@@ -178,6 +205,12 @@ class Settings:
                     (vault_dir / Path(r).expanduser()).resolve() for r in roots if r
                 ),
             )
+        overridden = {"document_roots"} if env.get(ENV_DOCUMENT_ROOTS) else set()
+        if index or env.get(ENV_INDEX):
+            overridden.add("index_dir")
+        shown = {k: v for k, v in distrust.items() if k not in overridden}
+        if shown:
+            settings = replace(settings, untrusted=tuple(trust.describe(shown)))
         chunk_cfg = file_cfg.get("chunk", {})
         if chunk_cfg:
             try:
@@ -230,20 +263,20 @@ def _sync_settings(table: Any, path: Path) -> SyncSettings:
     example = 'Example: [sync] pull = "rebase", auto = true, interval = 300, quiet = 30'
     if not isinstance(table, dict):
         raise ConfigError(f"[sync] in {path} must be a table.", example)
-    unknown = set(table) - {"pull", "auto", "interval", "quiet"}
+    unknown = set(table) - {"pull", "auto", "interval", "quiet", "trash"}
     if unknown:
         raise ConfigError(
             f"Unknown key(s) in [sync] of {path}: {', '.join(sorted(unknown))}.",
-            "Allowed keys: pull, auto, interval, quiet.",
+            "Allowed keys: pull, auto, interval, quiet, trash.",
         )
     pull = table.get("pull", "merge")
     if pull not in PULL_MODES:
         raise ConfigError(
             f"[sync] pull in {path} is {pull!r}.", 'Use "merge" (the default) or "rebase".'
         )
-    auto = table.get("auto", False)
-    if not isinstance(auto, bool):
-        raise ConfigError(f"[sync] auto in {path} must be true or false.", example)
+    auto, trash = table.get("auto", False), table.get("trash", False)
+    if not isinstance(auto, bool) or not isinstance(trash, bool):
+        raise ConfigError(f"[sync] auto and trash in {path} must be true or false.", example)
     seconds = {}
     for key, least in (("interval", 1.0), ("quiet", 0.0)):
         value = table.get(key, getattr(SyncSettings, key))
@@ -253,7 +286,7 @@ def _sync_settings(table: Any, path: Path) -> SyncSettings:
                 example,
             )
         seconds[key] = float(value)
-    return SyncSettings(pull=pull, auto=auto, **seconds)
+    return SyncSettings(pull=pull, auto=auto, trash=trash, **seconds)
 
 
 CREDENTIALS_EXAMPLE = (

@@ -662,8 +662,19 @@ def status(ctx: click.Context, as_json: bool) -> None:
         lines.append(f"git      {git['operation']} in progress; conflict markers in: {held}")
         lines.append(f"         {git['hint']}")
     click.echo("\n".join(lines))
+    _print_untrusted(info["vault"])
     for p in info["problems"][:20]:
         click.echo(click.style("problem  ", fg="yellow") + fold(f"{p['path']}: {p['problem']}"))
+
+
+def _print_untrusted(vault: str) -> None:
+    """The vault file's widening settings this machine has not trusted (trust.py)."""
+    from pathlib import Path
+
+    from markvault.trust import notice, pending
+
+    if waiting := pending(Path(vault)):
+        click.echo(click.style("trust    ", fg="yellow") + notice(waiting), err=True)
 
 
 def _watcher_line(watcher: dict[str, Any] | None) -> str:
@@ -1976,6 +1987,54 @@ def init(ctx: click.Context, folder: str | None, starter: bool, as_json: bool) -
         click.echo(f"  {cmd.ljust(width)}   {why}")
 
 
+# ---- trust ----------------------------------------------------------------------------
+
+
+@main.command("trust")
+@click.option("--show", is_flag=True, help="Only say what is trusted and what is not.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@handle_errors
+def trust_command(ctx: click.Context, show: bool, as_json: bool) -> None:
+    """Trust, on this machine, the settings of .markvault.toml that widen what markvault
+    or an agent may do: document_roots, index_dir (outside the vault's parent folder),
+    [sync] auto and [sync] trash.
+
+    The settings file travels with the vault in git, so another machine (or anyone who
+    can push to the remote) can change it. Until you run this command here, those
+    settings stay at their defaults and `vault status` and `vault sync` say so. Read
+    them first; the record is kept in your config folder, outside the vault and git.
+
+    \b
+    Examples:
+      vault trust --show
+      vault trust
+    """
+    from markvault import trust
+
+    obj = ctx.find_root().obj
+    settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
+    waiting = trust.pending(settings.vault_dir)
+    trusted = (
+        trust.trusted_values(settings.vault_dir) if show else trust.trust_vault(settings.vault_dir)
+    )
+    if as_json:
+        emit_json({"vault": str(settings.vault_dir), "trusted": trusted,
+                   "untrusted": waiting if show else {}})  # fmt: skip
+        return
+    for line in trust.describe(trusted):
+        click.echo(f"trusted    {line}")
+    for line in trust.describe(waiting if show else {}):
+        click.echo(f"untrusted  {line}")
+    if not show:
+        click.echo(
+            f"{len(trusted)} widening setting(s) trusted on this machine."
+            if trusted
+            else "No widening setting in .markvault.toml: nothing to trust.",
+            err=True,
+        )
+
+
 # ---- check ----------------------------------------------------------------------------
 
 
@@ -1986,9 +2045,11 @@ def init(ctx: click.Context, folder: str | None, starter: bool, as_json: bool) -
 def check(ctx: click.Context, as_json: bool) -> None:
     """Scan the whole vault for credentials: cloud keys, tokens, private keys, passwords.
 
-    Reads every Markdown, text, JSON, TOML, YAML and .env file (hidden ones too, such as
-    an Obsidian plugin's settings; never .git or the trash) with the rules every write
-    passes, and lists each credential with its note, line and fingerprint. Nothing is
+    Reads every file, whatever its name, encoding or size (hidden ones too, such as an
+    Obsidian plugin's settings; never .git, nor the trash unless [sync] trash commits
+    it): text with the rules every write passes, binaries for tokens and key structure,
+    key and credential files (id_rsa, *.pem, .env, .npmrc...) by what they are, every
+    file's name; and lists each credential with its file, line and fingerprint. Nothing is
     changed. A known false positive is let through by adding its note and fingerprint
     to [credentials] allow in .markvault.toml; `vault sync` refuses to commit the rest.
     Exit codes: 0 none found (allowed ones do not count); 6 credentials found; 2 bad
@@ -2004,7 +2065,7 @@ def check(ctx: click.Context, as_json: bool) -> None:
 
     obj = ctx.find_root().obj
     settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
-    report = check_vault(settings.vault_dir)
+    report = check_vault(settings.vault_dir, trash=settings.sync.trash)
     identities = check_identities(settings.vault_dir)  # ids that name no note of their own
     if as_json:
         emit_json({**report.to_json(), "identities": identities})
@@ -2022,7 +2083,7 @@ def _print_check(report: CheckReport) -> None:
             where = f"{finding.part}:" if finding.part else f"{finding.line}:{finding.column}:"
             click.echo(f"{note.path}:{where} {finding.kind}  {finding.fingerprint}")
     for path in report.skipped:
-        click.echo(f"skipped {path} (larger than 20 MB, or not text)", err=True)
+        click.echo(f"skipped {path} (could not be read)", err=True)
     size = f"{report.bytes / 1e6:.1f} MB" if report.bytes >= 1e5 else f"{report.bytes:,} bytes"
     summary = f"{report.files} files ({size}) checked: "
     allowed = f", {report.allowed} allowed" if report.allowed else ""

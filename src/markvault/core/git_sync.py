@@ -45,7 +45,12 @@ class GitSync:
         if mode not in PULL_MODES:
             raise UsageError(f"pull must be merge or rebase, not {pull!r}.")
         options = SyncOptions(
-            message=message, push=push, dry_run=dry_run, pull=mode, interactive=interactive
+            message=message,
+            push=push,
+            dry_run=dry_run,
+            pull=mode,
+            interactive=interactive,
+            trash=settings.sync.trash,
         )
         if not self._running.acquire(blocking=False):
             raise IndexBusyError("A vault sync is already running here.", "Retry when it is done.")

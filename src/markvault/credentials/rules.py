@@ -27,6 +27,14 @@ Design choices, each for a reason a reader would otherwise have to guess:
   ``count`` or ``public`` make the key a label, not a secret (``token_count``,
   ``key_id``, ``public_key``). A prose key (``Password: ...`` in a sentence) needs a
   value that looks like a password, so ``Secret: keep it simple`` passes.
+- **Shapes, not only tokens.** A distinctive prefix is found glued to a word (a tag
+  ``#tghp_...``, a key ``kAIza...``) when what follows has a token's shape (a digit and
+  a letter); short, common prefixes (``sk-``, ``hf_``) still need a boundary. A
+  password given on a command line (``mysql -pPASS``, ``curl -u user:PASS``,
+  ``--password=PASS``) or in a connection string (``postgres://user:pass@host``) is one
+  whatever it spells; only a template or a help text's ``PASSWORD`` stands in for one.
+  A private key's base64 body without its armour lines is told by its structure once
+  decoded (PKCS#1, PKCS#8, SEC1, PKCS#12, OpenSSH), so certificates and public keys pass.
 - **Words are not secrets.** A token, key or secret has no spaces; a password may be a
   phrase of words (``"correct horse battery staple"``). So a value of three or more
   words is prose under any key when it reads as a sentence (a function word such as
@@ -167,6 +175,10 @@ class TokenRule:
     # The keyword is inside the long token itself (``ghp_...``), so looking for it among
     # the text's long words is enough; False: it may stand alone (``Bearer``).
     in_long_word: bool
+    # The prefix is distinctive enough to be found glued to a word (a tag ``#tghp_...``,
+    # a key ``kAIza...``): the pattern has no word boundary before it, and a match that
+    # follows a letter or digit must have a token's shape (see _glued_shape).
+    glued: bool = False
 
 
 def _rule(
@@ -177,7 +189,10 @@ def _rule(
     group: int = 0,
     accept: Callable[[str], bool] | None = None,
     in_long_word: bool = True,
+    glued: bool = False,
 ) -> TokenRule:
+    if glued:  # no boundary before the prefix; after the token, no letter or digit
+        assert not pattern.startswith(r"\b"), id  # a glued rule's pattern has none
     return TokenRule(
         id,
         kind,
@@ -186,7 +201,14 @@ def _rule(
         group,
         accept or _min_entropy(3.0),
         in_long_word,
+        glued,
     )
+
+
+def _glued_shape(secret: str) -> bool:
+    """A token found glued to a word (``tghp_...``) must look generated: a digit and a
+    letter in it, as nearly every random token has and an identifier rarely does."""
+    return _has_digit_and_letter(secret)
 
 
 def _always(secret: str) -> bool:
@@ -216,6 +238,41 @@ _PEM_LINE = (
 )
 _PEM_EDGE = r"PRIVATE KEY(?: BLOCK)?-----"
 
+# A password given on a command line: (pattern with the password as group 1, keywords).
+_ARG = r"""['"]?([^\s'"`|;&<>]+)"""  # one argument, maybe quoted
+_CMD = r"[^\n|;&]{0,200}?\s"  # the command's other arguments, up to the flag
+_COMMAND_LINE_PASSWORDS: tuple[tuple[str, list[str]], ...] = (
+    # mysql -pPASS (glued: "-p PASS" asks for one and names a database)
+    (rf"\b(?:mysql\w*|mariadb\w*)\b{_CMD}-p{_ARG}", ["mysql", "mariadb"]),
+    # curl -u user:PASS, --user user:PASS, --proxy-user
+    (
+        rf"\bcurl\b{_CMD}(?:-u|-U|--user|--proxy-user)[ =]?['\"]?[^\s:'\"`]{{0,100}}:{_ARG}",
+        ["curl"],
+    ),
+    # --password PASS, --db-password=PASS, --passphrase ... (not --password-stdin/-file)
+    (
+        rf"(?<![\w-])--(?!no-)[A-Za-z0-9-]*?(?:password|passwd|passphrase|pass|pwd)[ =]{_ARG}",
+        ["--"],
+    ),
+    (rf"\bsshpass\b{_CMD}-p[ =]?{_ARG}", ["sshpass"]),
+    (rf"\bredis-cli\b{_CMD}-a[ =]?{_ARG}", ["redis-cli"]),
+    (rf"\b(?:docker|podman|nerdctl|helm\s+registry)\s+login\b{_CMD}-p[ =]?{_ARG}", ["login"]),
+    (rf"\bldap\w+\b{_CMD}-w[ =]?{_ARG}", ["ldap"]),
+    (
+        rf"\b(?:sqlcmd|bcp|ipmitool|zip|unzip)\b{_CMD}-P[ =]?{_ARG}",
+        ["sqlcmd", "bcp", "ipmitool", "zip"],
+    ),
+    (rf"\bpsexec\b{_CMD}-p[ =]?{_ARG}", ["psexec"]),
+    (rf"\b(?:7z[ar]?|rar|unrar)\b{_CMD}-p{_ARG}", ["7z", "rar"]),
+    (rf"\bmongo\w*\b{_CMD}-p[ =]?{_ARG}", ["mongo"]),
+    (rf"\bhtpasswd\s+-\w*b\w*\s+\S+\s+\S+\s+{_ARG}", ["htpasswd"]),
+    (rf"\s-U[ =]?['\"]?[^\s%'\"`]+%{_ARG}", ["%"]),  # smbclient -U user%PASS
+    (rf"\s-pass(?:in|out)?\s+['\"]?pass:{_ARG}", ["pass:"]),  # openssl
+    (rf"\s-(?:src|dest|new)?(?:store|key)pass\s+{_ARG}", ["pass"]),  # keytool
+    (rf"\s/p:{_ARG}", ["/p:"]),  # xfreerdp /p:PASS
+    (r"\bsqlplus\s+['\"]?[\w$#]+/([^\s@'\"/]+)(?=@|\s|$)", ["sqlplus"]),  # user/PASS@db
+)
+
 TOKEN_RULES: tuple[TokenRule, ...] = (
     # A block, or one cut short (a truncated paste) up to where its body ends; the
     # header alone (a mention in prose) is not a secret.
@@ -231,20 +288,24 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
     _rule(
         "aws-access-key",
         "AWS access key",
-        r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b",
+        r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])",
         ["a3t", "akia", "asia", "abia", "acca"],
         # The 16 random characters alone: over all 20, the fixed prefix's repeated A
         # put one real key in 20,000 under 3 bits (AKIAPI9TPP5ACCIA1TIC); 2.25 bits over
         # the 16 let no random key of 200,000 through, and stop XXXX..., 0000... and
         # ABCDABCD... placeholders.
         accept=_min_entropy(2.25, prefix=4),
+        glued=True,
     ),
-    _rule("google-api-key", "Google API key", r"\bAIza[\w-]{35}(?![\w-])", ["aiza"]),
+    _rule(
+        "google-api-key", "Google API key", r"AIza[\w-]{35}(?![A-Za-z0-9])", ["aiza"], glued=True
+    ),
     _rule(
         "google-oauth",
         "Google OAuth secret",
-        r"\b(?:GOCSPX-[\w-]{28}|ya29\.[\w-]{30,})(?![\w-])",
+        r"(?:GOCSPX-[\w-]{28}|ya29\.[\w-]{30,})(?![A-Za-z0-9])",
         ["gocspx-", "ya29."],
+        glued=True,
     ),
     _rule(
         "azure-client-secret",
@@ -269,25 +330,29 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
     _rule(
         "github-token",
         "GitHub token",
-        r"\bgh[pousr]_[A-Za-z0-9]{30,255}\b",
+        r"gh[pousr]_[A-Za-z0-9]{30,255}(?![A-Za-z0-9])",
         ["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
+        glued=True,
     ),
-    _rule("github-token", "GitHub token", r"\bgithub_pat_\w{22,255}", ["github_pat_"]),
+    _rule("github-token", "GitHub token", r"github_pat_\w{22,255}", ["github_pat_"], glued=True),
     _rule(
         "gitlab-token",
         "GitLab token",
-        r"\b(?:gl(?:pat|dt|rt|cbt|ptt|ft|imt|agent|oas|soat|ffct|sa)-[\w-]{20,}"
+        r"(?:gl(?:pat|dt|rt|cbt|ptt|ft|imt|agent|oas|soat|ffct|sa)-[\w-]{20,}"
         r"|GR1348941[\w-]{20,})",
         [
             *(f"gl{p}-" for p in _words("pat dt rt cbt ptt ft imt agent oas soat ffct sa")),
             "gr1348941",
         ],
+        glued=True,
     ),
     _rule(
         "slack-token",
         "Slack token",
-        r"\b(?:xox[abposre]|xoxe\.xox[bp])-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}",
+        r"(?:xox[abposre]|xoxe\.xox[bp])-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,}",
         ["xox", "xapp-"],
+        accept=lambda s: _has_digit_and_letter(s) and _min_entropy(3.0)(s),  # not "xoxo-..."
+        glued=True,
     ),
     _rule(
         "slack-webhook",
@@ -296,56 +361,165 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
         ["hooks.slack.com"],
         group=1,
     ),
-    _rule("anthropic-key", "Anthropic API key", r"\bsk-ant-[a-z]+\d*-[\w-]{20,}", ["sk-ant-"]),
+    _rule(
+        "anthropic-key",
+        "Anthropic API key",
+        r"sk-ant-[a-z]+\d*-[\w-]{20,}",
+        ["sk-ant-"],
+        glued=True,
+    ),
     _rule(
         "openai-key",
         "OpenAI API key",
-        r"\bsk-(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_-]{20,}",
+        r"(?<![A-Za-z0-9])sk-(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_-]{20,}",
         ["sk-"],
         accept=lambda s: _has_digit_and_letter(s) and _min_entropy(3.0)(s),
     ),
     _rule(
         "stripe-key",
         "Stripe key",
-        r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",
+        r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",
         ["k_live_", "k_test_"],
+        glued=True,
     ),
-    _rule("npm-token", "npm token", r"\bnpm_[A-Za-z0-9]{36}\b", ["npm_"]),
-    _rule("pypi-token", "PyPI token", r"\bpypi-AgEIcHlwaS5vcmc[\w-]{50,}", ["pypi-"]),
-    _rule("huggingface-token", "Hugging Face token", r"\bhf_[A-Za-z]{34}\b", ["hf_"]),
-    _rule("sendgrid-key", "SendGrid key", r"\bSG\.[\w-]{22}\.[\w-]{43}(?![\w-])", ["sg."]),
-    _rule("shopify-token", "Shopify token", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b", ["shp"]),
-    _rule("digitalocean-token", "DigitalOcean token", r"\bdo[por]_v1_[a-f0-9]{64}\b", ["_v1_"]),
-    _rule("vault-token", "HashiCorp Vault token", r"\bhv[sb]\.[\w-]{24,}", ["hvs.", "hvb."]),
-    _rule("databricks-token", "Databricks token", r"\bdapi[a-f0-9]{32}(?:-\d)?\b", ["dapi"]),
-    _rule("telegram-token", "Telegram bot token", r"\b\d{8,10}:AA[\w-]{33}(?![\w-])", [":aa"]),
-    _rule("age-key", "age secret key", r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b", ["age-secret-key-"]),
-    _rule("postman-key", "Postman key", r"\bPMAK-[a-f0-9]{24}-[a-f0-9]{34}\b", ["pmak-"]),
-    _rule("linear-key", "Linear API key", r"\blin_api_[A-Za-z0-9]{40}\b", ["lin_api_"]),
+    _rule(
+        "npm-token",
+        "npm token",
+        r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])",
+        ["npm_"],
+        glued=True,
+    ),
+    _rule(
+        "pypi-token",
+        "PyPI token",
+        r"pypi-AgEIcHlwaS5vcmc[\w-]{50,}",
+        ["pypi-"],
+        glued=True,
+    ),
+    _rule(
+        "huggingface-token",
+        "Hugging Face token",
+        r"(?<![A-Za-z0-9])hf_[A-Za-z]{34}(?![A-Za-z0-9])",
+        ["hf_"],
+    ),
+    _rule(
+        "sendgrid-key",
+        "SendGrid key",
+        r"SG\.[\w-]{22}\.[\w-]{43}(?![A-Za-z0-9])",
+        ["sg."],
+        glued=True,
+    ),
+    _rule(
+        "shopify-token",
+        "Shopify token",
+        r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}(?![A-Za-z0-9])",
+        ["shp"],
+        glued=True,
+    ),
+    _rule(
+        "digitalocean-token",
+        "DigitalOcean token",
+        r"do[por]_v1_[a-f0-9]{64}(?![A-Za-z0-9])",
+        ["_v1_"],
+        glued=True,
+    ),
+    _rule(
+        "vault-token",
+        "HashiCorp Vault token",
+        r"hv[sb]\.[\w-]{24,}",
+        ["hvs.", "hvb."],
+        glued=True,
+    ),
+    _rule(
+        "databricks-token",
+        "Databricks token",
+        r"dapi[a-f0-9]{32}(?:-\d)?(?![A-Za-z0-9])",
+        ["dapi"],
+        glued=True,
+    ),
+    _rule(
+        "telegram-token",
+        "Telegram bot token",
+        r"(?<!\d)\d{8,10}:AA[\w-]{33}(?![A-Za-z0-9])",
+        [":aa"],
+        glued=True,
+    ),
+    _rule(
+        "age-key",
+        "age secret key",
+        r"AGE-SECRET-KEY-1[0-9A-Z]{58}(?![A-Za-z0-9])",
+        ["age-secret-key-"],
+        glued=True,
+    ),
+    _rule(
+        "postman-key",
+        "Postman key",
+        r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}(?![A-Za-z0-9])",
+        ["pmak-"],
+        glued=True,
+    ),
+    _rule(
+        "linear-key",
+        "Linear API key",
+        r"lin_api_[A-Za-z0-9]{40}(?![A-Za-z0-9])",
+        ["lin_api_"],
+        glued=True,
+    ),
     _rule(
         "notion-token",
         "Notion token",
-        r"\b(?:secret|ntn)_[A-Za-z0-9]{43,46}\b",
+        r"(?:secret|ntn)_[A-Za-z0-9]{43,46}(?![A-Za-z0-9])",
         ["secret_", "ntn_"],
+        glued=True,
     ),
-    _rule("groq-key", "Groq API key", r"\bgsk_[A-Za-z0-9]{48,}", ["gsk_"]),
-    _rule("atlassian-token", "Atlassian token", r"\bATATT3[\w=-]{150,}", ["atatt3"]),
+    _rule(
+        "groq-key",
+        "Groq API key",
+        r"gsk_[A-Za-z0-9]{48,}",
+        ["gsk_"],
+        glued=True,
+    ),
+    _rule(
+        "atlassian-token",
+        "Atlassian token",
+        r"ATATT3[\w=-]{150,}",
+        ["atatt3"],
+        glued=True,
+    ),
     _rule(
         "grafana-token",
         "Grafana token",
-        r"\bgl(?:sa|c)_[A-Za-z0-9+/_]{32,}={0,2}",
+        r"gl(?:sa|c)_[A-Za-z0-9+/_]{32,}={0,2}",
         ["glsa_", "glc_"],
+        glued=True,
     ),
-    _rule("sentry-token", "Sentry token", r"\bsntr[ysu]_[\w=+/-]{30,}", ["sntr"]),
-    _rule("supabase-token", "Supabase token", r"\bsbp_[a-f0-9]{40}\b", ["sbp_"]),
     _rule(
-        "doppler-token", "Doppler token", r"\bdp\.(?:pt|st|sa|ct|scim)\.[A-Za-z0-9]{40,}", ["dp."]
+        "sentry-token",
+        "Sentry token",
+        r"sntr[ysu]_[\w=+/-]{30,}",
+        ["sntr"],
+        glued=True,
+    ),
+    _rule(
+        "supabase-token",
+        "Supabase token",
+        r"sbp_[a-f0-9]{40}(?![A-Za-z0-9])",
+        ["sbp_"],
+        glued=True,
+    ),
+    _rule(
+        "doppler-token",
+        "Doppler token",
+        r"dp\.(?:pt|st|sa|ct|scim)\.[A-Za-z0-9]{40,}",
+        ["dp."],
+        glued=True,
     ),
     _rule(
         "jwt",
         "JSON web token",
-        r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?",
+        r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?",
         ["eyj"],
+        glued=True,
     ),
     _rule(
         "bearer-token",
@@ -368,10 +542,12 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
     _rule(
         "url-password",
         "password in URL",
-        r"://[^\s/?#@:'\"<>]{1,100}:([^\s/?#@'\"<>]{1,200})@",
+        r"://[^\s/?#@:'\"<>]{0,100}:([^\s/?#@'\"<>]{1,200})@",
         ["://"],
         group=1,
-        accept=lambda s: not _is_placeholder(s),
+        # A connection string's password is one whatever it spells ("user:pass"): only a
+        # template or a mask ($PASSWORD, ${...}, <password>, ***) stands in for one.
+        accept=lambda s: not _is_template(s),
         in_long_word=False,  # ftp://a:b@c is shorter than a token
     ),
     _rule(
@@ -382,6 +558,38 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
         group=1,
         accept=lambda s: not _is_placeholder(s),
         in_long_word=False,
+    ),
+    # A private key's body without its armour lines: base64 that decodes to a private
+    # key's structure (PKCS#1, PKCS#8 plain or encrypted, SEC1, PKCS#12, OpenSSH).
+    _rule(
+        "private-key",
+        "private key",
+        r"(?<![A-Za-z0-9+/])(?:M[A-L][A-Za-z0-9+/]{58,}|b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/]{20,})"
+        r"={0,2}"
+        rf"(?:{_PEM_SEP}[A-Za-z0-9+/]{{4,}}={{0,2}})*",
+        ["m", "b3blbnnzac1rzxktdje"],
+        accept=lambda s: _decodes_to_private_key(s),
+    ),
+    _rule(
+        "private-key",
+        "private key",
+        r"Private-Lines: \d+\r?\n((?:[A-Za-z0-9+/=]+\r?\n?)+)",  # a PuTTY key file
+        ["private-lines:"],
+        group=1,
+        accept=_always,
+        in_long_word=False,
+    ),
+    *(
+        _rule(
+            "command-line-password",
+            "password on a command line",
+            pattern,
+            keywords,
+            group=1,
+            accept=lambda s: _command_line_password(s),
+            in_long_word=False,
+        )
+        for pattern, keywords in _COMMAND_LINE_PASSWORDS
     ),
 )
 
@@ -492,13 +700,24 @@ def _key_kind(words: Sequence[str]) -> tuple[str, bool] | None:
     if not words or words[-1] in _LABEL_ENDINGS or not _NOT_SECRET_WORDS.isdisjoint(words):
         return None
     for i, word in enumerate(words):
-        kind = _STRONG.get(word)
+        kind = _STRONG.get(word) or _glued_strong(word)
         if word == "key" and i and words[i - 1] in _KEY_OWNERS:
             kind = _KEY_OWNERS[words[i - 1]]
         if kind is not None:
             return ("AWS secret key" if kind == "secret" and "aws" in words else kind), True
     if not _WEAK.isdisjoint(words):
         return "high-entropy value", False
+    return None
+
+
+_GLUED_STRONG = ("password", "passwd", "passphrase", "secret", "token", "apikey")
+
+
+def _glued_strong(word: str) -> str | None:
+    """The kind a word ending in a strong word names (``PGPASSWORD``, ``authtoken``)."""
+    for strong in _GLUED_STRONG:
+        if word.endswith(strong) and len(word) > len(strong) + 1:
+            return _STRONG[strong]
     return None
 
 
@@ -512,6 +731,89 @@ def _is_placeholder(value: str) -> bool:
         or low.startswith("your")
         or REDACTED in value
     )
+
+
+def _is_template(value: str) -> bool:
+    """A stand-in for a value, not a value: a variable or template (``$PASSWORD``,
+    ``${{ secrets.X }}``, ``<password>``), a mask (``***``, ``xxxx``), ``your-password``
+    or the redaction marker."""
+    return (
+        value[:1] in "$%{<*["
+        or len(set(value)) <= 2
+        or value.lower().startswith("your")
+        or REDACTED in value
+    )
+
+
+_METAVAR = re.compile(r"[A-Z][A-Z_]*")  # "--password PASSWORD" in a tool's help
+
+
+def _command_line_password(value: str) -> bool:
+    """A command line's password argument that is one: not a template or a help text's
+    placeholder (``PASSWORD``), not the next flag, not a path or a command's output."""
+    return (
+        len(value) >= 3
+        and not _is_template(value)
+        and not _METAVAR.fullmatch(value)
+        and not value.startswith(("-", "/", "./", "~/", "("))
+        and value.lower() not in _PLACEHOLDER_WORDS
+    )
+
+
+def _decodes_to_private_key(body: str) -> bool:
+    """Base64 (possibly wrapped) whose first bytes are a private key's structure."""
+    compact = re.sub(r"\\[rn]|\s", "", body)[:96]
+    compact = compact[: len(compact) // 4 * 4]
+    try:
+        data = base64.b64decode(compact, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return is_private_key_der(data)
+
+
+_PBE_OIDS = (bytes.fromhex("2a864886f70d0105"), bytes.fromhex("2a864886f70d010c01"))
+
+
+def _der_length(data: bytes, at: int) -> tuple[int, int] | None:
+    """(length, where the content starts) of a DER element whose length is at ``at``."""
+    if at >= len(data):
+        return None
+    first = data[at]
+    if first < 0x80:
+        return first, at + 1
+    n = first & 0x7F
+    if not 1 <= n <= 3 or at + 1 + n > len(data):
+        return None
+    return int.from_bytes(data[at + 1 : at + 1 + n], "big"), at + 1 + n
+
+
+def is_private_key_der(data: bytes) -> bool:
+    """Whether ``data`` opens a private key as DER (or an OpenSSH key's binary): a
+    SEQUENCE holding a version then the key (PKCS#1 RSA or DSA, PKCS#8, SEC1 EC,
+    PKCS#12), or an encrypted PKCS#8 (a password-based encryption's OID). Public keys and
+    certificates have another shape and pass."""
+    if data.startswith(b"openssh-key-v1\0"):
+        return True
+    if len(data) < 8 or data[0] != 0x30:
+        return False
+    head = _der_length(data, 1)
+    if head is None:
+        return False
+    at = head[1]
+    version, then = data[at : at + 3], data[at + 3 : at + 4]
+    if version == b"\x02\x01\x00":
+        return then in (b"\x02", b"\x30")
+    if version == b"\x02\x01\x01":
+        return then in (b"\x04", b"\x30")
+    if version == b"\x02\x01\x03":
+        return then == b"\x30"
+    if data[at : at + 1] == b"\x30":  # EncryptedPrivateKeyInfo { AlgorithmIdentifier ...
+        inner = _der_length(data, at + 1)
+        if inner is None or data[inner[1] : inner[1] + 1] != b"\x06":
+            return False
+        oid_at = inner[1] + 2
+        return any(data[oid_at:].startswith(oid) for oid in _PBE_OIDS)
+    return False
 
 
 def _is_elsewhere(value: str) -> bool:
@@ -723,8 +1025,10 @@ def _mixed_random(value: str) -> bool:
 # ---- scanning ------------------------------------------------------------------------
 
 
-def find(text: str) -> list[Finding]:
+def find(text: str, *, tokens_only: bool = False) -> list[Finding]:
     """Every credential in ``text``, in order, overlaps merged; no fingerprints (fast).
+    ``tokens_only``: only tokens that name themselves and private keys (for the text
+    runs of a binary file, where a ``key = value`` means nothing).
 
     Where two rules match overlapping text (``API_KEY=sk-proj-...``) the union is one
     finding, named by the first rule in table order (token rules before key-value).
@@ -739,15 +1043,18 @@ def find(text: str) -> list[Finding]:
     long_words = " ".join(w for w in lowered.split() if len(w) >= _SHORTEST_TOKEN)
     spans: list[tuple[int, int, int, str, str]] = []  # start, end, priority, rule, kind
     for priority, rule in enumerate(TOKEN_RULES):
+        if tokens_only and not (rule.in_long_word or rule.id == "private-key"):
+            continue
         haystack = long_words if rule.in_long_word else lowered
         if not any(k in haystack for k in rule.keywords):
             continue
         for m in rule.pattern.finditer(text):
             secret = m.group(rule.group)
-            if secret and rule.accept(secret):
+            glued = rule.glued and m.start() > 0 and text[m.start() - 1].isalnum()
+            if secret and rule.accept(secret) and not (glued and not _glued_shape(secret)):
                 spans.append((m.start(rule.group), m.end(rule.group), priority, rule.id, rule.kind))
     tail = len(TOKEN_RULES)
-    for rule_id, kind, start, end in _assignment_findings(text, lowered):
+    for rule_id, kind, start, end in () if tokens_only else _assignment_findings(text, lowered):
         spans.append((start, end, tail, rule_id, kind))
     return _merged(text, spans)
 
@@ -797,6 +1104,14 @@ def scan(text: str, part: str | None = None) -> list[Finding]:
     return [
         replace(f, fingerprint=fingerprint(f.rule, text[f.start : f.end]), part=part)
         for f in find(text)
+    ]
+
+
+def scan_tokens(text: str) -> list[Finding]:
+    """:func:`scan` with ``tokens_only`` (see :func:`find`)."""
+    return [
+        replace(f, fingerprint=fingerprint(f.rule, text[f.start : f.end]))
+        for f in find(text, tokens_only=True)
     ]
 
 

@@ -1,5 +1,6 @@
 """Credentials already in the vault's files: `vault check` over the whole vault, and the
-check `vault sync` runs on exactly what it is about to commit (gitsync.DEFAULT_CHECKS).
+check `vault sync` runs on exactly what it is about to commit (gitsync.DEFAULT_CHECKS),
+its commit message included.
 
 Both use the write gate's rules (credentials.py) and the vault's allowlist
 (``[credentials] allow`` in ``.markvault.toml``, by note and fingerprint). Neither
@@ -7,15 +8,15 @@ rewrites a file: a note a person wrote is theirs to fix, so these report and ref
 where the write gate redacts. The mode (redact or refuse) is for writes; a sync always
 refuses, since a commit cannot be taken back once pushed.
 
-Scanned: text files that are synced and read by people or tools (Markdown, plain text,
-JSON, TOML, YAML, .env and ini files), hidden ones too (an Obsidian plugin's settings
-in ``.obsidian/`` are where API keys end up). Not scanned: git's own folder, the trash,
-markvault's half-written files, and code or binaries (minified plugin code is all
-high-entropy strings, and says nothing about the user's secrets).
+Scanned: every file, whatever its name, suffix, encoding or size (secret_files.py says
+how: text by content, binaries by their printable runs and structure, key files and
+credential files by what they are, every file's name). Not scanned: git's own folder,
+markvault's half-written files, and the trash unless ``[sync] trash = true`` commits it.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -31,40 +32,21 @@ from markvault.credentials.rules import (
     scan,
     unsecret,
 )
+from markvault.credentials.secret_files import scan_file_bytes
 from markvault.files.vault_files import TEMP_PREFIX, TRASH_DIR
 
-SCANNED_SUFFIXES = frozenset(
-    [
-        ".md",
-        ".markdown",
-        ".txt",
-        ".text",
-        ".json",
-        ".toml",
-        ".yaml",
-        ".yml",
-        ".env",
-        ".ini",
-        ".cfg",
-        ".conf",
-        ".properties",
-        ".csv",
-        ".canvas",
-    ]
-)
-SCANNED_NAMES = frozenset({".env", ".netrc", ".npmrc", ".pypirc"})  # no suffix of their own
-MAX_SCANNED_BYTES = 20 * 1024 * 1024  # larger files are named as skipped, not read
-_NEVER = frozenset({".git", TRASH_DIR})
+READ_CHUNK = 1024 * 1024  # bytes read from a file at a time: any size in bounded memory
+_NEVER = frozenset({".git"})
 _SHOWN_NOTES = 5  # notes named in a sync's refusal before "and N more"
+MESSAGE = "the commit message"  # how a refusal names it, and its allowlist "note"
 
 
-def is_scanned(path: str) -> bool:
-    """Whether a vault-relative path is a file the scans read."""
+def is_scanned(path: str, trash: bool = True) -> bool:
+    """Whether a vault-relative path is a file the scans read: every file but git's own
+    and markvault's half-written ones (and the trash's, unless ``trash``)."""
     parts = path.split("/")
-    name = parts[-1]
-    if any(p in _NEVER for p in parts[:-1]) or name.startswith(TEMP_PREFIX):
-        return False
-    return name in SCANNED_NAMES or os.path.splitext(name)[1].lower() in SCANNED_SUFFIXES
+    never = _NEVER if trash else _NEVER | {TRASH_DIR}
+    return not any(p in never for p in parts[:-1]) and not parts[-1].startswith(TEMP_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -91,7 +73,7 @@ class CheckReport:
     files: int = 0
     bytes: int = 0
     notes: list[FileFindings] = field(default_factory=list)  # files with any finding
-    skipped: list[str] = field(default_factory=list)  # too large, or not UTF-8 text
+    skipped: list[str] = field(default_factory=list)  # could not be read
 
     @property
     def found(self) -> list[FileFindings]:
@@ -126,19 +108,25 @@ def policy_of(vault_dir: Path) -> CredentialPolicy:
     return CredentialPolicy.of(read_credential_settings(vault_dir))
 
 
-def scan_file(policy: CredentialPolicy, path: str, text: str) -> FileFindings:
-    """The credentials in a file's text and in its path (a note named after a key)."""
-    findings = scan(path, part="file name") + scan(text)
+def scan_file(policy: CredentialPolicy, path: str, data: bytes | Iterable[bytes]) -> FileFindings:
+    """The credentials in a file (its bytes, whole or in chunks) and in its path."""
+    chunks = [data] if isinstance(data, bytes) else data
+    findings = scan_file_bytes(path, chunks).findings
+    return _judged(policy, path, findings)
+
+
+def _judged(policy: CredentialPolicy, path: str, findings: list[Finding]) -> FileFindings:
     allowed = tuple(f for f in findings if policy.allows(path, f))
     found = tuple(f for f in findings if f not in allowed)
     return FileFindings(unsecret(path), found, allowed)
 
 
-def vault_files(vault_dir: Path) -> Iterator[str]:
+def vault_files(vault_dir: Path, trash: bool = False) -> Iterator[str]:
     """The vault-relative paths of the files the scans read, in a stable order; symlinks
     are not followed (what they point at is not in the vault)."""
+    never = _NEVER if trash else _NEVER | {TRASH_DIR}
     for folder, dirs, names in os.walk(vault_dir):
-        dirs[:] = sorted(d for d in dirs if d not in _NEVER)
+        dirs[:] = sorted(d for d in dirs if d not in never)
         rel = Path(folder).relative_to(vault_dir).as_posix()
         for name in sorted(names):
             path = name if rel == "." else f"{rel}/{name}"
@@ -146,48 +134,57 @@ def vault_files(vault_dir: Path) -> Iterator[str]:
                 yield path
 
 
-def check_vault(vault_dir: Path, policy: CredentialPolicy | None = None) -> CheckReport:
-    """Scan every file of the vault :func:`is_scanned` names.
+def check_vault(
+    vault_dir: Path, policy: CredentialPolicy | None = None, trash: bool = False
+) -> CheckReport:
+    """Scan every file of the vault (the trash too with ``trash``: it is committed).
 
     Raises:
         ConfigError: the settings file is invalid.
     """
     policy = policy or policy_of(vault_dir)
     report = CheckReport(vault_dir)
-    for path in vault_files(vault_dir):
+    for path in vault_files(vault_dir, trash):
         try:
-            data = _read(vault_dir / path)
+            with (vault_dir / path).open("rb") as fh:
+                scanned = scan_file_bytes(path, iter(functools.partial(fh.read, READ_CHUNK), b""))
         except OSError:
             report.skipped.append(path)
             continue
-        if data is None:
-            report.skipped.append(path)
-            continue
         report.files += 1
-        report.bytes += len(data)
-        text = data.decode("utf-8", errors="replace")
-        checked = scan_file(policy, path, text)
+        report.bytes += scanned.size
+        checked = _judged(policy, path, scanned.findings)
         if checked.found or checked.allowed:
             report.notes.append(checked)
     return report
 
 
-def _read(path: Path) -> bytes | None:
-    """The file's bytes; None for one too large or not text (a NUL byte)."""
-    if path.stat().st_size > MAX_SCANNED_BYTES:
-        return None
-    data = path.read_bytes()
-    return data if _is_text(data) else None
+def refuse_message(vault_dir: Path, message: str | None) -> None:
+    """Refuse a commit message holding a credential (``vault sync -m``, MCP ``sync``).
+
+    Raises:
+        CredentialRefused: it holds one the allowlist does not name.
+        ConfigError: the settings file is invalid.
+    """
+    if not message:
+        return
+    policy = policy_of(vault_dir)
+    found = [f for f in scan(message) if not policy.allows(MESSAGE, f)]
+    if found:
+        error = refusal(MESSAGE, found, "nothing was committed")
+        raise CredentialRefused(
+            error.message,
+            'Write the message without it (`vault sync -m "..."`); a commit message is '
+            "pushed with the notes and stays in the remote's history.",
+            found,
+        )
 
 
-def _is_text(data: bytes) -> bool:
-    """Small enough to scan, and text: no NUL byte in its first 8 KiB."""
-    return len(data) <= MAX_SCANNED_BYTES and b"\0" not in data[:8192]
-
-
-def refuse_to_commit(vault_dir: Path, staged: Iterable[tuple[str, bytes]]) -> None:
-    """Refuse a commit whose staged files (vault-relative path, staged bytes) hold a
-    credential the allowlist does not name.
+def refuse_to_commit(
+    vault_dir: Path, staged: Iterable[tuple[str, bytes | Iterable[bytes]]]
+) -> None:
+    """Refuse a commit whose staged files (vault-relative path, staged bytes whole or in
+    chunks) hold a credential the allowlist does not name.
 
     Raises:
         CredentialRefused: some files hold one (the message names each, with its
@@ -198,8 +195,8 @@ def refuse_to_commit(vault_dir: Path, staged: Iterable[tuple[str, bytes]]) -> No
     found = [
         checked
         for path, data in staged
-        if is_scanned(path) and _is_text(data)
-        for checked in [scan_file(policy, path, data.decode("utf-8", errors="replace"))]
+        if is_scanned(path)
+        for checked in [scan_file(policy, path, data)]
         if checked.found
     ]
     if not found:

@@ -3,8 +3,9 @@
 An agent steered by a prompt-injected page must not be able to copy the user's
 secrets into a vault that is synced to a hosted remote. So, through MCP:
 
-- only files inside a folder the user listed (``document_roots`` in ``.markvault.toml``
-  or ``MARKVAULT_DOCUMENT_ROOTS``); none listed, nothing is read;
+- only files inside a folder the user listed (``document_roots`` in ``.markvault.toml``,
+  once trusted on this machine with `vault trust` since the file travels with git, or
+  ``MARKVAULT_DOCUMENT_ROOTS``); none listed, nothing is read;
 - never a hidden file or folder (``~/.aws``, ``.env``, ``.git``), whatever the roots;
 - never through a symbolic link that leads out of an allowed folder;
 - never markvault's own files: the index, the vault's config, the HTTP token.
@@ -36,6 +37,8 @@ class DocumentSources:
     roots: tuple[Path, ...]  # resolved; where an agent may read
     vault_dir: Path
     private: tuple[Path, ...]  # resolved files or folders never read
+    # document_roots of the settings file that this machine has not trusted (trust.py)
+    untrusted: str = ""
 
     @classmethod
     def of(cls, settings: Settings) -> DocumentSources:
@@ -43,6 +46,7 @@ class DocumentSources:
             roots=tuple(r.resolve() for r in settings.document_roots),
             vault_dir=settings.vault_dir.resolve(),
             private=(settings.index_dir.resolve(), (settings.vault_dir / CONFIG_FILE).resolve()),
+            untrusted="; ".join(u for u in settings.untrusted if u.startswith("document_roots")),
         )
 
     def check(
@@ -77,6 +81,13 @@ class DocumentSources:
         return full
 
     def _check_for_agent(self, lexical: Path, full: Path) -> None:
+        if not self.roots and self.untrusted:
+            raise RefusedError(
+                "Refused: no folder is allowed for documents on this machine: "
+                f"{CONFIG_FILE} sets {self.untrusted}, which travels with git and is not "
+                "trusted here.",
+                "A person reads that setting and, if it is theirs, runs `vault trust`.",
+            )
         if not self.roots:
             raise RefusedError(
                 "Refused: no folder is allowed for documents, so store_document reads none.",

@@ -18,7 +18,7 @@ from typing import Any
 from markvault.config import CONFIG_FILE
 from markvault.errors import ConfigError
 from markvault.files.vault_files import TEMP_PREFIX, TRASH_DIR, VaultFiles
-from markvault.git.repo import find_repo
+from markvault.git.repo import exclude_trash, find_repo
 from markvault.markdown.parse import FOLDER_KINDS
 from markvault.resources import VAULT_TEMPLATES, packaged_templates, starter_vault, walk_files
 
@@ -29,7 +29,8 @@ GITIGNORE_TEXT = f"""\
 # be committed. (markvault's index is not here: it lives in your cache directory.)
 
 # Deleted notes: `vault delete` and Obsidian move them here. Left out of git, a delete
-# syncs as a delete; restore from here on the machine where you deleted.
+# syncs as a delete; restore from here on the machine where you deleted. (`vault sync`
+# keeps the trash out even without this line, unless [sync] trash = true.)
 {TRASH_DIR}/
 
 # markvault's half-written files (a write in progress or cut short by a crash).
@@ -132,6 +133,8 @@ def init_vault(folder: Path, *, starter: bool = False) -> InitReport:
     )
     repo = find_repo(root)
     report.git_repo = repo.work_tree if repo else None
+    if repo is not None:  # whatever .gitignore says (`vault sync` sees to it as well)
+        exclude_trash(repo, root)
 
     for kind_folder in FOLDER_KINDS:
         path = root / kind_folder

@@ -209,3 +209,27 @@ def check_writable(text: str, path: str) -> None:
             f"{path} contains git conflict markers (<<<<<<<, =======, >>>>>>>).",
             "Resolve the merge conflict in the file first, then retry.",
         )
+
+
+def exclude_trash(repo: GitRepo, vault_dir: Path) -> bool:
+    """Keep the vault's trash out of git on this machine, whatever ``.gitignore`` says:
+    a line in the repository's ``info/exclude`` (never committed). True if added."""
+    from markvault.files.vault_files import TRASH_DIR
+
+    common = repo.git_dir
+    pointer = repo.git_dir / "commondir"  # a linked worktree shares the main one's info/
+    with contextlib.suppress(OSError):
+        common = (repo.git_dir / pointer.read_text(encoding="utf-8").strip()).resolve()
+    exclude = common / "info" / "exclude"
+    rel = vault_dir.resolve().relative_to(repo.work_tree.resolve()).as_posix()
+    line = f"/{'' if rel == '.' else rel + '/'}{TRASH_DIR}/"
+    try:
+        have = exclude.read_text(encoding="utf-8").splitlines() if exclude.exists() else []
+        if line in have:
+            return False
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        text = "\n".join([*have, "# markvault: deleted notes stay on this machine", line])
+        exclude.write_text(text + "\n", encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False  # the sync's own pathspec keeps the trash out all the same
+    return True

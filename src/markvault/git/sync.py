@@ -34,9 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from markvault.config import CONFIG_FILE
 from markvault.errors import ConfigError, MarkvaultError, RefusedError, SyncConflict, SyncError
 from markvault.files.vault_files import TEMP_PREFIX, TRASH_DIR
-from markvault.git.repo import GitRepo, check_writable, find_repo
+from markvault.git.repo import GitRepo, check_writable, exclude_trash, find_repo
 
 # How long a sync waits for in-flight markvault writes before each git step.
 LOCK_WAIT_SECONDS = 30.0
@@ -74,10 +75,11 @@ class StagedCommit:
     """What is about to be committed, for the commit checks: every change and a way to
     read exactly the staged bytes (not the file, which may change meanwhile)."""
 
-    def __init__(self, git: Git, changes: list[Change]) -> None:
+    def __init__(self, git: Git, changes: list[Change], subject: str | None = None) -> None:
         self._git = git
         self.changes = changes
         self.vault_dir = git.top / git.prefix
+        self.subject = subject  # the commit message's subject given by the caller, if any
 
     def read(self, change: Change) -> bytes:
         if change.blob is None:
@@ -104,6 +106,54 @@ class StagedCommit:
                     yield change, _next_blob(batch.stdin, batch.stdout, change)
             finally:
                 batch.stdin.close()
+
+    def contents(self, changes: Iterable[Change]) -> Iterator[tuple[Change, Iterator[bytes]]]:
+        """Each change with its staged bytes in chunks of at most ``BLOB_CHUNK`` (a file
+        of any size in bounded memory), through a single ``git cat-file --batch``. Each
+        chunk iterator must be read (or dropped) before the next change is asked for."""
+        pending = list(changes)
+        with subprocess.Popen(
+            ["git", "-C", str(self._git.top), "cat-file", "--batch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=self._git.env,
+        ) as batch:
+            assert batch.stdin is not None and batch.stdout is not None
+            try:
+                for change in pending:
+                    if change.blob is None:
+                        yield change, iter(())
+                        continue
+                    chunks = _blob_chunks(batch.stdin, batch.stdout, change)
+                    yield change, chunks
+                    for _ in chunks:  # what the reader left
+                        pass
+            finally:
+                batch.stdin.close()
+
+
+BLOB_CHUNK = 1024 * 1024
+
+
+def _blob_chunks(ask: IO[bytes], answer: IO[bytes], change: Change) -> Iterator[bytes]:
+    """One object of ``git cat-file --batch``, in chunks, and the newline after it."""
+    assert change.blob is not None
+    ask.write(change.blob.encode("ascii") + b"\n")
+    ask.flush()
+    header = answer.readline().split()
+    if len(header) != 3:
+        raise SyncError(
+            f"git could not read the staged content of {change.path}.",
+            "Run `git status` in the vault and retry `vault sync`.",
+        )
+    left = int(header[2])
+    while left > 0:
+        chunk = answer.read(min(BLOB_CHUNK, left))
+        if not chunk:
+            raise SyncError(f"git stopped while reading {change.path}.", "Retry `vault sync`.")
+        left -= len(chunk)
+        yield chunk
+    answer.read(1)
 
 
 def _next_blob(ask: IO[bytes], answer: IO[bytes], change: Change) -> bytes:
@@ -138,12 +188,14 @@ def refuse_conflict_markers(staged: StagedCommit) -> None:
 
 
 def refuse_credentials(staged: StagedCommit) -> None:
-    """Never commit a credential: a pushed one is on every machine and in the remote's
-    history for good. The vault's allowlist lets a known false positive through."""
-    from markvault.credentials.scan import is_scanned, refuse_to_commit
+    """Never commit a credential, in a file (any file, its name included) or in the
+    message: a pushed one is on every machine and in the remote's history for good. The
+    vault's allowlist lets a known false positive through."""
+    from markvault.credentials.scan import is_scanned, refuse_message, refuse_to_commit
 
+    refuse_message(staged.vault_dir, staged.subject)
     changed = [c for c in staged.changes if c.status != "deleted" and is_scanned(c.path)]
-    refuse_to_commit(staged.vault_dir, ((c.path, data) for c, data in staged.blobs(changed)))
+    refuse_to_commit(staged.vault_dir, ((c.path, data) for c, data in staged.contents(changed)))
 
 
 DEFAULT_CHECKS: tuple[CommitCheck, ...] = (refuse_conflict_markers, refuse_credentials)
@@ -156,6 +208,7 @@ class SyncOptions:
     dry_run: bool = False
     pull: PullMode = "merge"
     interactive: bool = True  # may git ask for a password or passphrase on a terminal
+    trash: bool = False  # commit the trash too ([sync] trash); else it stays out of git
 
 
 @dataclass
@@ -208,6 +261,7 @@ class Git:
         rel = vault_dir.relative_to(self.top).as_posix()
         self.prefix = "" if rel == "." else rel + "/"  # the vault's folder in the repo
         self.env = {**os.environ, "GIT_EDITOR": "true", "GIT_MERGE_AUTOEDIT": "no"}
+        self.trash = False  # whether the trash is committed
         if not interactive:
             self.env["GIT_TERMINAL_PROMPT"] = "0"
 
@@ -235,10 +289,13 @@ class Git:
     @property
     def pathspec(self) -> list[str]:
         """The vault's folder, without markvault's temporary files."""
-        return [
+        spec = [
             f":(top){self.prefix.rstrip('/')}",  # ":(top)" alone is the whole repository
             f":(top,exclude,glob){self.prefix}**/{TEMP_PREFIX}*",
         ]
+        if not self.trash:  # whatever .gitignore says
+            spec.append(f":(top,exclude,literal){self.prefix}{TRASH_DIR}")
+        return spec
 
     def vault_path(self, top_path: str) -> str | None:
         """A repository path made vault-relative; None when outside the vault."""
@@ -294,6 +351,9 @@ def sync_vault(
         SyncError: a git command failed (network, credentials, a hook).
     """
     git = open_git(vault_dir, options.interactive)
+    git.trash = options.trash
+    if not options.trash and not options.dry_run:
+        exclude_trash(git.repo, vault_dir)  # a plain `git add -A` leaves it out too
     report = SyncReport(vault=vault_dir, dry_run=options.dry_run, notices=[])
     if git.repo.operation():
         if options.dry_run:
@@ -316,7 +376,13 @@ def sync_vault(
         report.behind = git.count(f"HEAD..{report.upstream}")
         report.notices.append("Dry run: nothing committed, fetched, merged or pushed.")
         return report
+    settings_file = vault_dir / CONFIG_FILE
+    before = settings_file.read_bytes() if settings_file.is_file() else None
     _pull_and_push(git, options, report, network)
+    if CONFIG_FILE in report.changed_paths:  # it travels with git: say what it brought
+        from markvault.trust import pulled_notices
+
+        report.notices.extend(pulled_notices(vault_dir, before))
     return report
 
 
@@ -353,10 +419,14 @@ def _commit(
             scratch.write_bytes(saved)
         git.env["GIT_INDEX_FILE"] = str(scratch)
     try:
-        git.run("add", "--all", "--", *git.pathspec)
-        report.changes = _staged_changes(git)
+        git.run("add", "--all", "--", *git.pathspec[:2])  # an excluded ignored path fails
+        if not git.trash:  # whatever .gitignore says: the trash as the last commit had it
+            git.run("reset", "--quiet", "--", f":(top,literal){git.prefix}{TRASH_DIR}")
+        # Checked: exactly what the commit will hold (at the repository's top, the whole
+        # index, so that a file staged by hand is checked too).
+        report.changes = _staged_changes(git, whole_index=not git.prefix)
         if report.changes:
-            staged = StagedCommit(git, report.changes)
+            staged = StagedCommit(git, report.changes, options.message)
             for check in checks:
                 check(staged)
         if options.dry_run or not report.changes:
@@ -385,10 +455,9 @@ def _restore_index(index_file: Path, saved: bytes | None) -> None:
     os.replace(tmp, index_file)
 
 
-def _staged_changes(git: Git) -> list[Change]:
-    raw = git.run(
-        "diff", "--cached", "--raw", "-z", "-M", "--no-abbrev", "--", *git.pathspec
-    ).stdout
+def _staged_changes(git: Git, whole_index: bool = False) -> list[Change]:
+    spec = [] if whole_index else ["--", *git.pathspec]
+    raw = git.run("diff", "--cached", "--raw", "-z", "-M", "--no-abbrev", *spec).stdout
     fields = raw.split("\0")
     changes: list[Change] = []
     i = 0
