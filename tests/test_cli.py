@@ -73,8 +73,8 @@ def test_search_index_format(small: Path) -> None:
 
 def test_exit_codes_and_messages(small: Path) -> None:
     assert run(small, "search", "nothingmatches", "--mode", "keyword").exit_code == 1
-    bad = run(small, "search", '"open', "--mode", "keyword")
-    assert bad.exit_code == 2 and "Unclosed quote" in bad.output
+    bad = run(small, "search", "quokka", "--limit", "0")
+    assert bad.exit_code == 2 and "limit must be" in bad.output
     missing = run(small, "get", "no/such.md")
     assert missing.exit_code == 3 and "No note" in missing.output
     assert run(small, "new", "note", "Alpha2").exit_code == 0
@@ -106,13 +106,14 @@ def test_edit_roundtrip(small: Path) -> None:
 
 
 def test_batch_mode(small: Path) -> None:
-    lines = 'quokka\n{"id": "q2", "query": "袋鼠"}\n{"id": "bad", "query": "\\"x"}\n'
+    too_long = "x " * 2001
+    lines = f'quokka\n{{"id": "q2", "query": "袋鼠"}}\n{{"id": "bad", "query": "{too_long}"}}\n'
     result = run(small, "search", "--batch", "-", "--mode", "keyword", input=lines)
     out = [json.loads(line) for line in result.stdout.splitlines()]
     assert len(out) == 3
     assert out[0]["hits"] and "id" not in out[0]
     assert out[1]["id"] == "q2" and out[1]["hits"][0]["path"] == "knowledge/zoo/gamma.md"
-    assert out[2]["id"] == "bad" and "Unclosed quote" in out[2]["error"]
+    assert out[2]["id"] == "bad" and "characters long" in out[2]["error"]
 
 
 def test_status(small: Path) -> None:

@@ -244,7 +244,3 @@ def test_evaluate_counts_a_missing_query_as_zero() -> None:
     scores = metrics.evaluate({"1": ["a"]}, relevant)
     assert scores.queries == 2
     assert scores.mrr10 == 0.5
-
-
-def test_plain_query_defuses_keyword_syntax() -> None:
-    assert runner.plain_query('a "wing (delta) -lift NOT flap*') == "a wing delta lift not flap"

@@ -98,8 +98,8 @@ async def test_search_get_edit_roundtrip(vault: Vault, vault_dir: Path) -> None:
 
 async def test_bad_arguments_are_tool_errors_not_tracebacks(vault: Vault) -> None:
     async with Client(build_server(vault)) as client:
-        bad = await client.call_tool("search", {"query": '"unclosed', "mode": "keyword"})
-        assert bad.is_error and "Unclosed quote" in bad.content[0].text
+        bad = await client.call_tool("search", {"query": "x", "mode": "keyword", "limit": 0})
+        assert bad.is_error and "limit must be" in bad.content[0].text
         missing = await client.call_tool("get", {"ref": "nope"})
         assert missing.is_error and "No note" in missing.content[0].text
         assert "Traceback" not in bad.content[0].text + missing.content[0].text

@@ -42,7 +42,7 @@ SHORT = 8
 
 
 def pick(queries: Sequence[Query]) -> tuple[list[str], list[str]]:
-    texts = [runner.plain_query(q.text) for q in queries]
+    texts = [q.text for q in queries]
     long = [t for t in texts if LONG[0] <= len(t.split()) <= LONG[1]]
     short = [t for t in texts if 0 < len(t.split()) <= SHORT]
     return long, short

@@ -9,7 +9,6 @@ point is to measure a setting before anyone changes ``src/``.
 from __future__ import annotations
 
 import contextlib
-import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -27,29 +26,6 @@ from .smart import Query
 from .variants import variants as make_variants
 
 LIMIT = 100  # notes per query: enough for Recall@100
-_SYNTAX = re.compile(r'["()*]')
-_OPERATORS = {"AND", "OR", "NOT"}
-
-
-def plain_query(text: str) -> str:
-    """Natural-language text as markvault plain words.
-
-    Collections' queries are prose, but markvault's keyword syntax gives meaning to
-    quotes, parentheses, ``*``, a leading ``-`` and upper-case AND/OR/NOT; a query
-    with an unbalanced quote would even be refused. Those characters become spaces
-    (and the operators lower case), which is what a search box user means.
-    """
-    out = []
-    for word in _SYNTAX.sub(" ", text).split():
-        word = word.lstrip("-")
-        if word:
-            out.append(word.lower() if word in _OPERATORS else word)
-    return " ".join(out)
-
-
-def plain_variant(variant: str) -> str:
-    kind, sep, text = variant.partition(":")
-    return f"{kind}: {plain_query(text)}" if sep else plain_query(variant)
 
 
 @dataclass
@@ -137,21 +113,19 @@ def run_mode(
     mode: str,
     *,
     limit: int = LIMIT,
-    rewrite: Callable[[str], str] = plain_query,
 ) -> ModeRun:
-    """Every query through ``vault.search`` in ``mode``.
-
-    ``rewrite`` turns the query text into what is searched (by default ``plain_query``);
-    experiments pass another. Deep mode gets ``variants.variants`` of the query.
-    A query markvault refuses is recorded with its message and scores 0.
+    """Every query through ``vault.search`` in ``mode``, exactly as the collection
+    writes it (quotes, parentheses and all: what a user types). Deep mode gets
+    ``variants.variants`` of the query. A query markvault refuses is recorded with its
+    message and scores 0.
     """
     out = ModeRun(mode, {}, 0.0)
     started = time.perf_counter()
     for q in queries:
-        text = rewrite(q.text)
+        text = q.text
         try:
             if mode == "deep":
-                vs = [plain_variant(v) for v in make_variants(q.text)]
+                vs = make_variants(q.text)
                 result = deep_search(vault, text, vs, limit)
                 out.shortcuts += int(result.shortcut)
             else:

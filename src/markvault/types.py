@@ -213,6 +213,7 @@ class SearchResult:
     warnings: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)  # chunks found by each stage
     shortcut: bool = False  # deep search skipped its variants
+    relaxed: bool = False  # phrases and required words matched nothing: the words ranked
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -226,6 +227,8 @@ class SearchResult:
         }
         if self.mode == "deep":
             data["shortcut"] = self.shortcut
+        if self.relaxed:
+            data["relaxed"] = True
         return data
 
 

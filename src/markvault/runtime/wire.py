@@ -91,6 +91,7 @@ def decode(value: Any) -> Any:
             data["warnings"],
             data.get("counts", {}),
             data.get("shortcut", False),
+            data.get("relaxed", False),
         )
     cls = _PLAIN.get(kind)
     if cls is None:

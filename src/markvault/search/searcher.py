@@ -36,6 +36,10 @@ VARIANT_KINDS = ("lex", "vec", "hyde")
 ORIGINAL_WEIGHT = 2.0
 DECISIVE_RATIO = 1.5  # top keyword score over the runner-up's that skips the variants
 DECISIVE_WINDOW = 20  # keyword hits looked at for the runner-up from another note
+NOTHING_TO_LOOK_FOR = (
+    "the query has no word to search for (NOT and -word only remove results): "
+    "nothing found; add a word"
+)
 
 Fused = fusion.Fused
 
@@ -74,18 +78,19 @@ class Searcher:
         filters.check()
         run = _Run(time.perf_counter())
 
-        plan: query_lang.Plan | None
-        try:
-            plan = query_lang.parse(query)
-        except UsageError:
-            if mode != "vector":
-                raise
-            plan = None
+        plan: query_lang.Plan | None = query_lang.parse(query)
         run.lap("parse")
+        if plan is not None and plan.empty:
+            if mode != "vector":
+                run.warnings.append(NOTHING_TO_LOOK_FOR)
+                run.timings["total"] = (time.perf_counter() - run.began) * 1000
+                return SearchResult(query, mode, [], run.timings, 0, run.warnings)
+            plan = None  # the model reads the text as written
         wanted = max(50, (offset + limit) * 5)
         if order == "date" or min_score is not None:
             wanted = max(wanted, MAX_LIMIT)
         lists, weights = self._lists(query, plan, mode, filters, wanted, parsed_variants, run)
+        plan = run.plan or plan
         fused = self._fuse(lists, weights, mode, run)
         if min_score is not None:
             fused = [f for f in fused if f[1] >= min_score]
@@ -96,6 +101,7 @@ class Searcher:
         result = SearchResult(query, mode, hits, run.timings, total_notes, run.warnings)
         result.counts = {name: len(rows) for name, rows in lists.items()}
         result.shortcut = run.shortcut
+        result.relaxed = run.plan is not None
         return result
 
     def _lists(
@@ -113,13 +119,27 @@ class Searcher:
         lists: dict[str, list[tuple[int, float]]] = {}
         weights: dict[str, float] = {}
         if mode in ("keyword", "hybrid", "deep") and plan is not None:
-            lists["keyword"] = self._keyword(plan, filters, wanted, run.warnings, run)
+            rows = self._keyword(plan, filters, wanted, run.warnings, run)
+            if not rows and plan.narrowing():
+                # Phrases and required words never empty what the words would fill.
+                relaxed = plan.relaxed()
+                rows = self._keyword(relaxed, filters, wanted, run.warnings, run)
+                if rows:
+                    plan = run.relax(plan, relaxed)
+            lists["keyword"] = rows
             run.lap("keyword")
         vectors_usable = mode != "keyword" and self._vectors_usable(
             query, plan.language if plan else None, mode, run.warnings
         )
         if vectors_usable:
-            lists["vector"] = self._vector(plan.text if plan else query, filters, wanted, plan, run)
+            text = plan.text if plan else query
+            rows = self._vector(text, filters, wanted, plan, run)
+            if not rows and mode == "vector" and plan is not None and plan.narrowing():
+                relaxed = plan.relaxed()
+                rows = self._vector(text, filters, wanted, relaxed, run)
+                if rows:
+                    plan = run.relax(plan, relaxed)
+            lists["vector"] = rows
         if mode != "deep":
             return lists, weights
         weights = dict.fromkeys(lists, ORIGINAL_WEIGHT)
@@ -176,10 +196,9 @@ class Searcher:
     ) -> None:
         """Run deep search's ``n``-th variant in the mode its kind calls for."""
         if kind in ("lex", "auto"):
-            try:
-                plan = query_lang.parse(text)
-            except UsageError as exc:
-                run.warnings.append(f"variant {n} skipped: {exc}")
+            plan = query_lang.parse(text)
+            if plan.empty:
+                run.warnings.append(f"variant {n} skipped: it has no word to search for")
                 return
             lists[f"v{n}:keyword"] = self._keyword(plan, filters, wanted, run.warnings)
             run.lap(f"v{n}:keyword")
@@ -452,6 +471,17 @@ class _Run:
         self._cosines: tuple[np.ndarray, np.ndarray] | None = None
         self.chunk_bm25: dict[int, float] = {}  # the query's keyword chunks' own BM25
         self.chunk_notes: dict[int, str] = {}  # note paths of chunks read while ranking
+        self.plan: query_lang.Plan | None = None  # the relaxed query, when it was
+
+    def relax(self, plan: query_lang.Plan, relaxed: query_lang.Plan) -> query_lang.Plan:
+        """Note that ``plan``'s phrases and required words matched nothing, and that
+        ``relaxed`` (its words) answers instead; returns ``relaxed``."""
+        self.plan = relaxed
+        self.warnings.append(
+            f"nothing matches {' and '.join(plan.narrowing())} as written: "
+            "results for any of the query's words instead, ranked"
+        )
+        return relaxed
 
     def keep_cosines(self, ids: np.ndarray, scores: np.ndarray) -> None:
         """Keep the query's cosine with every chunk, for fusion to look up."""
