@@ -416,8 +416,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def chosen_questions(data: Data, args: argparse.Namespace) -> list[Question]:
     qs = data.questions
-    if args.questions:
-        qs = [q for q in qs if q.qid in set(args.questions)]
+    if args.questions:  # in the order given: the first embedded first
+        by_id = {q.qid: q for q in qs}
+        qs = [by_id[qid] for qid in args.questions if qid in by_id]
     if args.types:
         qs = [q for q in qs if q.qtype in set(args.types)]
     if args.max_questions:
@@ -432,7 +433,7 @@ def experiments_chosen(words: Sequence[str] | None) -> list[tuple[str, Sequence[
     from . import experiments as exps
 
     found = [(e.name, e.modes, e.patch) for e in exps.default_experiments()]
-    found += [(e.name, e.modes, e.patch) for e in getattr(exps, "memory_experiments", list)()]
+    found += [(e.name, e.modes, e.patch) for e in exps.memory_experiments()]
     return [e for e in found if not words or any(w in e[0] for w in words)]
 
 
@@ -456,6 +457,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "errors": run.errors,
             "index_seconds": round(run.index_seconds, 2),
         }
+        if args.json_out:  # after every question: a long run's figures so far
+            _write(args, [q for q in questions if q.qid in results], results)
         hit = {
             s.removeprefix("markvault "): "".join(
                 "+" if d in q.gold else "." for d in run.rankings.get(s, [])[:5]
@@ -473,15 +476,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(text)
     print(f"\n{len(questions)} questions in {time.perf_counter() - started:.0f} s", flush=True)
     if args.json_out:
-        args.json_out.parent.mkdir(parents=True, exist_ok=True)
-        payload = {
-            "questions": {q.qid: {"type": q.qtype} for q in questions},
-            "results": results,
-            "modes": args.modes,
-            "limit": args.limit,
-        }
-        args.json_out.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+        _write(args, questions, results)
     return 0
+
+
+def _write(
+    args: argparse.Namespace, questions: Sequence[Question], results: Mapping[str, Any]
+) -> None:
+    args.json_out.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "questions": {q.qid: {"type": q.qtype} for q in questions},
+        "results": results,
+        "modes": args.modes,
+        "limit": args.limit,
+    }
+    args.json_out.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
