@@ -213,6 +213,9 @@ class SearchResult:
     warnings: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)  # chunks found by each stage
     shortcut: bool = False  # deep search skipped its variants
+    # The time window read from the query's words (time_expressions.py), if any:
+    # {"text", "start", "end", "asked_at"}, ISO dates (start or end None when open).
+    time: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -226,6 +229,8 @@ class SearchResult:
         }
         if self.mode == "deep":
             data["shortcut"] = self.shortcut
+        if self.time is not None:
+            data["time"] = self.time
         return data
 
 

@@ -8,6 +8,8 @@ result is already decisive (fusion.py). Each hit reports its ranks and scores pe
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import functools
 import time
 from collections.abc import Callable, Sequence
@@ -16,6 +18,7 @@ from urllib.parse import quote
 
 from . import fusion, language
 from . import query as query_lang
+from . import time_expressions as times
 from .embed import Embedder
 from .errors import UsageError
 from .index import Index
@@ -75,15 +78,21 @@ class Searcher:
         variants: Sequence[str] = (),
         order: str = "relevance",
         min_score: float | None = None,
+        as_of: str | None = None,
     ) -> SearchResult:
-        """Search; raises UsageError for a bad mode, limit, order, variant or query syntax.
+        """Search; raises UsageError for a bad mode, limit, order, variant, query syntax
+        or ``as_of``.
 
         ``variants`` (deep mode only) are rewrites of the query written by the caller;
         ``order`` "date" sorts the matching notes newest first; ``min_score`` drops hits
         scoring below it (BM25 for keyword, cosine for vector, the fused score for
-        hybrid: at most 1, fusion.py; RRF for deep).
+        hybrid: at most 1, fusion.py; RRF for deep). Time words in the query ("last
+        Tuesday", "since May": time_expressions.py), read relative to ``as_of`` (the
+        "asked at" date, ISO; today when None), rank notes dated in their window higher
+        and are not searched as words; ``SearchResult.time`` says what was read.
         """
         parsed_variants = check_request(query, mode, limit, offset, order, variants)
+        asked = times.asked_date(as_of)
         filters = filters or Filters()
         filters.check()
         run = _Run(time.perf_counter())
@@ -95,6 +104,7 @@ class Searcher:
             if mode != "vector":
                 raise
             plan = None
+        window, plan = _time_window(query, plan, asked)
         run.lap("parse")
         wanted = max(50, (offset + limit) * 5)
         if order == "date" or min_score is not None:
@@ -103,6 +113,8 @@ class Searcher:
         fused = self._fuse(lists, weights, mode, run)
         if min_score is not None:
             fused = [f for f in fused if f[1] >= min_score]
+        if window is not None and order == "relevance":
+            fused = self._time_boost(fused, window, run)
         run.lap("fuse")
         hits, total_notes = self._hits(fused, query, plan, (offset, limit), full_text, order, run)
         run.lap("fetch")
@@ -110,7 +122,23 @@ class Searcher:
         result = SearchResult(query, mode, hits, run.timings, total_notes, run.warnings)
         result.counts = {name: len(rows) for name, rows in lists.items()}
         result.shortcut = run.shortcut
+        if window is not None:
+            asked_at = (asked or dt.date.today()).isoformat()
+            result.time = {**window.to_json(), "asked_at": asked_at}
         return result
+
+    def _time_boost(self, fused: list[Fused], window: times.TimeWindow, run: _Run) -> list[Fused]:
+        """Notes dated in (or near) ``window`` raised (time_expressions.boost)."""
+        paths = self._chunk_paths([f[0] for f in fused], run)
+        days = self.index.reads.note_days(sorted(set(paths.values())))
+        fit: dict[str, float] = {}
+
+        def fit_of(path: str) -> float:
+            if path not in fit:
+                fit[path] = times.closeness(window, days.get(path, []))
+            return fit[path]
+
+        return times.boost(fused, paths.get, fit_of)
 
     def _lists(
         self,
@@ -376,6 +404,25 @@ class Searcher:
                 )
             )
         return hits, len(order)
+
+
+def _time_window(
+    query: str, plan: query_lang.Plan | None, asked: dt.date | None
+) -> tuple[times.TimeWindow | None, query_lang.Plan | None]:
+    """The query's time window, and its plan with the time words left out of the keyword
+    terms (as it was when nothing else is left to search for)."""
+    found = times.outside_quotes(query, times.find(query, asked, plan.language if plan else None))
+    window = times.combined(found)
+    if window is None or plan is None:
+        return window, plan
+    try:
+        rest = query_lang.parse(times.without(query, found))
+    except UsageError:
+        return window, plan
+    if not (rest.terms or rest.prefixes):
+        return window, plan
+    # The embedding model reads the question whole: time words are context there.
+    return window, dataclasses.replace(rest, text=plan.text)
 
 
 def check_request(

@@ -135,8 +135,11 @@ class Vault:
         order: str = "relevance",
         min_score: float | None = None,
         progress: Progress | None = None,
+        as_of: str | None = None,
     ) -> SearchResult:
-        """Keyword, vector, hybrid or deep search; the best chunk of each note."""
+        """Keyword, vector, hybrid or deep search; the best chunk of each note.
+        ``as_of``: the date the question is asked (ISO; today when None), which time
+        words in the query ("last Tuesday") are read against."""
         return self._core.notes.search(
             query,
             mode=mode,
@@ -148,6 +151,7 @@ class Vault:
             order=order,
             min_score=min_score,
             progress=progress,
+            as_of=as_of,
         )
 
     @reads
@@ -163,6 +167,7 @@ class Vault:
         variants: Sequence[str] = (),
         order: str = "relevance",
         min_score: float | None = None,
+        as_of: str | None = None,
     ) -> list[dict[str, Any]]:
         """One JSON-ready result per (id, query), searched as ``search`` does; a bad
         query gives an error entry."""
@@ -176,6 +181,7 @@ class Vault:
             variants=variants,
             order=order,
             min_score=min_score,
+            as_of=as_of,
         )
         return list(batch)
 

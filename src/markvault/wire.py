@@ -82,6 +82,7 @@ def decode(value: Any) -> Any:
             data["warnings"],
             data.get("counts", {}),
             data.get("shortcut", False),
+            data.get("time"),
         )
     cls = _PLAIN.get(kind)
     if cls is None:

@@ -46,6 +46,7 @@ class NoteReader:
         order: str = "relevance",
         min_score: float | None = None,
         progress: Progress | None = None,
+        as_of: str | None = None,
     ) -> SearchResult:
         """See ``Searcher.search``; builds a keyword index first when there is none."""
         index = self.keeper.reader(progress)
@@ -61,6 +62,7 @@ class NoteReader:
             variants=variants,
             order=order,
             min_score=min_score,
+            as_of=as_of,
         )
         result.warnings[:0] = self.keeper.notices
         self.keeper.notices = []
@@ -78,6 +80,7 @@ class NoteReader:
         variants: Sequence[str] = (),
         order: str = "relevance",
         min_score: float | None = None,
+        as_of: str | None = None,
     ) -> Iterator[dict[str, Any]]:
         """One JSON-ready result per (id, query); a bad query yields an error entry."""
         for qid, text in queries:
@@ -92,6 +95,7 @@ class NoteReader:
                     variants=variants,
                     order=order,
                     min_score=min_score,
+                    as_of=as_of,
                 ).to_json()
             except MarkvaultError as exc:
                 result = {"query": text, "error": str(exc)}

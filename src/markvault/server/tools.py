@@ -23,6 +23,7 @@ from mcp.types import ToolAnnotations
 
 from ..errors import ConflictError, MarkvaultError, NotFoundError, RefusedError
 from ..model import MAX_PAGE_CHARS, MIN_PAGE_CHARS, PAGE_CHARS, Edit, Filters, Op, SearchResult
+from ..time_expressions import time_line
 from ..vault import Vault, parse_lines
 from .completion import register_completions
 from .live import LiveServer
@@ -153,6 +154,8 @@ def format_index(result: SearchResult) -> str:
         f"{result.timings_ms.get('total', 0):.0f} ms ({stages})"
     ]
     lines += [f"warning: {w}" for w in result.warnings]
+    if result.time:
+        lines.append(f"time: {time_line(result.time)}")
     for h in result.hits:
         heading = " > ".join(h.heading_path) or h.title
         more = f" (+{h.more_chunks} chunks)" if h.more_chunks else ""
@@ -265,6 +268,7 @@ def _search_tools(server: MCPServer, service: VaultService) -> None:
         limit: int = 10,
         offset: int = 0,
         format: Literal["index", "full"] = "index",
+        as_of: str | None = None,
     ) -> str:
         """Search the vault; returns the best chunk of each matching note, best first.
 
@@ -282,6 +286,10 @@ def _search_tools(server: MCPServer, service: VaultService) -> None:
         out unless include_expired. scope: "sessions" (session notes only), "prompts" (what
         the user asked in sessions), "decisions", "outcomes" or "open_items" (those parts
         of session summaries; each hit is the session, its snippet the matching item).
+        Time words in the query ("yesterday", "last Tuesday", "two weeks ago", "in
+        March", "since 2026-01-05") rank notes dated then higher (never filter), read
+        against as_of (the ISO date the question is asked; default today); the result
+        says which window it read ("time:").
         order "date" = newest first. min_score drops weaker
         hits (BM25 for keyword, cosine for vector, RRF for hybrid/deep).
         format "index": one line per hit with chunk id, path, heading, score, citation URI
@@ -307,6 +315,7 @@ def _search_tools(server: MCPServer, service: VaultService) -> None:
                 order=order,
                 min_score=min_score,
                 progress=call,
+                as_of=as_of,
             ),
         )
         if format == "full":
