@@ -211,3 +211,12 @@ def test_closeness_is_one_inside_and_fades_outside() -> None:
     assert te.closeness(day, []) == 0.0
     # the best of a note's dates counts
     assert te.closeness(day, [D(2020, 1, 1), D(2023, 4, 11)]) == 1.0
+
+
+def test_a_passage_is_not_read_for_dates() -> None:
+    """Past MAX_QUERY_CHARS a query is a passage, and its dates are not the question's
+    (and reading them would cost a long query time)."""
+    passage = "the deploy last Tuesday " + "and more words " * (te.MAX_QUERY_CHARS // 15)
+    assert len(passage) > te.MAX_QUERY_CHARS
+    assert te.find(passage, TUESDAY) == []
+    assert te.find(passage[: te.MAX_QUERY_CHARS], TUESDAY)[0].text == "last Tuesday"

@@ -47,6 +47,7 @@ from typing import Any
 from .errors import UsageError
 
 Date = dt.date
+MAX_QUERY_CHARS = 1000  # a longer "query" is a passage: its dates are not a question's
 
 
 @dataclass(frozen=True)
@@ -542,6 +543,43 @@ _BARE_RES = [(re.compile(rf"(?:{p})(?!\w)", _FLAGS), h) for p, h in _AFTER_PREPO
 _FRENCH_HIER = re.compile(r"(?<!\w)hier(?!\w)", _FLAGS)
 
 
+# Words without which a query names no time: most queries are rejected by one scan.
+_TRIGGER = re.compile(
+    r"\d|(?<!\w)(?:"
+    + _alternation(
+        [
+            *MONTHS,
+            *WEEKDAYS,
+            *(u for u in UNITS if len(u) > 2),
+            "today",
+            "tonight",
+            "yesterday",
+            "morning",
+            "afternoon",
+            "evening",
+            "night",
+            "weekend",
+            "heute",
+            "gestern",
+            "vorgestern",
+            "hier",
+            "aujourd",
+            "ayer",
+            "hoy",
+            "anteayer",
+            "antier",
+            "oggi",
+            "ieri",
+            "altroieri",
+            "ans",
+            "an",
+        ]
+    )
+    + r")(?!\w)",
+    _FLAGS,
+)
+
+
 @dataclass(frozen=True)
 class _Found:
     start: int
@@ -590,6 +628,8 @@ def find(
     if isinstance(asked, dt.datetime):
         asked = asked.date()
     today = asked or Date.today()
+    if len(query) > MAX_QUERY_CHARS or not _TRIGGER.search(query):
+        return []
     points = _points(query, today, language)
     out: list[TimeWindow] = []
     i = 0
@@ -597,13 +637,14 @@ def find(
         p = points[i]
         start, end = p.point
         lo = p.start
-        before = query[: p.start]
+        cut = max(0, p.start - 16)  # a bound word is right before: look no further back
+        before = query[cut : p.start]
         between = _BETWEEN.search(before)
         nxt = points[i + 1] if i + 1 < len(points) else None
         if between and not (nxt and _JOIN.match(query[p.end : nxt.start])):
             nxt = _bare_after_join(query, p.end, today) or nxt
         if between and nxt and _JOIN.match(query[p.end : nxt.start]):
-            lo, end = between.start(), nxt.point[1]
+            lo, end = cut + between.start(), nxt.point[1]
             if start and end and end < start:  # "between November and February"
                 start = add_months(start, -12)
             out.append(TimeWindow(start, end, query[lo : nxt.end], (lo, nxt.end)))
@@ -611,7 +652,7 @@ def find(
             continue
         bound = _BOUND_WORD.search(before)
         if bound:
-            lo = bound.start()
+            lo = cut + bound.start()
             kind = _BOUNDS[bound["word"].lower()]
             if kind == "from":
                 end = max(today, start) if start else today
