@@ -7,6 +7,8 @@ keyword search must find each known item (MRR@10 >= 0.95 per language). With the
 model (marked ``model``, small vaults only): hybrid must not fall below the better of
 keyword and vector by more than 0.01 on the starter vault and the conversation
 sessions, nor more than 0.02 below keyword in any language of the multilingual set.
+On LongMemEval (issue 33), one question of each type, one vault each: keyword search
+must not fall below stemmed bm25s on recall_all@10, nor more than 0.005 on nDCG@10.
 Plus the harness's own pieces (SMART parsing, gains, metrics) and the generated data
 matching its generators.
 
@@ -32,6 +34,7 @@ from bench.eval import (  # noqa: E402
     gen_conversations,
     gen_long_notes,
     known_item,
+    longmemeval,
     metrics,
     runner,
     sets,
@@ -244,3 +247,51 @@ def test_evaluate_counts_a_missing_query_as_zero() -> None:
     scores = metrics.evaluate({"1": ["a"]}, relevant)
     assert scores.queries == 2
     assert scores.mrr10 == 0.5
+
+
+# ---- LongMemEval (issue 33) ---------------------------------------------------------------
+
+
+def _one_question_per_type(data: longmemeval.Data) -> list[longmemeval.Question]:
+    first: dict[str, longmemeval.Question] = {}
+    for q in data.questions:
+        first.setdefault(q.qtype, q)
+    return list(first.values())
+
+
+def test_longmemeval_keyword_is_not_below_bm25s(tmp_path: Path) -> None:
+    if not longmemeval.available():
+        pytest.skip(f"no LongMemEval data at {longmemeval.DATA} (set MARKVAULT_SHARED_EVAL)")
+    data = longmemeval.load()
+    questions = _one_question_per_type(data)
+    assert {q.qtype for q in questions} == set(longmemeval.TYPES)
+    harness = longmemeval.Harness(data, tmp_path, ["keyword"])
+    runs = {q.qid: harness.run_question(q) for q in questions}
+    assert not any(run.errors for run in runs.values()), {k: r.errors for k, r in runs.items()}
+    got, expected = (
+        longmemeval.summary({k: r.rankings[system] for k, r in runs.items()}, questions)["all"]
+        for system in ("markvault keyword", "bm25s")
+    )
+    assert got["recall_all@10"] >= expected["recall_all@10"], (got, expected)
+    assert got["ndcg@10"] >= expected["ndcg@10"] - TOLERANCE, (got, expected)
+
+
+def test_longmemeval_session_notes_and_scores() -> None:
+    turns = [
+        {"role": "user", "content": "# Plan\nI moved to Lisbon in March."},
+        {"role": "assistant", "content": "Noted.\n\n## Not a heading of the note"},
+    ]
+    when = longmemeval.parse_date("2023/05/20 (Sat) 02:21")
+    assert when.isoformat() == "2023-05-20T02:21:00"
+    text = longmemeval.session_note("s1", turns, when)
+    assert "created: 2023-05-20\n" in text and "started: 2023-05-20T02:21:00\n" in text
+    assert 'title: "Plan"' in text
+    # A turn's own Markdown is quoted: only the note's headings are headings.
+    headings = [ln for ln in text.splitlines() if ln.startswith("#")]
+    assert headings == ["# Plan", "## Transcript", "### User", "### Assistant"]
+    scores = longmemeval.question_scores(["x", "a", "y", "z", "w", "b"], {"a", "b"})
+    assert scores["recall_any@5"] == 1.0
+    assert scores["recall_all@5"] == 0.0
+    assert scores["recall_all@10"] == 1.0
+    ideal = 1 + 1 / math.log2(3)
+    assert scores["ndcg@10"] == pytest.approx((1 / math.log2(3) + 1 / math.log2(7)) / ideal)

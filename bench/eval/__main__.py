@@ -207,7 +207,7 @@ class Evaluator:
         if self.args.experiments is None:
             return []
         out = []
-        for exp in exps.default_experiments():
+        for exp in [*exps.default_experiments(), *exps.memory_experiments()]:
             if self.args.experiments and not any(w in exp.name for w in self.args.experiments):
                 continue
             for mode in exp.modes:

@@ -430,3 +430,59 @@ def default_experiments() -> list[Experiment]:
             "alternative",
         ),
     ]
+
+
+# ---- issue 33: conversational memory (LongMemEval and every other set) ---------------
+
+
+def memory_experiments() -> list[Experiment]:
+    """Time in the query, how a long note's score is built from its chunks, and
+    diversity in the candidate list (issue 33). Run by ``python -m bench.eval`` with the
+    others, and by ``python -m bench.eval.longmemeval``."""
+    import markvault.search.time_expressions as times
+
+    modes = ("keyword", "vector", "hybrid")
+    return [
+        Experiment(
+            "time: off (no window read: before issue 33)",
+            modes,
+            lambda: _patches((times, {"find": lambda query, asked=None, language=None: []})),
+        ),
+        Experiment(
+            "time: no boost (words still left out)",
+            modes,
+            lambda: _patches((times, {"TIME_WEIGHT": 0.0})),
+        ),
+        Experiment(
+            "time: words kept in the query (boost as shipped)",
+            modes,
+            lambda: _patches((times, {"without": lambda query, windows: query})),
+        ),
+        *(
+            Experiment(
+                f"time: weight {w}",
+                modes,
+                lambda w=w: _patches((times, {"TIME_WEIGHT": w})),
+                "alternative",
+            )
+            for w in (0.25, 0.5)
+        ),
+        *(
+            Experiment(
+                f"long notes: note weight {w} (note BM25 against its best chunk's)",
+                ("keyword", "hybrid"),
+                lambda w=w: _patches((markvault.index.bm25, {"NOTE_WEIGHT": w})),
+                "alternative",
+            )
+            for w in (0.3, 0.7)
+        ),
+        *(
+            Experiment(
+                f"long notes: {n} chunks per note in the keyword list",
+                ("keyword", "hybrid"),
+                lambda n=n: _patches((markvault.index.bm25, {"CHUNKS_PER_NOTE": n})),
+                "alternative",
+            )
+            for n in (1, 6)
+        ),
+    ]

@@ -214,6 +214,9 @@ class SearchResult:
     counts: dict[str, int] = field(default_factory=dict)  # chunks found by each stage
     shortcut: bool = False  # deep search skipped its variants
     relaxed: bool = False  # phrases and required words matched nothing: the words ranked
+    # The time window read from the query's words (time_expressions.py), if any:
+    # {"text", "start", "end", "asked_at"}, ISO dates (start or end None when open).
+    time: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -229,6 +232,8 @@ class SearchResult:
             data["shortcut"] = self.shortcut
         if self.relaxed:
             data["relaxed"] = True
+        if self.time is not None:
+            data["time"] = self.time
         return data
 
 
@@ -357,6 +362,9 @@ class SearchRequest:
     variants: tuple[str, ...] = ()
     order: str = "relevance"
     min_score: float | None = None
+    # The date the question is asked (ISO; today when None): time words in the query
+    # ("last Tuesday") are read against it (search/time_expressions.py).
+    as_of: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "variants", tuple(self.variants))  # a list from JSON

@@ -20,6 +20,7 @@ from markvault.config import Settings
 from markvault.display import fold, shown
 from markvault.errors import ConflictError, MarkvaultError, RefusedError, UsageError
 from markvault.runtime.shared_host import connect
+from markvault.search.time_expressions import time_line
 from markvault.types import (
     PAGE_CHARS,
     SCOPES,
@@ -387,6 +388,8 @@ def _print_result(result: SearchResult, fmt: str) -> None:
         return
     for w in result.warnings:
         click.echo(click.style("note: ", fg="yellow") + fold(w), err=True)
+    if result.time:
+        click.echo(click.style("time: ", fg="yellow") + fold(time_line(result.time)), err=True)
     for hit in result.hits:  # every value from a note folded: one hit, one line (display.py)
         heading = fold(" > ".join(hit.heading_path) or hit.title)
         more = f"  (+{hit.more_chunks} more)" if hit.more_chunks else ""
@@ -465,6 +468,13 @@ def _batch_queries(source: str) -> Iterator[tuple[str | None, str]]:
     help="Best first, or newest first.",
 )
 @click.option("--min-score", type=float, help="Drop hits scoring below this.")
+@click.option(
+    "--at",
+    "as_of",
+    metavar="DATE",
+    help="When the question is asked (ISO date; default today): what time words such as "
+    "'last Tuesday' are read against.",
+)
 @click.option("--limit", default=10, show_default=True, type=int, help="Notes to return.")
 @click.option("--offset", default=0, show_default=True, type=int, help="Notes to skip (paging).")
 @click.option(
@@ -488,6 +498,7 @@ def search(
     filters: Filters,
     order: str,
     min_score: float | None,
+    as_of: str | None,
     limit: int,
     offset: int,
     fmt: str,
@@ -498,7 +509,9 @@ def search(
 
     \b
     Keyword syntax:  word  "exact phrase"  prefix*  a AND b  a OR b  NOT a  -a  ( )
-    Plain words are ranked by BM25 and any of them may match.
+    Plain words are ranked by BM25 and any of them may match. Time words
+    ("yesterday", "last Tuesday", "two weeks ago", "since May") rank notes dated
+    then higher, read against --at (default today).
     Exit code 0 with results, 1 with none.
 
     \b
@@ -510,6 +523,7 @@ def search(
       vault search "rank fusion" --mode deep --variant "lex: RRF" --variant "hyde: we merge lists"
       vault search lock --file index.py --order date --include-expired
       vault search "decimal money" --scope decisions      decisions of session summaries
+      vault search "what did we decide last Tuesday" --at 2026-03-12
       printf 'bm25\\nhnsw\\n' | vault search --batch - --mode keyword
     """
     fmt = "json" if as_json else fmt
@@ -523,6 +537,7 @@ def search(
         variants=variants,
         order=order,
         min_score=min_score,
+        as_of=as_of,
     )
     vault = open_vault(ctx, look_ahead=not batch)
     if batch:

@@ -13,6 +13,7 @@ from markvault.identity import id_problem, path_forms
 from markvault.index.filters import current_sql, filters_sql, sql_string
 from markvault.index.prefix_lookup import NameIndex, count_lookup
 from markvault.index.store import Store, dict_rows
+from markvault.search.time_expressions import note_days
 from markvault.types import Filters
 
 if TYPE_CHECKING:
@@ -79,6 +80,23 @@ class NoteReads:
             paths, "SELECT n.path, n.date FROM notes n JOIN {wanted} USING (path)"
         )
         return {r[0]: r[1] for r in rows}
+
+    def note_days(self, paths: Sequence[str]) -> dict[str, list[dt.date]]:
+        """The days each note is dated (frontmatter ``date``, ``started``, ``created``,
+        ``updated``; its file's time when it has none), for time words in a query."""
+        if not paths:
+            return {}
+        rows = self._query_paths(
+            paths,
+            "SELECT n.path, json_extract_string(n.metadata, '$.date'), "
+            "json_extract_string(n.metadata, '$.started'), n.created, n.updated, n.date "
+            "FROM notes n JOIN {wanted} USING (path)",
+        )
+        out = {}
+        for path, *values in rows:
+            days = note_days(values[:-1])
+            out[path] = days or note_days(values[-1:])
+        return out
 
     def note_keys(self, paths: Sequence[str]) -> dict[str, tuple[str, str | None]]:
         """Each indexed note's (id, topic): what a change to it is announced by."""

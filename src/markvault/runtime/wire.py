@@ -92,6 +92,7 @@ def decode(value: Any) -> Any:
             data.get("counts", {}),
             data.get("shortcut", False),
             data.get("relaxed", False),
+            data.get("time"),
         )
     cls = _PLAIN.get(kind)
     if cls is None:

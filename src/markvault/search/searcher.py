@@ -8,6 +8,8 @@ result is already decisive (fusion.py). Each hit reports its ranks and scores pe
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import functools
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +22,7 @@ from markvault.index import Index
 from markvault.markdown.tokens import tokenize, word_spans
 from markvault.search import fusion, language
 from markvault.search import query as query_lang
+from markvault.search import time_expressions as times
 from markvault.types import Filters, Hit, SearchRequest, SearchResult
 
 if TYPE_CHECKING:
@@ -64,21 +67,27 @@ class Searcher:
         self.model_wait = model_wait
 
     def search(self, request: SearchRequest) -> SearchResult:
-        """Search; raises UsageError for a bad mode, limit, order, variant or query syntax.
+        """Search; raises UsageError for a bad mode, limit, order, variant, query syntax
+        or ``as_of``.
 
         ``request.variants`` (deep mode only) are rewrites of the query written by the
         caller; ``order`` "date" sorts the matching notes newest first; ``min_score``
         drops hits scoring below it (BM25 for keyword, cosine for vector, the fused score
-        for hybrid: at most 1, fusion.py; RRF for deep).
+        for hybrid: at most 1, fusion.py; RRF for deep). Time words in the query ("last
+        Tuesday", "since May": time_expressions.py), read relative to ``as_of`` (the
+        "asked at" date, ISO; today when None), rank notes dated in their window higher
+        and are not searched as words; ``SearchResult.time`` says what was read.
         """
         query, mode, filters = request.query, request.mode, request.filters
         limit, offset, order = request.limit, request.offset, request.order
         full_text, variants, min_score = request.full_text, request.variants, request.min_score
         parsed_variants = check_request(query, mode, limit, offset, order, variants)
+        asked = times.asked_date(request.as_of)
         filters.check()
         run = _Run(time.perf_counter())
 
         plan: query_lang.Plan | None = query_lang.parse(query)
+        window, plan = _time_window(query, plan, asked)
         run.lap("parse")
         if plan is not None and plan.empty:
             if mode != "vector":
@@ -94,6 +103,8 @@ class Searcher:
         fused = self._fuse(lists, weights, mode, run)
         if min_score is not None:
             fused = [f for f in fused if f[1] >= min_score]
+        if window is not None and order == "relevance":
+            fused = self._time_boost(fused, window, run)
         run.lap("fuse")
         hits, total_notes = self._hits(fused, query, plan, (offset, limit), full_text, order, run)
         run.lap("fetch")
@@ -102,7 +113,23 @@ class Searcher:
         result.counts = {name: len(rows) for name, rows in lists.items()}
         result.shortcut = run.shortcut
         result.relaxed = run.plan is not None
+        if window is not None:
+            asked_at = (asked or dt.date.today()).isoformat()
+            result.time = {**window.to_json(), "asked_at": asked_at}
         return result
+
+    def _time_boost(self, fused: list[Fused], window: times.TimeWindow, run: _Run) -> list[Fused]:
+        """Notes dated in (or near) ``window`` raised (time_expressions.boost)."""
+        paths = self._chunk_paths([f[0] for f in fused], run)
+        days = self.index.reads.note_days(sorted(set(paths.values())))
+        fit: dict[str, float] = {}
+
+        def fit_of(path: str) -> float:
+            if path not in fit:
+                fit[path] = times.closeness(window, days.get(path, []))
+            return fit[path]
+
+        return times.boost(fused, paths.get, fit_of)
 
     def _lists(
         self,
@@ -386,6 +413,25 @@ class Searcher:
                 )
             )
         return hits, len(order)
+
+
+def _time_window(
+    query: str, plan: query_lang.Plan | None, asked: dt.date | None
+) -> tuple[times.TimeWindow | None, query_lang.Plan | None]:
+    """The query's time window, and its plan with the time words left out of the keyword
+    terms (as it was when nothing else is left to search for)."""
+    found = times.outside_quotes(query, times.find(query, asked, plan.language if plan else None))
+    window = times.combined(found)
+    if window is None or plan is None:
+        return window, plan
+    try:
+        rest = query_lang.parse(times.without(query, found))
+    except UsageError:
+        return window, plan
+    if not (rest.terms or rest.prefixes):
+        return window, plan
+    # The embedding model reads the question whole: time words are context there.
+    return window, dataclasses.replace(rest, text=plan.text)
 
 
 def check_request(

@@ -23,6 +23,7 @@ from mcp.types import ToolAnnotations
 
 from markvault.display import fold
 from markvault.errors import ConflictError, MarkvaultError, NotFoundError, RefusedError
+from markvault.search.time_expressions import time_line
 from markvault.server.completion import register_completions
 from markvault.server.live import LiveServer
 from markvault.server.prompts import PROMPTS, register_prompts
@@ -165,6 +166,8 @@ def format_index(result: SearchResult) -> str:
         f"{result.timings_ms.get('total', 0):.0f} ms ({stages})"
     ]
     lines += [f"warning: {fold(w)}" for w in result.warnings]
+    if result.time:
+        lines.append(f"time: {fold(time_line(result.time))}")
     for h in result.hits:  # every value from a note folded: one hit, two lines (display.py)
         heading = fold(" > ".join(h.heading_path) or h.title)
         more = f" (+{h.more_chunks} chunks)" if h.more_chunks else ""
@@ -278,6 +281,7 @@ def _search_tools(server: MCPServer, service: VaultService) -> None:
         limit: int = 10,
         offset: int = 0,
         format: Literal["index", "full"] = "index",
+        as_of: str | None = None,
     ) -> str:
         """Search the vault; returns the best chunk of each matching note, best first.
 
@@ -295,6 +299,10 @@ def _search_tools(server: MCPServer, service: VaultService) -> None:
         out unless include_expired. scope: "sessions" (session notes only), "prompts" (what
         the user asked in sessions), "decisions", "outcomes" or "open_items" (those parts
         of session summaries; each hit is the session, its snippet the matching item).
+        Time words in the query ("yesterday", "last Tuesday", "two weeks ago", "in
+        March", "since 2026-01-05") rank notes dated then higher (never filter), read
+        against as_of (the ISO date the question is asked; default today); the result
+        says which window it read ("time:").
         order "date" = newest first. min_score drops weaker
         hits (BM25 for keyword, cosine for vector, RRF for hybrid/deep).
         format "index": one line per hit with chunk id, path, heading, score, citation URI
@@ -316,6 +324,7 @@ def _search_tools(server: MCPServer, service: VaultService) -> None:
             variants=tuple(variants or ()),
             order=order,
             min_score=min_score,
+            as_of=as_of,
         )
         result = await service.run(
             ctx,
