@@ -416,6 +416,13 @@ def _batch_queries(source: str) -> Iterator[tuple[str | None, str]]:
     help="Session notes only, or only their user prompts, decisions, outcomes or open items.",
 )
 @click.option(
+    "--attachments",
+    type=click.Choice(["include", "exclude", "only"]),
+    default="include",
+    show_default=True,
+    help="PDFs and Office files among the hits (--type pdf, docx, ... picks formats).",
+)
+@click.option(
     "--order",
     type=click.Choice(["relevance", "date"]),
     default="relevance",
@@ -455,6 +462,7 @@ def search(
     files: tuple[str, ...],
     include_expired: bool,
     scope: str | None,
+    attachments: str,
     order: str,
     min_score: float | None,
     limit: int,
@@ -479,10 +487,12 @@ def search(
       vault search "rank fusion" --mode deep --variant "lex: RRF" --variant "hyde: we merge lists"
       vault search lock --file index.py --order date --include-expired
       vault search "decimal money" --scope decisions      decisions of session summaries
+      vault search invoice --attachments only --type pdf  in PDFs only, page cited
       printf 'bm25\\nhnsw\\n' | vault search --batch - --mode keyword
     """
     filters = _filters(kind, type_, tag, topic, project, path_glob, since, until, meta,
                        concept, files, include_expired, scope)  # fmt: skip
+    filters.attachments = attachments
     fmt = "json" if as_json else fmt
     vault = open_vault(ctx, look_ahead=not batch)
     if batch:
@@ -635,6 +645,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
         + (" — run `vault reindex`" if any(pending.values()) else ""),
     ]
     lines += [_watcher_line(info["watcher"]), _autosync_line(info["autosync"])]
+    if "attachments" in info:  # PDFs, Office files, ... whose text is indexed
+        att = info["attachments"]
+        lines.insert(4, f"attached {att['total']} with text to index: {att['extracted']} read, "
+                     f"{att['without_text']} without text, {att['failed']} failed")  # fmt: skip
     click.echo("\n".join(lines))
     for p in info["problems"][:20]:
         click.echo(click.style("problem  ", fg="yellow") + f"{p['path']}: {p['problem']}")
@@ -957,6 +971,9 @@ def learn(
 @click.option(
     "--allow-hidden", is_flag=True, help="Read a file in a hidden folder (~/.config...) too."
 )
+@click.option(
+    "--as-markdown", is_flag=True, help="A PDF or Office file: store its text as a note instead."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 @handle_errors
@@ -966,24 +983,36 @@ def store(
     topic: str | None,
     title: str | None,
     allow_hidden: bool,
+    as_markdown: bool,
     as_json: bool,
 ) -> None:
-    """Copy a Markdown, text or JSON file into documents/ as a searchable note.
+    """Copy a document into documents/ and make it searchable.
 
-    Any ordinary path you name is read; a hidden file or folder (such as ~/.aws or
-    .env) only with --allow-hidden. (Agents, through MCP, may read only the folders
-    listed in document_roots in .markvault.toml.)
+    Markdown, text and JSON become notes. A PDF, Word (.docx), PowerPoint (.pptx),
+    Excel (.xlsx), HTML or EPUB file is copied as it is and its text indexed by page
+    (--as-markdown: its text becomes a Markdown note instead). Any ordinary path you
+    name is read; a hidden file or folder (such as ~/.aws or .env) only with
+    --allow-hidden. (Agents, through MCP, may read only the folders listed in
+    document_roots in .markvault.toml.)
 
     \b
     Examples:
       vault store docs/api.md --topic api
+      vault store ~/papers/rrf.pdf --topic search
     """
     # Absolute here: the process that owns the index may run in another folder.
     source = os.path.abspath(os.path.expanduser(path))
     result = open_vault(ctx).store_document(
-        source, topic, title, by_person=True, allow_hidden=allow_hidden
+        source,
+        topic,
+        title,
+        by_person=True,
+        allow_hidden=allow_hidden,
+        as_markdown=as_markdown,
     )
     _print_changed(result, as_json, "stored")
+    if result.get("problem") and not as_json:  # a stored file whose text is not all read
+        click.echo(click.style(f"{result['path']}: {result['problem']}", fg="yellow"), err=True)
 
 
 @main.command()

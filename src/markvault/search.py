@@ -355,6 +355,8 @@ class Searcher:
         hits: list[Hit] = []
         for cid, score, ranks, scores in page:
             row = details[cid]
+            # An attachment's chunk holds its page number where a note's holds lines.
+            at = (row["start_line"] or None) if row["kind"] == "attachment" else None
             hits.append(
                 Hit(
                     id=row["note_id"],
@@ -370,9 +372,10 @@ class Searcher:
                     scores=scores,
                     snippet=snippet(row["text"], query_tokens, plan.prefixes if plan else []),
                     hash=row["hash"],
-                    uri=note_uri(row["note_id"]),
+                    uri=note_uri(row["note_id"]) + (f"#page={at}" if at else ""),
                     more_chunks=extra[row["path"]],
                     text=row["text"] if full_text else None,
+                    page=at,
                 )
             )
         return hits, len(order)

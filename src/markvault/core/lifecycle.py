@@ -207,6 +207,7 @@ class IndexKeeper:
             "last_sync": meta.get("last_sync"),
             "pending": self.pending(),
             "problems": index.reads.problems(),
+            "attachments": index.extracts.summary(),
             "notices": self.notices,
             "watcher": self.watcher.status() if self.watcher else None,
             "autosync": {

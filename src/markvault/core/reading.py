@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from ..attachment_view import ATTACHMENT_KIND, attachment_view, page_range
 from ..errors import MarkvaultError, NotFoundError, UsageError
 from ..files import content_hash
 from ..index import Index
@@ -120,7 +121,10 @@ class NoteReader:
         chunk_id = chunk_ref(ref.strip())
         if chunk_id is not None:
             return self._get_chunk(index, chunk_id)
-        return self._note_view(index, self.note_row(index, ref), lines, max_chars)
+        row = self.note_row(index, ref)
+        if row["kind"] == ATTACHMENT_KIND:  # its text is the index's, by page
+            return attachment_view(index, row, page_range(ref) or lines, max_chars)
+        return self._note_view(index, row, lines, max_chars)
 
     def get_many(
         self,
@@ -173,6 +177,8 @@ class NoteReader:
     def note_row(self, index: Index, ref: str) -> dict[str, Any]:
         """The index row of the note ``ref`` names (id, path or ``vault://note/`` URI)."""
         ref = ref.strip()
+        if page_range(ref) is not None:  # an attachment's page, as its hits cite it
+            ref = ref.rsplit("#", 1)[0]
         if ref.startswith("vault://note/"):
             from urllib.parse import unquote
 
@@ -252,7 +258,7 @@ class NoteReader:
                 f"No chunk #{chunk_id}.",
                 "Chunk ids change when their text changes: search again for a fresh one.",
             )
-        return {
+        view = {
             "chunk_id": chunk_id,
             "uri": chunk_uri(chunk_id),
             "id": row["note_id"],
@@ -265,6 +271,10 @@ class NoteReader:
             "hash": row["hash"],
             "note_uri": note_uri(row["note_id"]),
         }
+        if row["kind"] == ATTACHMENT_KIND and row["start_line"]:  # lines are its pages
+            view["page"] = row["start_line"]
+            view["note_uri"] += f"#page={row['start_line']}"
+        return view
 
     def trash(self) -> list[dict[str, object]]:
         """What the trash holds, newest first."""

@@ -19,6 +19,7 @@ from .store import IndexUnusable, Store
 from .vectors import VectorIndex
 
 if TYPE_CHECKING:
+    from .extracts import ExtractStore
     from .sessions import SessionQueries
     from .writes import NoteWrites
 
@@ -41,6 +42,13 @@ class Index:
         from .writes import NoteWrites
 
         return NoteWrites(self.store, self.keyword, self.vectors, self.reads)
+
+    @cached_property
+    def extracts(self) -> ExtractStore:
+        """Attachments' extracted text (loaded by the calls that need it)."""
+        from .extracts import ExtractStore
+
+        return ExtractStore(self.store)
 
     @cached_property
     def sessions(self) -> SessionQueries:

@@ -39,8 +39,12 @@ class NoteWrites:
         self.reads = reads
 
     def file_states(self) -> dict[str, tuple[str, int, int, str]]:
-        """path -> (file on disk, mtime_ns, size, hash) of every indexed note."""
-        rows = self.con.execute("SELECT path, file, mtime_ns, size, hash FROM notes").fetchall()
+        """path -> (file on disk, mtime_ns, size, hash) of every indexed note (attachments,
+        which their own sync keeps, left out: ``attachment_sync``)."""
+        rows = self.con.execute(
+            "SELECT path, file, mtime_ns, size, hash FROM notes "
+            "WHERE kind IS DISTINCT FROM 'attachment'"
+        ).fetchall()
         return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
     def skipped_states(self) -> dict[str, tuple[int, int, str]]:
@@ -190,13 +194,14 @@ class NoteWrites:
     def note_link_keys(self, paths: Sequence[str] | None = None) -> list[tuple[str, list[str]]]:
         """(path, aliases) of every note, or of the notes at ``paths``, for link
         resolution."""
-        sql = "SELECT path, aliases FROM notes"
+        # Attachments are files, not notes, to links (their names resolve as files).
+        sql = "SELECT path, aliases FROM notes WHERE kind IS DISTINCT FROM 'attachment'"
         if paths is None:
             return [(r[0], list(r[1] or [])) for r in self.con.execute(sql).fetchall()]
         if not paths:
             return []
         with self.store.rows({"path": sorted(set(paths))}, "p") as wanted:
-            rows = self.con.execute(f"{sql} WHERE path IN (SELECT path FROM {wanted})")
+            rows = self.con.execute(f"{sql} AND path IN (SELECT path FROM {wanted})")
             return [(r[0], list(r[1] or [])) for r in rows.fetchall()]
 
     def set_attachments(self, added: Iterable[str], removed: Iterable[str]) -> None:

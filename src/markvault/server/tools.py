@@ -260,6 +260,7 @@ def _search_tools(server: MCPServer, service: VaultService) -> None:
         until: str | None = None,
         include_expired: bool = False,
         scope: Literal["sessions", "prompts", "decisions", "outcomes", "open_items"] | None = None,
+        attachments: Literal["include", "exclude", "only"] = "include",
         order: Literal["relevance", "date"] = "relevance",
         min_score: float | None = None,
         limit: int = 10,
@@ -282,6 +283,10 @@ def _search_tools(server: MCPServer, service: VaultService) -> None:
         out unless include_expired. scope: "sessions" (session notes only), "prompts" (what
         the user asked in sessions), "decisions", "outcomes" or "open_items" (those parts
         of session summaries; each hit is the session, its snippet the matching item).
+        Attachments (PDF, docx, pptx, xlsx, html, epub files: kind "attachment", type
+        their format) are searched by their text; a hit names its page (slide, sheet)
+        and cites it (vault://note/<path>#page=N, which `get` reads); attachments
+        "exclude" or "only" them.
         order "date" = newest first. min_score drops weaker
         hits (BM25 for keyword, cosine for vector, RRF for hybrid/deep).
         format "index": one line per hit with chunk id, path, heading, score, citation URI
@@ -293,6 +298,7 @@ def _search_tools(server: MCPServer, service: VaultService) -> None:
             kind, type, tags, concepts, topic, project, files, path, since, until,
             include_expired, scope
         )  # fmt: skip
+        filters.attachments = attachments
         result = await service.run(
             ctx,
             "search",
@@ -462,16 +468,25 @@ def _knowledge_tools(server: MCPServer, service: VaultService) -> None:
 
     @server.tool(annotations=WRITE)
     async def store_document(
-        ctx: Context, path: str, topic: str | None = None, title: str | None = None
+        ctx: Context,
+        path: str,
+        topic: str | None = None,
+        title: str | None = None,
+        as_markdown: bool = False,
     ) -> dict[str, Any]:
         """Copy a Markdown, text or JSON file into documents/[<topic>/] as a note, so that
-        it is searchable and cited like the rest. Only files inside the folders the user
-        listed in `document_roots` (.markvault.toml) are read, never hidden ones; with
-        none listed every path is refused. Example: path="docs/api.md", topic="api"."""
+        it is searchable and cited like the rest. A PDF, Word (.docx), PowerPoint
+        (.pptx), Excel (.xlsx), HTML or EPUB file is copied as it is and its text made
+        searchable by page; as_markdown=true stores its text as a Markdown note instead.
+        Only files inside the folders the user listed in `document_roots`
+        (.markvault.toml) are read, never hidden ones; with none listed every path is
+        refused. Example: path="docs/api.md", topic="api"."""
         # Absolute here: the process that owns the index may run in another folder.
         source = os.path.abspath(os.path.expanduser(path))
         return await service.run(
-            ctx, "store_document", lambda v, call: v.store_document(source, topic, title)
+            ctx,
+            "store_document",
+            lambda v, call: v.store_document(source, topic, title, as_markdown=as_markdown),
         )
 
     @server.tool(annotations=READ_ONLY)
