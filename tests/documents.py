@@ -34,9 +34,7 @@ def pdf(pages: list[str], *, text_layer: bool = True) -> bytes:
             f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] "
             f"/Resources << /Font << /F1 3 0 R >> >> /Contents {5 + 2 * i} 0 R >>".encode()
         )
-        objects.append(
-            b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream"
-        )
+        objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
     out = io.BytesIO()
     out.write(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = []
