@@ -269,14 +269,14 @@ def test_a_file_that_takes_too_long_is_stopped_at_its_budget(
             "quick.html": b"<p>a kestrel page</p>",
         }
     )
-    v = open_with(seconds=0.5, max_pages=100_000)
+    v = open_with(seconds=0.2, max_pages=100_000)
     started = time.monotonic()
     report = v.reindex(vectors=False)
     took = time.monotonic() - started
     assert took < 30  # the budget, a worker's start and the rest of the sync
     reasons = {p["path"]: p["reason"] for p in v.index_status()["attachments"]["not_read"]}
     assert reasons == {"slow.pdf": reasons["slow.pdf"]}
-    assert "took over 0.5 s" in reasons["slow.pdf"]
+    assert "took over 0.2 s" in reasons["slow.pdf"]
     assert report.attachments["not_read"] == 1
     assert {h.path for h in v.search("kestrel", mode="keyword").hits} == {
         "notes/n.md",

@@ -94,7 +94,10 @@ def attachment_record(
         sections=(),
         links=(),
         blocks=tuple(blocks),
-        frontmatter_title=True,  # the file's name is in every chunk's context
+        # The chunks' context (what the model reads with them, and their hash) is the
+        # page alone: a renamed file keeps its vectors. Its name is searchable by keyword
+        # with every chunk, as a note's title is.
+        frontmatter_title=False,
         problems=problems,
     )
     chunks = []

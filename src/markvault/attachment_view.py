@@ -80,11 +80,11 @@ def attachment_view(
             "reason": facts.get("reason"),
             "format": facts.get("format", row["type"]),
         },
-        "pages": [start, shown_last] if shown else [],
+        "pages": [start, shown_last],  # [A, A - 1]: nothing to show
         "total_pages": facts.get("total_pages", 0),
         # Pages are what paging counts here: a client that pages notes by lines pages
         # an attachment the same way.
-        "lines": [start, shown_last] if shown else [],
+        "lines": [start, shown_last],
         "text": "\n".join(shown),
         "next_pages": f"{shown_last + 1}:{end}" if shown and shown_last < end else None,
         "chunks": [

@@ -563,10 +563,14 @@ def get(
 ) -> None:
     """Show notes by id, path or URI, or chunks by #ID.
 
+    An attachment (PDF, Office file, ...) shows its text by page: --lines A:B are its
+    pages, as is '#page=A-B' after its path (its hits' URIs cite their page so).
+
     \b
     Examples:
       vault get notes/Welcome.md
       vault get mv-welcome --lines 1:20
+      vault get 'papers/rrf.pdf#page=3'
       vault get '#42'
       vault get vault://note/mv-welcome --json
       vault get --pattern 'knowledge/duckdb/*'

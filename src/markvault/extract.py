@@ -28,7 +28,7 @@ from .files import content_hash
 
 MAX_WORKERS = 4
 START_SECONDS = 60.0  # a worker's imports; far above what they take (~1 s)
-_MODULES = {"pdf": "pypdf", "docx": "docx", "pptx": "pptx", "xlsx": "openpyxl"}
+_MODULES = {"pdf": "pypdfium2", "docx": "docx", "pptx": "pptx", "xlsx": "openpyxl"}
 
 
 @dataclass(frozen=True)

@@ -337,7 +337,9 @@ def _read_tools(server: MCPServer, service: VaultService) -> None:
         refs: several of those at once; pattern: a path glob ("knowledge/duckdb/*").
         Several notes share one `max_chars` budget; the ones past it come back without
         text. A long note comes back cut at a line: continue with lines="N:" as its
-        `next_lines` says. lines: "A:B" reads lines A to B of one note.
+        `next_lines` says. lines: "A:B" reads lines A to B of one note. An attachment
+        (PDF, Office file, ...) is read by page: its hits cite "vault://note/<path>#page=N",
+        and lines are its pages ("#page=A-B" in the ref does the same).
         Pass the returned `hash` to edit_note / move_note / delete_note.
         Example: ref="vault://chunk/42", or pattern="sessions/markvault/*".
         """
