@@ -416,3 +416,42 @@ def test_a_vault_without_attachments_starts_no_worker(
     v = open_with()
     report = v.reindex(vectors=False)
     assert report.attachments == {}  # no wave ran: nothing to read, nothing removed
+
+
+def test_what_an_answer_leaves_waiting_is_read_in_the_background(
+    library: Path, open_with: Callable[..., Vault]
+) -> None:
+    import threading
+
+    from markvault.attachment_backfill import backfill_round
+
+    v = open_with(inline_seconds=0.0)
+    first = v.refresh()  # as before an answer: notes now, no extraction started
+    assert first.notes == 1 and first.attachments["pending"] == len(FILES)
+    assert v.search("zanzibarite", mode="keyword").hits == []
+    assert [h.path for h in v.search("Index", mode="keyword").hits] == ["notes/index.md"]
+    keeper = v.host.core().keeper  # type: ignore[attr-defined]
+    assert keeper.attachments_wake.is_set() and len(keeper.attachments_waiting) == len(FILES)
+    assert backfill_round(keeper, threading.RLock()) == len(FILES)
+    assert not keeper.attachments_waiting
+    assert [h.page for h in v.search("zanzibarite", mode="keyword").hits] == [2]
+
+
+@pytest.mark.anyio
+async def test_the_mcp_tools_cite_the_page_and_read_it(
+    library: Path, open_with: Callable[..., Vault]
+) -> None:
+    from mcp import Client
+
+    from markvault.server.tools import build_server
+
+    v = open_with()
+    v.reindex(vectors=False)
+    async with Client(build_server(v)) as client:
+        listing = await client.call_tool("search", {"query": "quokkameter", "mode": "keyword"})
+        text = listing.content[0].text
+        assert "docs/manual.docx" in text and "vault://note/docs/manual.docx#page=2" in text
+        read = await client.call_tool("get", {"ref": "vault://note/docs/manual.docx#page=2"})
+        assert not read.is_error and "quokkameter" in read.structured_content["text"]
+        status = await client.call_tool("status", {})
+        assert status.structured_content["attachments"]["extracted"] == len(FILES)

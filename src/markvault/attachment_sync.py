@@ -151,6 +151,26 @@ def _stat(files: VaultFiles, path: str) -> os.stat_result | None:
     return st if stat_mod.S_ISREG(st.st_mode) else None
 
 
+def jobs_for(files: VaultFiles, index: Index, settings: Settings, paths: list[str]) -> list[Any]:
+    """The extractions ``paths`` need: those whose text (by content hash) is not kept."""
+    from .extract import Job
+
+    found: list[Job] = []
+    for path in wanted(paths, settings):
+        st = _stat(files, path)
+        if st is None or st.st_size > settings.attachments.max_bytes:
+            continue
+        try:
+            digest = content_hash((files.root / path).read_bytes())
+        except OSError:
+            continue
+        fmt = format_of(path)
+        assert fmt is not None
+        found.append(Job(path, str(files.root / path), fmt, digest))
+    cached = index.extracts.cached([j.hash for j in found])
+    return [j for j in found if j.hash not in cached]
+
+
 def sync_attachments(
     settings: Settings,
     index: Index,
@@ -281,6 +301,7 @@ def _report(
         "removed": len(removed),
         "not_read": failed,
         "pending": len(later),
+        "waiting": sorted(later),  # read by the owner's background (attachment_backfill)
         "pages": pages,
         "extract_seconds": round(sum(s for _, _, s in new), 3),
         "seconds": round(time.perf_counter() - started, 3),

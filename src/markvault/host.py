@@ -207,6 +207,7 @@ class LocalHost:
         self._core.keeper.start_background()
         if self.owner:
             self._start_backfill()
+            self._start_attachment_backfill()
             if watch:
                 self._start_watching(poll)
             self._start_autosync()
@@ -229,6 +230,21 @@ class LocalHost:
                 target=self._backfill_loop, name="markvault-backfill", daemon=True
             )
             self._backfill.start()
+
+    def _start_attachment_backfill(self) -> None:
+        """Read in the background the attachments that syncs made before an answer left
+        waiting (attachment_backfill.py): their text never holds up the notes."""
+        from .attachment_backfill import run_backfill
+
+        if self._core.keeper.attachments_thread is not None:
+            return
+        self._core.keeper.attachments_thread = threading.Thread(
+            target=run_backfill,
+            args=(self._core.keeper, self.calls, self._stopping),
+            name="markvault-attachments",
+            daemon=True,
+        )
+        self._core.keeper.attachments_thread.start()
 
     def _backfill_loop(self) -> None:
         embedder = self._core.keeper.embedder()

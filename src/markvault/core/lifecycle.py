@@ -10,6 +10,7 @@ doing (for busy answers), and the vectors the background embedding fills in.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
@@ -60,6 +61,11 @@ class IndexKeeper:
         # Set by the host: lets its other calls run while the current one waits on
         # something that does not touch the index (`vault sync`'s fetch and push).
         self.lend_turn: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+        # Attachments a sync left waiting, and the signal to the owner's background
+        # reading of them (attachment_backfill.py).
+        self.attachments_waiting: set[str] = set()
+        self.attachments_wake = threading.Event()
+        self.attachments_thread: threading.Thread | None = None
 
     @property
     def max_note_bytes(self) -> int:
@@ -167,6 +173,9 @@ class IndexKeeper:
             self.activity = None
         if full:
             self.feed.lost("the index was rebuilt")
+        if report.attachments.get("waiting"):
+            self.attachments_waiting.update(report.attachments["waiting"])
+            self.attachments_wake.set()
         report.notices[:0] = self.notices
         self.notices = []
         return report
