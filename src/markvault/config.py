@@ -88,6 +88,23 @@ class CredentialSettings:
 
 
 @dataclass(frozen=True)
+class AttachmentLimits:
+    """What reading one attachment's text may take (extract.py): a file past a limit is
+    listed with the reason, never a hang. ``inline_seconds``: how long a sync made
+    before an answer (a write, a watcher's hint, a command's look at what changed) spends
+    starting extractions; the rest wait for the next sync (`vault reindex` reads all)."""
+
+    enabled: bool = True
+    seconds: float = 60.0
+    max_bytes: int = 200 * 2**20
+    max_pages: int = 1000
+    max_chars: int = 5_000_000
+    max_unpacked_bytes: int = 256 * 2**20  # what an Office file's zip may unpack to
+    memory_bytes: int = 2**30
+    inline_seconds: float = 5.0
+
+
+@dataclass(frozen=True)
 class Settings:
     vault_dir: Path
     index_dir: Path
@@ -111,6 +128,7 @@ class Settings:
     # Widening settings of the vault file left at their default because this machine has
     # not trusted them (trust.py), as ``key = value`` lines for a notice.
     untrusted: tuple[str, ...] = ()
+    attachments: AttachmentLimits = field(default_factory=AttachmentLimits)
 
     @property
     def db_path(self) -> Path:

@@ -179,6 +179,9 @@ class Hit:
     uri: str
     more_chunks: int = 0
     text: str | None = None  # the chunk's full text, for --format full
+    # An attachment's hit: the page (slide, sheet) it is on; ``uri`` then cites it
+    # (``vault://note/<path>#page=N``, which ``get`` reads).
+    page: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -200,6 +203,8 @@ class Hit:
         }
         if self.text is not None:
             data["text"] = self.text
+        if self.page is not None:
+            data["page"] = self.page
         return data
 
 
@@ -253,6 +258,9 @@ class ReindexReport:
     notices: list[str] = field(default_factory=list)
     vectors: bool = True
     seconds: float = 0.0
+    # What the sync's second wave did with attachments' text (attachment_sync): files
+    # indexed, read, reused by content hash, removed, not read, pending; pages; seconds.
+    attachments: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__, seconds=round(self.seconds, 3))
@@ -279,6 +287,10 @@ class NoteRecord:
     ctime_ns: int = 0  # racy.RACY_CTIME when recorded within the racy window
     ino: int = 0
 
+
+# The kind of an attachment's index note: a PDF, Office file, HTML page or EPUB whose
+# text is indexed (attachment_sync.py); never a file the note tools may write.
+ATTACHMENT_KIND = "attachment"
 
 # Search scopes (``Filters.scope``): session notes, or parts of them told apart by the
 # heading path every chunk carries. "sessions" is note-level; the others pick chunks
@@ -307,11 +319,15 @@ class Filters:
     # One of SCOPES: session notes only, or only their prompts, decisions, outcomes or
     # open items (a condition on chunks, not notes).
     scope: str | None = None
+    # Attachments (PDFs, Office files: kind "attachment", type their format) among the
+    # results: "include" (default), "exclude" or "only".
+    attachments: str = "include"
 
     def is_empty(self) -> bool:
         """True when nothing but the validity rule filters (the index checks that one)."""
         return not (
             self.scope
+            or self.attachments != "include"
             or self.kinds
             or self.types
             or self.tags

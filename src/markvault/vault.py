@@ -227,11 +227,19 @@ class Vault:
         *,
         by_person: bool = False,
         allow_hidden: bool = False,
+        as_markdown: bool = False,
     ) -> dict[str, Any]:
         """Copy a Markdown, text or JSON file into ``documents/``: an agent's only from
-        the allowed folders, a person's (``by_person``) from any ordinary path."""
+        the allowed folders, a person's (``by_person``) from any ordinary path. A PDF or
+        Office file is kept as it is and its text indexed, or with ``as_markdown``
+        stored as a Markdown note of its text."""
         return self._core.writer.store_document(
-            source, topic, title, by_person=by_person, allow_hidden=allow_hidden
+            source,
+            topic,
+            title,
+            by_person=by_person,
+            allow_hidden=allow_hidden,
+            as_markdown=as_markdown,
         )
 
     # ---- context -------------------------------------------------------------------

@@ -343,6 +343,13 @@ _FILTER_OPTIONS = (
         type=click.Choice(SCOPES),
         help="Session notes only, or only their user prompts, decisions, outcomes or open items.",
     ),
+    click.option(
+        "--attachments",
+        type=click.Choice(["include", "exclude", "only"]),
+        default="include",
+        show_default=True,
+        help="PDFs and Office files among the hits (--type pdf, docx, ... picks formats).",
+    ),
 )
 
 
@@ -374,6 +381,7 @@ def filter_options(command: F) -> F:
             files=list(kwargs.pop("files")),
             include_expired=kwargs.pop("include_expired"),
             scope=kwargs.pop("scope"),
+            attachments=kwargs.pop("attachments"),
         )
         return command(*args, filters=filters, **kwargs)
 
@@ -524,6 +532,7 @@ def search(
       vault search lock --file index.py --order date --include-expired
       vault search "decimal money" --scope decisions      decisions of session summaries
       vault search "what did we decide last Tuesday" --at 2026-03-12
+      vault search invoice --attachments only --type pdf  in PDFs only, page cited
       printf 'bm25\\nhnsw\\n' | vault search --batch - --mode keyword
     """
     fmt = "json" if as_json else fmt
@@ -587,10 +596,14 @@ def get(
 ) -> None:
     """Show notes by id, path or URI, or chunks by #ID.
 
+    An attachment (PDF, Office file, ...) shows its text by page: --lines A:B are its
+    pages, as is '#page=A-B' after its path (its hits' URIs cite their page so).
+
     \b
     Examples:
       vault get notes/Welcome.md
       vault get mv-welcome --lines 1:20
+      vault get 'papers/rrf.pdf#page=3'
       vault get '#42'
       vault get vault://note/mv-welcome --json
       vault get --pattern 'knowledge/duckdb/*'
@@ -676,6 +689,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
         held = ", ".join(map(fold, git["conflicts"])) or "none left"
         lines.append(f"git      {git['operation']} in progress; conflict markers in: {held}")
         lines.append(f"         {git['hint']}")
+    if "attachments" in info:  # PDFs, Office files, ... whose text is indexed
+        att = info["attachments"]
+        lines.insert(4, f"attached {att['total']} with text to index: {att['extracted']} read, "
+                     f"{att['without_text']} without text, {att['failed']} failed")  # fmt: skip
     click.echo("\n".join(lines))
     _print_untrusted(info["vault"])
     for p in info["problems"][:20]:
@@ -1012,6 +1029,9 @@ def learn(
 @click.option(
     "--allow-hidden", is_flag=True, help="Read a file in a hidden folder (~/.config...) too."
 )
+@click.option(
+    "--as-markdown", is_flag=True, help="A PDF or Office file: store its text as a note instead."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 @handle_errors
@@ -1021,24 +1041,36 @@ def store(
     topic: str | None,
     title: str | None,
     allow_hidden: bool,
+    as_markdown: bool,
     as_json: bool,
 ) -> None:
-    """Copy a Markdown, text or JSON file into documents/ as a searchable note.
+    """Copy a document into documents/ and make it searchable.
 
-    Any ordinary path you name is read; a hidden file or folder (such as ~/.aws or
-    .env) only with --allow-hidden. (Agents, through MCP, may read only the folders
-    listed in document_roots in .markvault.toml.)
+    Markdown, text and JSON become notes. A PDF, Word (.docx), PowerPoint (.pptx),
+    Excel (.xlsx), HTML or EPUB file is copied as it is and its text indexed by page
+    (--as-markdown: its text becomes a Markdown note instead). Any ordinary path you
+    name is read; a hidden file or folder (such as ~/.aws or .env) only with
+    --allow-hidden. (Agents, through MCP, may read only the folders listed in
+    document_roots in .markvault.toml.)
 
     \b
     Examples:
       vault store docs/api.md --topic api
+      vault store ~/papers/rrf.pdf --topic search
     """
     # Absolute here: the process that owns the index may run in another folder.
     source = os.path.abspath(os.path.expanduser(path))
     result = open_vault(ctx).store_document(
-        source, topic, title, by_person=True, allow_hidden=allow_hidden
+        source,
+        topic,
+        title,
+        by_person=True,
+        allow_hidden=allow_hidden,
+        as_markdown=as_markdown,
     )
     _print_changed(result, as_json, "stored")
+    if result.get("problem") and not as_json:  # a stored file whose text is not all read
+        click.echo(click.style(f"{result['path']}: {result['problem']}", fg="yellow"), err=True)
 
 
 @main.command()

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from markvault.config import Settings
     from markvault.core.lifecycle import IndexKeeper
     from markvault.git.sync import Git
+    from markvault.index import Index
 
 FRESH_MAX_FILES = 300  # changed files synced before an answer; more wait for a reindex
 # A long-lived process without a watcher checks again no sooner than this many times the
@@ -256,6 +257,7 @@ class Freshness:
         }
         changed |= {p for p in names if p not in scan.notes and p in known}  # deleted notes
         changed |= {p for p in names if (p in scan.attachments) != (p in files)}
+        changed |= self._attachments_changed(scan.attachments, index) & names
         return sorted(changed)
 
     def _changed_by_walk(self, listing: FindListing | None) -> list[str]:
@@ -279,7 +281,14 @@ class Freshness:
         }
         changed |= (set(known) | set(skipped)) - set(scan.notes)
         changed |= scan.attachments ^ index.reads.attachments()
+        changed |= self._attachments_changed(scan.attachments, index)
         return sorted(changed)
+
+    def _attachments_changed(self, on_disk: set[str], index: Index) -> set[str]:
+        """Attachments whose text is indexed and whose file changed (an edited PDF)."""
+        from markvault.attachments.reconcile import changed_attachments
+
+        return changed_attachments(self.keeper.files, on_disk, index, self.keeper.settings)
 
     def _save(self, state: dict[str, Any]) -> None:
         tmp = self.state_path.with_name(self.state_path.name + f".{os.getpid()}.tmp")

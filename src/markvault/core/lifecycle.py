@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
@@ -77,6 +78,11 @@ class IndexKeeper:
         # Said with the next answer (a search's warnings, a write's), kept apart from
         # ``notices``, which a sync before that answer hands to its own report.
         self.rebuild_notices: list[str] = []
+        # Attachments a sync left waiting, and the signal to the owner's background
+        # reading of them (attachment_backfill.py).
+        self.attachments_waiting: set[str] = set()
+        self.attachments_wake = threading.Event()
+        self.attachments_thread: threading.Thread | None = None
 
     @property
     def max_note_bytes(self) -> int:
@@ -299,6 +305,9 @@ class IndexKeeper:
             self.activity = None
         if full:
             self.feed.lost("the index was rebuilt")
+        if report.attachments.get("waiting"):
+            self.attachments_waiting.update(report.attachments["waiting"])
+            self.attachments_wake.set()
         report.notices[:0] = self.notices
         self.notices = []
         if paths is None:  # a look at every note: ids that name no note of their own
@@ -346,6 +355,7 @@ class IndexKeeper:
             "pending": self.pending(),
             "problems": index.reads.problems(),
             "git_operation": merge_state(self.settings.vault_dir),
+            "attachments": index.extracts.summary(),
             "notices": [*self.rebuild_notices, *self.notices],
             "watcher": self.watcher.status() if self.watcher else None,
             "autosync": {

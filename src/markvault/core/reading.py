@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from markvault.attachments.view import ATTACHMENT_KIND, attachment_view, page_range
 from markvault.core.common import chunk_ref
 from markvault.core.lifecycle import IndexKeeper
 from markvault.errors import MarkvaultError, NotFoundError, UsageError
@@ -81,7 +82,10 @@ class NoteReader:
         chunk_id = chunk_ref(ref.strip())
         if chunk_id is not None:
             return self._get_chunk(index, chunk_id)
-        return self._note_view(index, self.note_row(index, ref), lines, max_chars)
+        row = self.note_row(index, ref)
+        if row["kind"] == ATTACHMENT_KIND:  # its text is the index's, by page
+            return attachment_view(index, row, page_range(ref) or lines, max_chars)
+        return self._note_view(index, row, lines, max_chars)
 
     def get_many(
         self,
@@ -139,6 +143,9 @@ class NoteReader:
             NotFoundError: no note by that path or id.
             UsageError: an id several notes share, and no path.
         """
+        ref = ref.strip()
+        if page_range(ref) is not None:  # an attachment's page, as its hits cite it
+            ref = ref.rsplit("#", 1)[0]
         key = ref_key(ref)
         for form in path_forms(key):
             if rows := index.reads.find_notes("path", form):
@@ -227,7 +234,7 @@ class NoteReader:
                 f"No chunk #{chunk_id}.",
                 "Chunk ids change when their text changes: search again for a fresh one.",
             )
-        return {
+        view = {
             "chunk_id": chunk_id,
             "uri": chunk_uri(chunk_id),
             "id": row["note_id"],
@@ -240,6 +247,10 @@ class NoteReader:
             "hash": row["hash"],
             "note_uri": self.cite(index, row["note_id"], row["path"]),
         }
+        if row["kind"] == ATTACHMENT_KIND and row["start_line"]:  # lines are its pages
+            view["page"] = row["start_line"]
+            view["note_uri"] += f"#page={row['start_line']}"
+        return view
 
     def trash(self) -> list[dict[str, object]]:
         """What the trash holds, newest first."""

@@ -11,11 +11,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from markvault.attachments.formats import Extracted, format_of
 from markvault.core.common import chunk_ref
 from markvault.core.gate import CredentialGate, GatedWrite, unsecret
 from markvault.core.lifecycle import IndexKeeper
 from markvault.core.reading import NoteReader
-from markvault.errors import ConflictError, UsageError
+from markvault.errors import ConflictError, RefusedError, UsageError
 from markvault.files.document_sources import DocumentSources
 from markvault.files.vault_files import check_hash, content_hash, safe_file_name
 from markvault.git.repo import check_writable
@@ -26,7 +27,7 @@ from markvault.markdown.frontmatter import fill_template, load_frontmatter, spli
 from markvault.markdown.parse import FOLDER_KINDS, parse_note
 from markvault.markdown.template_text import place_content
 from markvault.resources import read_template
-from markvault.types import KINDS, Edit
+from markvault.types import ATTACHMENT_KIND, KINDS, Edit
 
 KIND_FOLDERS = {kind: folder for folder, kind in FOLDER_KINDS.items()}
 
@@ -234,7 +235,15 @@ class NoteWriter:
         if chunk_ref(ref.strip()) is not None:
             raise UsageError("Change a note, not a chunk.", "Pass the note's id or path.")
         index = self.keeper.reader()
-        return index, self.notes.note_row(index, ref)
+        row = self.notes.note_row(index, ref)
+        if row["kind"] == ATTACHMENT_KIND:
+            raise RefusedError(
+                f"{row['path']} is an attachment: its text is read from the file, which "
+                "markvault never changes.",
+                "Edit, move or delete the file itself (its text follows), or store a "
+                "Markdown copy with store_document(as_markdown=true).",
+            )
+        return index, row
 
     def learn_knowledge(
         self, topic: str, content: str, tags: Iterable[str] = (), title: str | None = None
@@ -268,22 +277,34 @@ class NoteWriter:
         *,
         by_person: bool = False,
         allow_hidden: bool = False,
+        as_markdown: bool = False,
     ) -> dict[str, Any]:
         """Copy a Markdown, text or JSON file into ``documents/``: for an agent only from
         the allowed folders, for a person (``by_person``) from any ordinary path
-        (document_sources.py).
+        (document_sources.py). A PDF, Office file, HTML page or EPUB is copied as it
+        is and its text indexed (attachment_sync.py), or with ``as_markdown`` stored
+        as a Markdown note of its text.
 
         Raises:
-            RefusedError: not an allowed file, or not text.
+            RefusedError: not an allowed file, not text, no text could be read from it,
+                or (kept as it is) it holds a credential, which a binary file cannot
+                have redacted.
             NotFoundError: no such file. ConflictError: a document with that title exists.
         """
         full = DocumentSources.of(self.keeper.settings).check(
             source, by_person=by_person, allow_hidden=allow_hidden
         )
-        text = self.keeper.files.read_external(full, self.keeper.max_note_bytes)
-        body, found_title = _document_body(full, text)
+        fmt = format_of(full.name)
+        if fmt is not None:
+            digest, extracted = self._read_document(full, fmt, as_markdown)
+            if not as_markdown:
+                return self._store_original(full, digest, extracted, topic, title)
+            body, found_title = pages_markdown(extracted), None
+        else:
+            text = self.keeper.files.read_external(full, self.keeper.max_note_bytes)
+            body, found_title = _document_body(full, text)
+            digest = content_hash(text.encode("utf-8"))
         name = (title or found_title or full.stem).strip()
-        digest = content_hash(text.encode("utf-8"))
         edits = [
             Edit("set_key", key="source", value=str(full)),
             Edit("replace_section", heading="Source", text=f"`{full}` (content hash {digest})"),
@@ -292,6 +313,63 @@ class NoteWriter:
         if topic:
             edits.append(Edit("set_key", key="topic", value=topic))
         return self.new_note("document", name, topic=topic, edits=edits)
+
+    def _read_document(self, full: Path, fmt: str, as_markdown: bool) -> tuple[str, Extracted]:
+        """(content hash, text) of a document to store, read within the attachments'
+        budget in a worker; a refusal when there is nothing to store.
+
+        Raises:
+            RefusedError: the file cannot be read, or has no text to convert.
+        """
+        from markvault.attachments.extract import extract_file
+
+        try:
+            digest, extracted = extract_file(str(full), fmt, self.keeper.settings.attachments)
+        except OSError as exc:
+            raise RefusedError(f"Cannot read {full}: {exc}", "Check the file.") from None
+        if extracted.status == "failed" or (as_markdown and not extracted.pages):
+            raise RefusedError(
+                f"{full.name}: {extracted.reason}; nothing was stored.",
+                "Store a readable copy (a PDF with a text layer, an unlocked file).",
+            )
+        return digest, extracted
+
+    def _store_original(
+        self, full: Path, digest: str, extracted: Extracted, topic: str | None, title: str | None
+    ) -> dict[str, Any]:
+        """Copy a PDF or Office file into ``documents/`` unchanged; its text is indexed
+        by the sync (the extraction just made is kept for it, by content hash). Its
+        text passes the credential gate: a credential in it refuses the copy, since a
+        binary file cannot be redacted."""
+        gate = self.gate.write("")
+        name = gate.name((title or full.stem).strip(), "title")
+        topic = gate.name(" ".join((topic or "").split()), "topic")
+        rel = _note_path("document", name, topic, None)[: -len(".md")] + full.suffix.lower()
+        gate.note = rel
+        text = "\n\n".join(page[2] for page in extracted.pages)
+        if gate.text(text) != text:
+            from markvault.credentials.rules import describe
+
+            raise RefusedError(
+                f"Refused: {full.name} holds a credential ({describe(gate.redacted)}), and "
+                "a stored file is kept as it is, so it cannot be redacted; nothing was stored.",
+                "Store it with as_markdown (its text, redacted, as a note), or remove the "
+                "credential from the file first.",
+            )
+        self.keeper.files.create_attachment(rel, full.read_bytes())
+        self.keeper.open_index(write=True).extracts.keep([(digest, extracted, extracted.seconds)])
+        self.keeper.refresh(paths=[rel])
+        return {
+            "path": rel,
+            "id": rel,
+            "uri": note_uri(rel),
+            "hash": digest,
+            "title": rel.rsplit("/", 1)[-1],
+            "format": extracted.format,
+            "extraction": extracted.status,
+            "pages": extracted.total_pages,
+            "problem": extracted.reason,
+        }
 
     def _template(self, kind: str) -> str:
         return read_template(self.keeper.settings.vault_dir, kind)
@@ -339,6 +417,11 @@ def _first_line(content: str) -> str:
 def _shortened(title: str, limit: int = 80) -> str:
     """At most ~``limit`` characters of whole words."""
     return title if len(title) <= limit else title[:limit].rsplit(" ", 1)[0] + "…"
+
+
+def pages_markdown(extracted: Extracted) -> str:
+    """An attachment's text as a Markdown body: a section per page (slide, sheet)."""
+    return "\n\n".join(f"### {label}\n\n{text}" for _, label, text in extracted.pages)
 
 
 def _document_body(path: Path, text: str) -> tuple[str, str | None]:

@@ -396,6 +396,27 @@ class VaultFiles:
             ) from None
         return full
 
+    @_guarded
+    def create_attachment(self, rel: str, data: bytes) -> Path:
+        """Write a new attachment (a stored PDF or Office file) atomically; never
+        overwrites. The path rules are a note's, but for the suffix.
+
+        Raises:
+            ConflictError: a file already exists at ``rel``.
+            RefusedError: the path is unsafe.
+        """
+        full = self.safe_path(rel + ".md").with_name(PurePosixPath(rel).name)
+        if full.is_symlink():
+            raise RefusedError(f"Refused path {rel!r}: it is a symbolic link.")
+        full.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            _write_new(full, data)
+        except FileExistsError:
+            raise ConflictError(
+                f"{rel} already exists; nothing was written.", "Choose another title."
+            ) from None
+        return full
+
     def create_setup_file(self, rel: str, data: bytes) -> bool:
         """Create one of markvault's own files in the vault (``.gitignore``,
         ``.markvault.toml``, a template under ``.markvault/``) unless something is

@@ -19,6 +19,7 @@ from markvault.index.store import IndexUnusable, Store
 from markvault.index.vectors import VectorIndex
 
 if TYPE_CHECKING:
+    from markvault.index.extracts import ExtractStore
     from markvault.index.sessions import SessionQueries
     from markvault.index.writes import NoteWrites
 
@@ -41,6 +42,13 @@ class Index:
         from markvault.index.writes import NoteWrites
 
         return NoteWrites(self.store, self.keyword, self.vectors, self.reads)
+
+    @cached_property
+    def extracts(self) -> ExtractStore:
+        """Attachments' extracted text (loaded by the calls that need it)."""
+        from markvault.index.extracts import ExtractStore
+
+        return ExtractStore(self.store)
 
     @cached_property
     def sessions(self) -> SessionQueries:

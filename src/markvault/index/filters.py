@@ -55,6 +55,11 @@ def filters_sql(filters: Filters) -> tuple[str, list[Any]]:
         parts.append("lower(n.kind) = 'session'")
         if SCOPE_SQL[filters.scope]:
             parts.append(f"({SCOPE_SQL[filters.scope]})")
+    if filters.attachments in ("exclude", "only"):
+        parts.append(
+            ("" if filters.attachments == "only" else "NOT ")
+            + "coalesce(n.kind = 'attachment', false)"
+        )
     for column, values in (
         ("kind", filters.kinds),
         ("type", filters.types),

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 # What a hit shows of its note (``chunk_details``), in the order they are read. Only
 # what is shown: each column costs a query time, a list column (tags) most.
 _NOTE_DETAILS = ("note_id", "title", "kind", "type", "hash")
+# Notes proper: attachments (files whose text is indexed) are counted apart.
+_NOT_ATTACHMENT = "kind IS DISTINCT FROM 'attachment'"
 # Up to this many notes, a process that searches again keeps them all (``_ChunkNotes``).
 NOTE_DETAILS_KEPT = 20_000
 
@@ -375,13 +377,15 @@ class NoteReads:
     def note_and_chunk_counts(self) -> tuple[int, int]:
         """(notes, chunks): what a sync reports, without the rest of ``stats``."""
         row = self.con.execute(
-            "SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM chunks)"
+            f"SELECT (SELECT count(*) FROM notes WHERE {_NOT_ATTACHMENT}), "
+            "(SELECT count(*) FROM chunks)"
         ).fetchone()
         return (int(row[0]), int(row[1])) if row else (0, 0)
 
     def stats(self) -> dict[str, Any]:
         one = self.con.execute(
-            "SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM chunks), "
+            f"SELECT (SELECT count(*) FROM notes WHERE {_NOT_ATTACHMENT}), "
+            "(SELECT count(*) FROM chunks), "
             "(SELECT count(*) FROM links), "
             "(SELECT count(*) FROM links WHERE target_path IS NULL), "
             "(SELECT count(*) FROM skipped), (SELECT count(*) FROM attachments), "
@@ -390,7 +394,8 @@ class NoteReads:
 
         def counts(column: str) -> dict[str, int]:
             rows = self.con.execute(
-                f"SELECT coalesce({column}, '(none)') k, count(*) FROM notes GROUP BY k "
+                f"SELECT coalesce({column}, '(none)') k, count(*) FROM notes "
+                f"WHERE {_NOT_ATTACHMENT} GROUP BY k "
                 "ORDER BY count(*) DESC, k"
             ).fetchall()
             return {r[0]: int(r[1]) for r in rows}

@@ -30,7 +30,7 @@ from markvault.index.filters import sql_string
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = "13"  # 13: notes.ctime_ns and notes.ino (racy.py)
+SCHEMA_VERSION = "14"  # 13: notes.ctime_ns and notes.ino (racy.py); 14: attachments' text
 # DuckDB's memory while a sync writes, over what the connection already holds (see
 # deferred_checkpoints): a 90 MB vault's first build peaked at 1.2 GB without it.
 BUILD_MEMORY_BYTES = 256 * 10**6
@@ -58,11 +58,20 @@ CREATE TABLE links (
 -- embeds may name besides notes. Never indexed as notes.
 CREATE TABLE attachments (path VARCHAR);
 CREATE TABLE skipped (path VARCHAR, reason VARCHAR, mtime_ns BIGINT, size BIGINT);
+-- Attachments' text (PDFs, Office files: extract.py) by the file's content hash, so a
+-- renamed or copied file is never read twice; the attachment itself is a note of kind
+-- 'attachment' whose chunks are its pages. status: text, no_text or failed.
+CREATE TABLE extracts (
+    hash VARCHAR, format VARCHAR, status VARCHAR, reason VARCHAR, total_pages INTEGER,
+    chars BIGINT, seconds DOUBLE
+);
+CREATE TABLE extract_pages (hash VARCHAR, page INTEGER, label VARCHAR, text VARCHAR);
 CREATE SEQUENCE chunk_ids START 1;
 -- Point lookups of hits and of a note's chunks; a scan would read every chunk's text.
 CREATE INDEX chunks_id ON chunks (id);
 CREATE INDEX chunks_path ON chunks (path);
 CREATE INDEX notes_path ON notes (path);
+CREATE INDEX extract_pages_hash ON extract_pages (hash);
 """
 
 

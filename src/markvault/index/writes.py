@@ -40,9 +40,11 @@ class NoteWrites:
 
     def file_states(self) -> dict[str, tuple[str, int, int, str, int | None, int | None]]:
         """path -> (file on disk, mtime_ns, size, hash, ctime_ns, inode) of every indexed
-        note (ctime ``racy.RACY_CTIME`` when it was recorded as racy)."""
+        note (ctime ``racy.RACY_CTIME`` when it was recorded as racy); attachments, which
+        their own sync keeps (``attachments/reconcile.py``), left out."""
         rows = self.con.execute(
-            "SELECT path, file, mtime_ns, size, hash, ctime_ns, ino FROM notes"
+            "SELECT path, file, mtime_ns, size, hash, ctime_ns, ino FROM notes "
+            "WHERE kind IS DISTINCT FROM 'attachment'"
         ).fetchall()
         return {r[0]: (r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows}
 
@@ -50,7 +52,7 @@ class NoteWrites:
         rows = self.con.execute("SELECT path, mtime_ns, size, reason FROM skipped").fetchall()
         return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
-    def touch(self, stats: Iterable[tuple[str, str, int, int, int, int]]) -> None:
+    def touch(self, stats: Iterable[tuple[str, str, int, int, int | None, int | None]]) -> None:
         """Record new (file, mtime, size, ctime, inode) for notes whose bytes did not
         change."""
         rows = list(stats)
@@ -196,13 +198,14 @@ class NoteWrites:
     def note_link_keys(self, paths: Sequence[str] | None = None) -> list[tuple[str, list[str]]]:
         """(path, aliases) of every note, or of the notes at ``paths``, for link
         resolution."""
-        sql = "SELECT path, aliases FROM notes"
+        # Attachments are files, not notes, to links (their names resolve as files).
+        sql = "SELECT path, aliases FROM notes WHERE kind IS DISTINCT FROM 'attachment'"
         if paths is None:
             return [(r[0], list(r[1] or [])) for r in self.con.execute(sql).fetchall()]
         if not paths:
             return []
         with self.store.rows({"path": sorted(set(paths))}, "p") as wanted:
-            rows = self.con.execute(f"{sql} WHERE path IN (SELECT path FROM {wanted})")
+            rows = self.con.execute(f"{sql} AND path IN (SELECT path FROM {wanted})")
             return [(r[0], list(r[1] or [])) for r in rows.fetchall()]
 
     def set_attachments(self, added: Iterable[str], removed: Iterable[str]) -> None:

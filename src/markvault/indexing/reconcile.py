@@ -301,6 +301,9 @@ class Syncer:
         self.index = index
         self.files = files
         self._walk = walk
+        # The attachments the scan found, and the hints it was limited to (NFC): the
+        # second wave's work (attachment_sync).
+        self._seen: tuple[set[str], list[str] | None] | None = None
 
     def scan_changes(
         self,
@@ -344,11 +347,13 @@ class Syncer:
         changes = Changes([], [], [], [], unchanged, known, warnings)
         gone = (set(known) | set(skipped_before)) - set(on_disk)
         files_before = self.index.reads.attachments()
+        nfc: list[str] = []
         if hint_list is not None:
             nfc = [unicodedata.normalize("NFC", h) for h in hint_list]
             gone = {p for p in gone if _within(p, nfc)}
             files_before = {p for p in files_before if _within(p, nfc)}
         changes.removed = sorted(gone)
+        self._seen = (scan.attachments, None if hint_list is None else nfc)
         changes.files_added = scan.attachments - files_before
         changes.files_removed = files_before - scan.attachments
         if stored is not None and (changes.removed or len(to_read) <= APPLY_BATCH):
@@ -442,6 +447,23 @@ class Syncer:
         # rewrite the growing tables each time DuckDB's log passed its threshold.
         with self.index.store.deferred_checkpoints():
             self._sync_notes(report, progress, hints, feed)
+        # The second wave: attachments' text, once the notes are written and searchable.
+        seen, self._seen = self._seen, None
+        if seen is not None:
+            from markvault.attachments.reconcile import sync_attachments
+
+            on_disk, under = seen
+            sync_attachments(
+                self.settings,
+                self.index,
+                self.files,
+                on_disk,
+                lambda p: under is None or _within(p, under),
+                report,
+                progress,
+                inline=embed_limit is not None,
+                feed=feed,
+            )
 
         if vectors and embedder is not None:
             self._embed(embedder(), report, progress, embed_limit)

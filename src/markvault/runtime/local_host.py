@@ -231,6 +231,7 @@ class LocalHost:
         if self.owner:
             self._start_backfill()
             self._start_index_check()
+            self._start_attachment_backfill()
             if watch:
                 self._start_watching(poll)
             self._start_autosync()
@@ -254,6 +255,21 @@ class LocalHost:
                 target=self._backfill_loop, name="markvault-backfill", daemon=True
             )
             self._backfill.start()
+
+    def _start_attachment_backfill(self) -> None:
+        """Read in the background the attachments that syncs made before an answer left
+        waiting (attachment_backfill.py): their text never holds up the notes."""
+        from markvault.attachments.backfill import run_backfill
+
+        if self._core.keeper.attachments_thread is not None:
+            return
+        self._core.keeper.attachments_thread = threading.Thread(
+            target=run_backfill,
+            args=(self._core.keeper, self.calls, self._stopping),
+            name="markvault-attachments",
+            daemon=True,
+        )
+        self._core.keeper.attachments_thread.start()
 
     def _backfill_loop(self) -> None:
         embedder = self._core.keeper.embedder()

@@ -392,6 +392,8 @@ class Searcher:
         )
         for cid, score, ranks, scores in page:
             row = details[cid]
+            # An attachment's chunk holds its page number where a note's holds lines.
+            at = (row["start_line"] or None) if row["kind"] == "attachment" else None
             hits.append(
                 Hit(
                     id=row["note_id"],
@@ -407,9 +409,11 @@ class Searcher:
                     scores=scores,
                     snippet=snippet(row["text"], query_tokens, plan.prefixes if plan else []),
                     hash=row["hash"],
-                    uri=note_uri(citation_key(row["note_id"], row["path"], bad)),
+                    uri=note_uri(citation_key(row["note_id"], row["path"], bad))
+                    + (f"#page={at}" if at else ""),
                     more_chunks=extra[row["path"]],
                     text=row["text"] if full_text else None,
+                    page=at,
                 )
             )
         return hits, len(order)

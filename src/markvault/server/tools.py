@@ -276,6 +276,7 @@ def _search_tools(server: MCPServer, service: VaultService) -> None:
         until: str | None = None,
         include_expired: bool = False,
         scope: Literal["sessions", "prompts", "decisions", "outcomes", "open_items"] | None = None,
+        attachments: Literal["include", "exclude", "only"] = "include",
         order: Literal["relevance", "date"] = "relevance",
         min_score: float | None = None,
         limit: int = 10,
@@ -303,6 +304,10 @@ def _search_tools(server: MCPServer, service: VaultService) -> None:
         March", "since 2026-01-05") rank notes dated then higher (never filter), read
         against as_of (the ISO date the question is asked; default today); the result
         says which window it read ("time:").
+        Attachments (PDF, docx, pptx, xlsx, html, epub files: kind "attachment", type
+        their format) are searched by their text; a hit names its page (slide, sheet)
+        and cites it (vault://note/<path>#page=N, which `get` reads); attachments
+        "exclude" or "only" them.
         order "date" = newest first. min_score drops weaker
         hits (BM25 for keyword, cosine for vector, RRF for hybrid/deep).
         format "index": one line per hit with chunk id, path, heading, score, citation URI
@@ -314,6 +319,7 @@ def _search_tools(server: MCPServer, service: VaultService) -> None:
             kind, type, tags, concepts, topic, project, files, path, since, until,
             include_expired, scope
         )  # fmt: skip
+        filters.attachments = attachments
         request = SearchRequest(
             query,
             mode=mode,
@@ -353,7 +359,9 @@ def _read_tools(server: MCPServer, service: VaultService) -> None:
         refs: several of those at once; pattern: a path glob ("knowledge/duckdb/*").
         Several notes share one `max_chars` budget; the ones past it come back without
         text. A long note comes back cut at a line: continue with lines="N:" as its
-        `next_lines` says. lines: "A:B" reads lines A to B of one note.
+        `next_lines` says. lines: "A:B" reads lines A to B of one note. An attachment
+        (PDF, Office file, ...) is read by page: its hits cite "vault://note/<path>#page=N",
+        and lines are its pages ("#page=A-B" in the ref does the same).
         Pass the returned `hash` to edit_note / move_note / delete_note.
         Example: ref="vault://chunk/42", or pattern="sessions/markvault/*".
         """
@@ -484,16 +492,25 @@ def _knowledge_tools(server: MCPServer, service: VaultService) -> None:
 
     @server.tool(annotations=WRITE)
     async def store_document(
-        ctx: Context, path: str, topic: str | None = None, title: str | None = None
+        ctx: Context,
+        path: str,
+        topic: str | None = None,
+        title: str | None = None,
+        as_markdown: bool = False,
     ) -> dict[str, Any]:
         """Copy a Markdown, text or JSON file into documents/[<topic>/] as a note, so that
-        it is searchable and cited like the rest. Only files inside the folders the user
-        listed in `document_roots` (.markvault.toml) are read, never hidden ones; with
-        none listed every path is refused. Example: path="docs/api.md", topic="api"."""
+        it is searchable and cited like the rest. A PDF, Word (.docx), PowerPoint
+        (.pptx), Excel (.xlsx), HTML or EPUB file is copied as it is and its text made
+        searchable by page; as_markdown=true stores its text as a Markdown note instead.
+        Only files inside the folders the user listed in `document_roots`
+        (.markvault.toml) are read, never hidden ones; with none listed every path is
+        refused. Example: path="docs/api.md", topic="api"."""
         # Absolute here: the process that owns the index may run in another folder.
         source = os.path.abspath(os.path.expanduser(path))
         return await service.run(
-            ctx, "store_document", lambda v, call: v.store_document(source, topic, title)
+            ctx,
+            "store_document",
+            lambda v, call: v.store_document(source, topic, title, as_markdown=as_markdown),
         )
 
     @server.tool(annotations=READ_ONLY)

@@ -1,0 +1,1 @@
+"""Attachments (PDF, Office, HTML, EPUB): their text extracted into the index, read by page."""
