@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 
 from markvault import ConfigError
-from markvault.config import Settings
+from markvault.config import Settings, trust_vault
 from markvault.core import Core
 from markvault.runtime.local_host import LocalHost
-from markvault.trust import trust_vault
 from markvault.types import SearchRequest
 from markvault.vault import Vault
 

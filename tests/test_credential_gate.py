@@ -18,11 +18,11 @@ import pytest
 from mcp import Client
 
 from markvault import Vault
+from markvault.config import trust_vault
 from markvault.credentials.rules import CredentialRefused, scan
 from markvault.files.vault_init import init_vault
 from markvault.runtime.local_host import open_local
 from markvault.server.tools import build_server
-from markvault.trust import trust_vault
 from markvault.types import SearchRequest
 
 from .test_credentials import ALNUM, UPPER_ALNUM, rand

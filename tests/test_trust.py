@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from markvault.config import Settings
+from markvault.config import Settings, trust_vault
 from markvault.runtime.local_host import open_local
 from markvault.server.tools import build_server
-from markvault.trust import trust_vault
 
 from .conftest import run_cli
 from .test_gitsync import Clone, clone, git, git_config, sync, write  # noqa: F401

@@ -15,6 +15,7 @@ import os
 import posixpath
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -370,3 +371,67 @@ def _read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(
             f"Cannot read {path}: {exc}.", "Fix the TOML syntax or remove the file."
         ) from exc
+
+
+# ---- this machine's trust in the vault's settings file (trust.py keeps the record) ----
+
+
+def trust_vault(vault_dir: Path) -> dict[str, Any]:
+    """:func:`trust.trust` with the vault's settings file as it is now (`vault trust`).
+
+    Raises:
+        ConfigError: the settings file is invalid, or the record cannot be written.
+    """
+    from markvault import trust  # the record is read only for a file that needs it
+
+    Settings.load(vault=vault_dir, env={})  # an invalid file is said before it is trusted
+    return trust.trust(vault_dir, _read_config_file(vault_dir / CONFIG_FILE))
+
+
+def pending(vault_dir: Path) -> dict[str, Any]:
+    """The vault file's widening values not trusted here (for `vault status`)."""
+    from markvault import trust  # the record is read only for a file that needs it
+
+    try:
+        return trust.untrusted(vault_dir, _read_config_file(vault_dir / CONFIG_FILE))
+    except ConfigError:
+        return {}
+
+
+def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _parsed(data: bytes | None) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        return tomllib.loads(data.decode("utf-8")) if data else {}
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return {"(unreadable)": True}
+
+
+def pulled_notices(vault_dir: Path, before: bytes | None) -> list[str]:
+    """What a person is told when a pull changed the vault's settings file: the keys
+    that changed, and the widening ones that wait for `vault trust`."""
+    from markvault import trust  # the record is read only for a file that needs it
+
+    try:
+        after = (vault_dir / CONFIG_FILE).read_bytes()
+    except OSError:
+        after = None
+    if after == before:
+        return []
+    old, new = _flat(_parsed(before)), _flat(_parsed(after))
+    changed = sorted(k for k in old.keys() | new.keys() if not trust.same(old.get(k), new.get(k)))
+    notices = [f"The pull changed {CONFIG_FILE}: {', '.join(changed) or 'its comments'}."]
+    waiting = trust.untrusted(vault_dir, _parsed(after))
+    if waiting:
+        notices.append(trust.notice(waiting))
+    return notices

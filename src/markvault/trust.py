@@ -96,7 +96,8 @@ def trusted_values(vault_dir: Path) -> dict[str, Any]:
     return entry if isinstance(entry, dict) else {}
 
 
-def _same(a: Any, b: Any) -> bool:
+def same(a: Any, b: Any) -> bool:
+    """Whether two settings values are equal as TOML would write them."""
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
@@ -109,7 +110,7 @@ def untrusted(vault_dir: Path, file_cfg: Mapping[str, Any]) -> dict[str, Any]:
     if not wanted:
         return {}
     have = trusted_values(vault_dir)
-    return {k: v for k, v in wanted.items() if k not in have or not _same(have[k], v)}
+    return {k: v for k, v in wanted.items() if k not in have or not same(have[k], v)}
 
 
 def _beside(vault_dir: Path, index_dir: str) -> bool:
@@ -164,64 +165,3 @@ def trust(vault_dir: Path, file_cfg: Mapping[str, Any]) -> dict[str, Any]:
             f"Cannot write {path}: {exc.strerror or exc}.", "Check that folder's permissions."
         ) from exc
     return values
-
-
-def trust_vault(vault_dir: Path) -> dict[str, Any]:
-    """:func:`trust` with the vault's settings file as it is now (`vault trust`).
-
-    Raises:
-        ConfigError: the settings file is invalid, or the record cannot be written.
-    """
-    from markvault.config import CONFIG_FILE, Settings, _read_config_file
-
-    Settings.load(vault=vault_dir, env={})  # an invalid file is said before it is trusted
-    return trust(vault_dir, _read_config_file(vault_dir / CONFIG_FILE))
-
-
-def pending(vault_dir: Path) -> dict[str, Any]:
-    """The vault file's widening values not trusted here (for `vault status`)."""
-    from markvault.config import CONFIG_FILE, _read_config_file
-
-    try:
-        return untrusted(vault_dir, _read_config_file(vault_dir / CONFIG_FILE))
-    except ConfigError:
-        return {}
-
-
-def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
-def _parsed(data: bytes | None) -> dict[str, Any]:
-    import tomllib
-
-    try:
-        return tomllib.loads(data.decode("utf-8")) if data else {}
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-        return {"(unreadable)": True}
-
-
-def pulled_notices(vault_dir: Path, before: bytes | None) -> list[str]:
-    """What a person is told when a pull changed the vault's settings file: the keys
-    that changed, and the widening ones that wait for `vault trust`."""
-    from markvault.config import CONFIG_FILE
-
-    try:
-        after = (vault_dir / CONFIG_FILE).read_bytes()
-    except OSError:
-        after = None
-    if after == before:
-        return []
-    old, new = _flat(_parsed(before)), _flat(_parsed(after))
-    changed = sorted(k for k in old.keys() | new.keys() if not _same(old.get(k), new.get(k)))
-    notices = [f"The pull changed {CONFIG_FILE}: {', '.join(changed) or 'its comments'}."]
-    waiting = untrusted(vault_dir, _parsed(after))
-    if waiting:
-        notices.append(notice(waiting))
-    return notices

@@ -13,6 +13,8 @@ from typing import Any, Literal, NamedTuple, Protocol
 
 from markvault.errors import CallCancelled, UsageError
 
+TRASH_DIR = ".trash"  # deleted notes, in the vault: Obsidian's own trash; hidden, so never indexed
+
 KINDS = ("note", "session", "knowledge", "document")
 # One read returns at most this many characters: Claude Code cuts tool results above
 # ~25k tokens, and a character is at most about one token even in Chinese.

@@ -51,7 +51,7 @@ def attachment_record(
     """The index note of an attachment: its pages as chunks (a chunk never spans two),
     the page number in each chunk's line fields; a file without text has one chunk of
     its name, so it is still found by it."""
-    from markvault.indexing.reconcile import note_terms
+    from markvault.index.rows import note_terms
     from markvault.markdown.chunk import chunk_note
     from markvault.markdown.tokens import chunk_words
 

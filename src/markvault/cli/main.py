@@ -703,7 +703,8 @@ def _print_untrusted(vault: str) -> None:
     """The vault file's widening settings this machine has not trusted (trust.py)."""
     from pathlib import Path
 
-    from markvault.trust import notice, pending
+    from markvault.config import pending
+    from markvault.trust import notice
 
     if waiting := pending(Path(vault)):
         click.echo(click.style("trust    ", fg="yellow") + notice(waiting), err=True)
@@ -2058,13 +2059,12 @@ def trust_command(ctx: click.Context, show: bool, as_json: bool) -> None:
       vault trust
     """
     from markvault import trust
+    from markvault.config import pending, trust_vault
 
     obj = ctx.find_root().obj
     settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])
-    waiting = trust.pending(settings.vault_dir)
-    trusted = (
-        trust.trusted_values(settings.vault_dir) if show else trust.trust_vault(settings.vault_dir)
-    )
+    waiting = pending(settings.vault_dir)
+    trusted = trust.trusted_values(settings.vault_dir) if show else trust_vault(settings.vault_dir)
     if as_json:
         emit_json({"vault": str(settings.vault_dir), "trusted": trusted,
                    "untrusted": waiting if show else {}})  # fmt: skip

@@ -26,6 +26,7 @@ from urllib.parse import unquote
 
 from markvault.errors import ConflictError, NotFoundError, RefusedError
 from markvault.git.repo import WRITE_WAIT_SECONDS, find_repo
+from markvault.types import TRASH_DIR
 
 if TYPE_CHECKING:
     import pathspec
@@ -36,7 +37,6 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 IGNORE_FILE = ".markvaultignore"
-TRASH_DIR = ".trash"  # Obsidian's in-vault trash; hidden, so never indexed
 DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt", ".json")
 _TRASH_STAMP = re.compile(r"~\d{8}-\d{6}-[0-9a-f]{4}\.md$")
 TEMP_PREFIX = ".mv-tmp-"

@@ -214,7 +214,7 @@ def check_writable(text: str, path: str) -> None:
 def exclude_trash(repo: GitRepo, vault_dir: Path) -> bool:
     """Keep the vault's trash out of git on this machine, whatever ``.gitignore`` says:
     a line in the repository's ``info/exclude`` (never committed). True if added."""
-    from markvault.files.vault_files import TRASH_DIR
+    from markvault.types import TRASH_DIR
 
     common = repo.git_dir
     pointer = repo.git_dir / "commondir"  # a linked worktree shares the main one's info/

@@ -380,7 +380,7 @@ def sync_vault(
     before = settings_file.read_bytes() if settings_file.is_file() else None
     _pull_and_push(git, options, report, network)
     if CONFIG_FILE in report.changed_paths:  # it travels with git: say what it brought
-        from markvault.trust import pulled_notices
+        from markvault.config import pulled_notices
 
         report.notices.extend(pulled_notices(vault_dir, before))
     return report

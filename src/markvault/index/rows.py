@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import time
+from array import array
+from collections import _count_elements, defaultdict  # type: ignore[attr-defined]
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, chain, repeat
 from typing import Any, NamedTuple
@@ -309,3 +311,26 @@ def row_tables(records: Sequence[NoteRows]) -> tuple[Any, Any, Any]:
         return tuple(t.combine_chunks() for t in tables)
     except pa.ArrowInvalid:  # over 2 GiB of text in a column: left in chunks
         return tuple(tables)
+
+
+def note_terms(chunk_words: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], bytes]:
+    """A note's distinct terms, and its postings as int32 arrays end to end: how many
+    terms each chunk has, then the term (its position in the note's terms) and count of
+    each. Counted in the worker that tokenized the note, from each chunk's token
+    list (``text.chunk_words``); the index stores the counts, never the tokens."""
+    ids: defaultdict[str, int] = defaultdict()
+    ids.default_factory = ids.__len__  # a new term gets the next position
+    sizes: list[int] = []
+    terms: list[int] = []
+    counts: list[int] = []
+    for words in chunk_words:
+        # Counter's own C counting loop, into a plain dict: a Counter per chunk costs
+        # more to make than to fill (a quarter million chunks in a large vault).
+        found: dict[str, int] = {}
+        _count_elements(found, words)
+        found.pop("", None)
+        sizes.append(len(found))
+        terms += map(ids.__getitem__, found)
+        counts += found.values()
+    # One array from lists: extending an array item by item costs several times more.
+    return tuple(ids), array("i", sizes + terms + counts).tobytes()

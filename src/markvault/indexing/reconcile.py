@@ -13,8 +13,6 @@ import functools
 import sys
 import time
 import unicodedata
-from array import array
-from collections import _count_elements, defaultdict  # type: ignore[attr-defined]
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -24,7 +22,7 @@ from markvault.embed.embedder import Embedder
 from markvault.errors import MarkvaultError, RefusedError
 from markvault.files.vault_files import FileStat, VaultFiles, VaultScan, content_hash
 from markvault.git.repo import has_conflict_markers
-from markvault.index.rows import NoteRows, RowBlock
+from markvault.index.rows import NoteRows, RowBlock, note_terms
 from markvault.indexing.change_feed import ChangeFeed, NoteChange
 from markvault.indexing.racy import measure_granularity, racy_window, settle
 from markvault.markdown.links import LinkResolver, link_name, names_of
@@ -131,29 +129,6 @@ def _in_worker() -> bool:
     the only kind that remembers built notes; a long-lived process keeps none."""
     process = sys.modules.get("multiprocessing.process")
     return process is not None and process.parent_process() is not None
-
-
-def note_terms(chunk_words: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], bytes]:
-    """A note's distinct terms, and its postings as int32 arrays end to end: how many
-    terms each chunk has, then the term (its position in the note's terms) and count of
-    each. Counted here, in the worker that tokenized the note, from each chunk's token
-    list (``text.chunk_words``); the index stores the counts, never the tokens."""
-    ids: defaultdict[str, int] = defaultdict()
-    ids.default_factory = ids.__len__  # a new term gets the next position
-    sizes: list[int] = []
-    terms: list[int] = []
-    counts: list[int] = []
-    for words in chunk_words:
-        # Counter's own C counting loop, into a plain dict: a Counter per chunk costs
-        # more to make than to fill (a quarter million chunks in a large vault).
-        found: dict[str, int] = {}
-        _count_elements(found, words)
-        found.pop("", None)
-        sizes.append(len(found))
-        terms += map(ids.__getitem__, found)
-        counts += found.values()
-    # One array from lists: extending an array item by item costs several times more.
-    return tuple(ids), array("i", sizes + terms + counts).tobytes()
 
 
 # A sync reading more notes than this (a first build, a large checkout) writes them this
