@@ -144,7 +144,7 @@ def main() -> int:
     sampler = threading.Thread(target=sample, args=(samples, stop), daemon=True)
     sampler.start()
     instrument(marks)
-    from markvault.cli import main as cli
+    from markvault.cli.main import main as cli
 
     index = Path(tempfile.mkdtemp(prefix="timeline-")) / "index"
     try:

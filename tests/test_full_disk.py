@@ -18,6 +18,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from markvault.config import trust_vault
 from markvault.files.vault_files import TEMP_PREFIX
 from markvault.runtime.local_host import open_local
 from markvault.server.tools import build_server
@@ -52,6 +53,7 @@ def full_vault(tmp_path: Path) -> Iterator[Path]:
             (vault / rel).parent.mkdir(parents=True, exist_ok=True)
             (vault / rel).write_text(text, encoding="utf-8")
         (vault / ".markvault.toml").write_text(f'document_roots = ["{tmp_path}"]\n')
+        trust_vault(vault)  # the person's own setting, trusted on this machine
         (tmp_path / "doc.md").write_text("# Doc\n\n" + BIG, encoding="utf-8")
         with contextlib.suppress(OSError), open(vault / ".filler", "wb") as fh:
             while True:

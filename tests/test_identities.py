@@ -143,7 +143,7 @@ def test_vault_check_reports_what_the_index_reports(vault: Vault, vault_dir: Pat
     held equal, over every kind of finding and the notes they leave alone."""
     from click.testing import CliRunner
 
-    from markvault.cli import main
+    from markvault.cli.main import main
     from markvault.files.identity_check import check_identities
 
     (vault_dir / "notes/Looks.md").write_text("---\nid: Other.MD\n---\n# L\n", encoding="utf-8")
