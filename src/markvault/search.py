@@ -17,7 +17,7 @@ from . import fusion, language
 from . import query as query_lang
 from .embed import Embedder
 from .errors import UsageError
-from .identity import citation_key, note_uri, unsound
+from .identity import citation_key, note_uri
 from .index import Index
 from .model import Filters, Hit, SearchResult
 from .text import tokenize, word_spans
@@ -349,11 +349,7 @@ class Searcher:
         details = self.index.reads.chunk_details([item[0] for item in page])
         query_tokens = set(plan.terms) if plan else set(tokenize(query))
         hits: list[Hit] = []
-        named = [(details[item[0]]["note_id"], details[item[0]]["path"]) for item in page]
-        claims = [n for n in named if n[0] != n[1]]  # an id that is the path names it
-        bad = (
-            unsound(named, self.index.reads.id_claims([n[0] for n in claims])) if claims else set()
-        )
+        bad = self.index.reads.unsound_paths() if page else frozenset()
         for cid, score, ranks, scores in page:
             row = details[cid]
             hits.append(

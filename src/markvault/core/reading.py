@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import MarkvaultError, NotFoundError, UsageError
 from ..files import content_hash
-from ..identity import citation_key, note_uri, path_forms, ref_key, unsound
+from ..identity import citation_key, note_uri, path_forms, ref_key
 from ..index import Index
 from ..model import (
     MAX_GET_NOTES,
@@ -203,8 +203,9 @@ class NoteReader:
 
     def cite(self, index: Index, note_id: str, path: str) -> str:
         """The citation URI of one note: by its id when that id names it, else its path."""
-        bad = unsound([(note_id, path)], index.reads.id_claims([note_id]))
-        return note_uri(citation_key(note_id, path, bad))
+        if note_id == path:
+            return note_uri(path)  # a path names its note: nothing to ask
+        return note_uri(citation_key(note_id, path, index.reads.unsound_paths()))
 
     def _note_view(
         self,
