@@ -34,7 +34,7 @@ _COMMAND_PROCESS = False
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(click.style("Error: ", fg="red", bold=True) + message, err=True)
+    click.echo(click.style("Error: ", fg="red", bold=True) + shown(message), err=True)
     sys.exit(code)
 
 
