@@ -6,13 +6,13 @@ without ".md"), then an id, then a path ignoring case. An ``id`` in a note's fro
 names that note only when it is its own: an id that is another note's path (with or
 without ".md"), or that several notes share, names none of them; the index reports it
 (``IndexReads.identity_problems``: `vault status`, `vault reindex`, `vault check`) and
-such a note is cited by its path (``citation``), so that a citation always reads the
-note it came from. Pure: the index supplies the rows.
+such a note is cited by its path (``citation_key``, ``IndexReads.unsound_paths``), so
+that a citation always reads the note it came from. Pure: the index supplies the rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Set
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -38,27 +38,7 @@ def path_forms(key: str) -> tuple[str, ...]:
     return (key,) if key.lower().endswith(NOTE_SUFFIX) else (key, key + NOTE_SUFFIX)
 
 
-def unsound(notes: Iterable[tuple[str, str]], claims: Iterable[tuple[str, str]]) -> set[str]:
-    """The paths, among ``notes`` ((id, path)), whose id does not name them: another note
-    sits at that id as a path, or holds the same id. ``claims`` ((id, path)) are the
-    index's notes that hold one of those ids or sit at one of their ``path_forms``
-    (``IndexReads.id_claims``)."""
-    by_id: dict[str, set[str]] = {}
-    paths: set[str] = set()
-    for note_id, path in claims:
-        by_id.setdefault(note_id, set()).add(path)
-        paths.add(path)
-    found: set[str] = set()
-    for note_id, path in notes:
-        if note_id == path:
-            continue  # its id is its path: paths are looked up first
-        at_path = any(p in paths and p != path for p in path_forms(note_id))
-        if at_path or by_id.get(note_id, set()) - {path}:
-            found.add(path)
-    return found
-
-
-def citation_key(note_id: str, path: str, unsound_paths: set[str]) -> str:
+def citation_key(note_id: str, path: str, unsound_paths: Set[str]) -> str:
     """What a note is cited by: its id, or its path when the id does not name it."""
     return path if path in unsound_paths else note_id
 
@@ -68,18 +48,12 @@ def looks_like_path(note_id: str) -> bool:
     return note_id.lower().endswith(NOTE_SUFFIX)
 
 
-def recite(
-    views: list[dict[str, Any]], id_claims: Callable[[list[str]], list[tuple[str, str]]]
-) -> list[dict[str, Any]]:
-    """``views`` (dicts with id, path and uri) with the uri of each note whose id does
-    not name it changed to its path's; ``id_claims`` is ``IndexReads.id_claims``."""
-    named = [(str(v["id"]), str(v["path"])) for v in views if v.get("uri") and v.get("id")]
-    claimed = [note_id for note_id, path in named if note_id != path]
-    if claimed:
-        bad = unsound(named, id_claims(claimed))
-        for view in views:
-            if view.get("uri") and view.get("path") in bad:
-                view["uri"] = note_uri(str(view["path"]))
+def recite(views: list[dict[str, Any]], unsound_paths: Set[str]) -> list[dict[str, Any]]:
+    """``views`` (dicts with path and uri) with the uri of each note whose id does not
+    name it (``IndexReads.unsound_paths``) changed to its path's."""
+    for view in views:
+        if view.get("uri") and view.get("path") in unsound_paths:
+            view["uri"] = note_uri(str(view["path"]))
     return views
 
 

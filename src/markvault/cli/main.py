@@ -45,7 +45,7 @@ _COMMAND_PROCESS = False
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(click.style("Error: ", fg="red", bold=True) + message, err=True)
+    click.echo(click.style("Error: ", fg="red", bold=True) + shown(message), err=True)
     sys.exit(code)
 
 
@@ -134,8 +134,11 @@ class _Span(click.FloatRange):
 def _refuse_undecodable(args: list[str]) -> None:
     """Python hands bytes that are not UTF-8 over as lone surrogates (surrogateescape):
     no note, path or query holds one, and the index cannot store one. A usage error
-    (exit 2) names the argument."""
+    (exit 2) names the argument. (A NUL, which no command line can carry, but a caller
+    in Python can, is refused too: no path holds one.)"""
     for number, arg in enumerate(args, 1):
+        if isinstance(arg, str) and "\0" in arg:
+            raise click.UsageError(f"Argument {number} holds a NUL character.")
         if isinstance(arg, str) and any("\udc80" <= c <= "\udcff" for c in arg):
             raw = os.fsencode(arg)
             raise click.UsageError(

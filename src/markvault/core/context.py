@@ -68,7 +68,7 @@ class ContextViews:
                     {**_brief_view(b), "event": what, "at": when.isoformat(timespec="seconds")}
                     for when, what, b in events[offset : offset + limit]
                 ],
-                self.keeper.reader().reads.id_claims,
+                self.keeper.reader().reads.unsound_paths(),
             ),
         }
 
@@ -125,7 +125,7 @@ class ContextViews:
         shown_after = [_brief_view(b) for b in briefs[hi : hi + after]]
         recite(
             [*shown_before, *([centre] if centre else []), *shown_after],
-            self.keeper.reader().reads.id_claims,
+            self.keeper.reader().reads.unsound_paths(),
         )
         # Sessions bring their decisions, outcomes and open items into the timeline.
         self._session_summaries([*shown_before, *([centre] if centre else []), *shown_after])
@@ -164,7 +164,7 @@ class ContextViews:
         """The link graph, and what a listing shows of each node (note or file)."""
         index = self.keeper.reader()
         briefs = {b["path"]: _brief_view(b) for b in index.reads.note_briefs()}
-        recite(list(briefs.values()), index.reads.id_claims)
+        recite(list(briefs.values()), index.reads.unsound_paths())
         files = index.reads.attachments()
         briefs.update({path: _file_view(path) for path in files})
         return LinkGraph(

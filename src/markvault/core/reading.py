@@ -13,7 +13,7 @@ from markvault.core.common import chunk_ref
 from markvault.core.lifecycle import IndexKeeper
 from markvault.errors import MarkvaultError, NotFoundError, UsageError
 from markvault.files.vault_files import content_hash
-from markvault.identity import citation_key, note_uri, path_forms, ref_key, unsound
+from markvault.identity import citation_key, note_uri, path_forms, ref_key
 from markvault.index import Index
 from markvault.search.searcher import Searcher, chunk_uri
 from markvault.types import (
@@ -170,8 +170,9 @@ class NoteReader:
 
     def cite(self, index: Index, note_id: str, path: str) -> str:
         """The citation URI of one note: by its id when that id names it, else its path."""
-        bad = unsound([(note_id, path)], index.reads.id_claims([note_id]))
-        return note_uri(citation_key(note_id, path, bad))
+        if note_id == path:
+            return note_uri(path)  # a path names its note: nothing to ask
+        return note_uri(citation_key(note_id, path, index.reads.unsound_paths()))
 
     def _note_view(
         self,

@@ -45,7 +45,7 @@ class SessionNotes:
             "offset": offset,
             "next_offset": shown if shown < total else None,
             "sessions": recite(
-                [_session_view(r) for r in rows], self.keeper.reader().reads.id_claims
+                [_session_view(r) for r in rows], self.keeper.reader().reads.unsound_paths()
             ),
         }
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from markvault.errors import UsageError
-from markvault.identity import id_problem, path_forms
+from markvault.identity import id_problem
 from markvault.index.filters import current_sql, filters_sql, sql_string
 from markvault.index.prefix_lookup import NameIndex, count_lookup
 from markvault.index.store import Store, dict_rows
@@ -39,6 +39,7 @@ class NoteReads:
         self._names: dict[str, NameIndex | Counter[str]] = {}  # completions, until notes change
         self._chunk_notes: tuple[int, _ChunkNotes] | None = None  # (store.changes, map)
         self._notes_asked = -1  # store.changes when chunk_notes was last asked
+        self._unsound: tuple[int, frozenset[str]] | None = None  # (store.changes, paths)
 
     def forget_names(self) -> None:
         """Notes changed: the names kept for completions are stale."""
@@ -423,20 +424,21 @@ class NoteReads:
         found = [{"path": r[0], "problem": r[1]} for r in rows]
         return sorted(found + self.identity_problems(), key=lambda p: p["path"])
 
-    def id_claims(self, ids: Sequence[str]) -> list[tuple[str, str]]:
-        """(id, path) of the notes that hold one of ``ids`` or sit at one of their
-        ``identity.path_forms``: what decides whether those ids name their notes."""
-        if not ids:
-            return []
-        forms = [form for i in ids for form in path_forms(i)]
-        return [
-            (str(r[0]), str(r[1]))
-            for r in self.con.execute(
-                "SELECT id, path FROM notes WHERE id IN (SELECT unnest(?::VARCHAR[])) "
-                "OR path IN (SELECT unnest(?::VARCHAR[]))",
-                [list(ids), forms],
+    def unsound_paths(self) -> frozenset[str]:
+        """The notes whose frontmatter id does not name them (``identity``): cited by
+        their path. Kept until the index changes: a search asks for every page of hits,
+        and a query each time cost more than the rest of a keyword search."""
+        kept = self._unsound
+        if kept is None or kept[0] != self.store.changes:
+            rows = self.con.execute(
+                "SELECT a.path FROM notes a JOIN notes b ON b.path = a.id WHERE a.id <> a.path "
+                "UNION SELECT a.path FROM notes a JOIN notes b ON b.path = a.id || '.md' "
+                "AND b.path <> a.path WHERE a.id <> a.path "
+                "UNION SELECT a.path FROM notes a JOIN notes b ON b.id = a.id "
+                "AND b.path <> a.path WHERE a.id <> a.path"
             ).fetchall()
-        ]
+            kept = self._unsound = (self.store.changes, frozenset(str(r[0]) for r in rows))
+        return kept[1]
 
     def identity_problems(self) -> list[dict[str, str]]:
         """Frontmatter ids that do not name their note (``identity``): another note's

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from markvault.embed.embedder import Embedder
 from markvault.errors import UsageError
-from markvault.identity import citation_key, note_uri, unsound
+from markvault.identity import citation_key, note_uri
 from markvault.index import Index
 from markvault.markdown.tokens import tokenize, word_spans
 from markvault.search import fusion, language
@@ -385,11 +385,7 @@ class Searcher:
         details = self.index.reads.chunk_details([item[0] for item in page])
         query_tokens = set(plan.terms) if plan else set(tokenize(query))
         hits: list[Hit] = []
-        named = [(details[item[0]]["note_id"], details[item[0]]["path"]) for item in page]
-        claims = [n for n in named if n[0] != n[1]]  # an id that is the path names it
-        bad = (
-            unsound(named, self.index.reads.id_claims([n[0] for n in claims])) if claims else set()
-        )
+        bad = self.index.reads.unsound_paths() if page else frozenset()
         for cid, score, ranks, scores in page:
             row = details[cid]
             # An attachment's chunk holds its page number where a note's holds lines.
