@@ -54,6 +54,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from markvault.search.query_cost import term_reads
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -119,14 +121,9 @@ def scored_sql(
 
 
 def _term_postings(found: Mapping[str, tuple[int, int, int]], columns: str) -> str:
-    """SQL yielding ``columns`` of the postings of ``found``'s terms, one equality per
-    term. Term ids are literals (integers from our own table) so that DuckDB prunes the
-    term-sorted postings by their row groups' min/max for each term: ``termid IN (a,
-    b)`` prunes only outside [a, b], and reads every row group between two terms far
-    apart in the vocabulary (all of a large vault's postings for some queries)."""
-    return " UNION ALL ".join(
-        f"SELECT {columns} FROM postings WHERE termid = {int(v[0])}" for v in found.values()
-    )
+    """SQL yielding ``columns`` of the postings of ``found``'s terms
+    (``query_cost.term_reads``: an equality per term for a few, one ``IN`` for many)."""
+    return term_reads((v[0] for v in found.values()), columns)
 
 
 def top_pool_sql(

@@ -38,14 +38,25 @@ def stopwords(language: str) -> frozenset[str]:
     return frozenset(STOPWORDS.get(language, "").split())
 
 
+@functools.cache
+def _lists_of() -> dict[str, tuple[str, ...]]:
+    """stop word -> the languages whose list has it: one look-up per query word (a
+    pasted paragraph has hundreds), not one per word and language."""
+    out: dict[str, tuple[str, ...]] = {}
+    for language in STOPWORDS:
+        for word in stopwords(language):
+            out[word] = (*out.get(word, ()), language)
+    return out
+
+
 def detect(words: Iterable[str]) -> str | None:
     """The language of normalized ``words``, or None when their function words do not
     say clearly (too few, or as many for two languages)."""
     counts: dict[str, int] = {}
+    lists = _lists_of()
     for word in words:
-        for language in STOPWORDS:
-            if word in stopwords(language):
-                counts[language] = counts.get(language, 0) + 1
+        for language in lists.get(word, ()):
+            counts[language] = counts.get(language, 0) + 1
     if not counts:
         return None
     ranked = sorted(counts.items(), key=lambda kv: -kv[1])

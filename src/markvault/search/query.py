@@ -42,6 +42,7 @@ from typing import Literal
 
 from markvault.markdown.tokens import prefix_token, word_tokens
 from markvault.search import language
+from markvault.search.query_cost import term_reads
 
 Occur = Literal["should", "must", "not"]
 
@@ -372,9 +373,9 @@ def presence_sql(
     """(SQL over ``chunk_id`` using the postings, whether it is exact); "" for no
     condition.
 
-    One read of the postings of the query's words, grouped by chunk, each word's
-    presence a ``bool_or`` in one expression: linear in the query however many words
-    and groups it has (a subquery per word, ORed, grew much faster). Single words and
+    One read of the postings of the query's words, grouped by chunk into the list of
+    its terms, on which one expression tests each word: linear in the query however
+    many words and groups it has (a subquery per word, ORed, grew much faster). Single words and
     prefixes are exact. A phrase becomes "all its words present", a necessary
     condition; under NOT it cannot be used and becomes TRUE. When the result is not
     exact, candidates must also pass ``matches``.
@@ -385,11 +386,12 @@ def presence_sql(
         return "", exact
     if not ids:  # only words the index does not know: a constant
         return expr, exact
-    reads = " UNION ALL ".join(
-        f"SELECT chunk_id, termid FROM postings WHERE termid = {i}" for i in ids
-    )
+    reads = term_reads(ids, "chunk_id, termid")
+    # Each chunk's terms as one list, then the expression on it: per chunk, not per
+    # posting and word (a bool_or aggregate per word cost ~10x on a pasted query).
     return (
-        f"chunk_id IN (SELECT chunk_id FROM ({reads}) GROUP BY chunk_id HAVING {expr})",
+        f"chunk_id IN (SELECT chunk_id FROM (SELECT chunk_id, list(termid) AS t FROM ({reads}) "
+        f"GROUP BY chunk_id) WHERE {expr})",
         exact,
     )
 
@@ -425,13 +427,13 @@ def _leaf_sql(
         found = prefix_ids.get(leaf.prefix, [])
         ids.update(dict.fromkeys(found))
         listed = ", ".join(str(int(i)) for i in found)
-        return (f"bool_or(termid IN ({listed}))" if found else "FALSE"), True
+        return (f"list_has_any(t, [{listed}])" if found else "FALSE"), True
     if any(t not in termids for t in leaf.tokens):
         return "FALSE", True
     parts = []
     for t in dict.fromkeys(leaf.tokens):
         ids[termids[t]] = None
-        parts.append(f"bool_or(termid = {int(termids[t])})")
+        parts.append(f"list_contains(t, {int(termids[t])})")
     return "(" + " AND ".join(parts) + ")", len(leaf.tokens) == 1
 
 

@@ -147,7 +147,7 @@ class Searcher:
         weights: dict[str, float] = {}
         if mode in ("keyword", "hybrid", "deep") and plan is not None:
             rows = self._keyword(plan, filters, wanted, run.warnings, run)
-            if not rows and plan.narrowing():
+            if not rows and plan.constrained and plan.narrowing():
                 # Phrases and required words never empty what the words would fill.
                 relaxed = plan.relaxed()
                 rows = self._keyword(relaxed, filters, wanted, run.warnings, run)
@@ -161,7 +161,7 @@ class Searcher:
         if vectors_usable:
             text = plan.text if plan else query
             rows = self._vector(text, filters, wanted, plan, run)
-            if not rows and mode == "vector" and plan is not None and plan.narrowing():
+            if not rows and mode == "vector" and plan and plan.constrained and plan.narrowing():
                 relaxed = plan.relaxed()
                 rows = self._vector(text, filters, wanted, relaxed, run)
                 if rows:
