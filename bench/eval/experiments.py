@@ -449,14 +449,15 @@ def memory_experiments() -> list[Experiment]:
             lambda: _patches((times, {"find": lambda query, asked=None, language=None: []})),
         ),
         Experiment(
-            "time: no boost (words still left out)",
+            "time: no boost (window read, nothing moved)",
             modes,
             lambda: _patches((times, {"TIME_WEIGHT": 0.0})),
         ),
         Experiment(
-            "time: words kept in the query (boost as shipped)",
+            "time: words left out of the keyword query",
             modes,
-            lambda: _patches((times, {"without": lambda query, windows: query})),
+            lambda: _patches((times, {"LEAVE_OUT_WORDS": True})),
+            "alternative",
         ),
         *(
             Experiment(

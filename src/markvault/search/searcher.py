@@ -418,11 +418,11 @@ class Searcher:
 def _time_window(
     query: str, plan: query_lang.Plan | None, asked: dt.date | None
 ) -> tuple[times.TimeWindow | None, query_lang.Plan | None]:
-    """The query's time window, and its plan with the time words left out of the keyword
-    terms (as it was when nothing else is left to search for)."""
+    """The query's time window, and its plan: as it is, or with the time words left out
+    of the keyword terms when ``times.LEAVE_OUT_WORDS`` says so (and something is left)."""
     found = times.outside_quotes(query, times.find(query, asked, plan.language if plan else None))
     window = times.combined(found)
-    if window is None or plan is None:
+    if window is None or plan is None or not times.LEAVE_OUT_WORDS:
         return window, plan
     try:
         rest = query_lang.parse(times.without(query, found))
