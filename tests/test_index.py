@@ -437,14 +437,15 @@ def test_compaction_keeps_the_keyword_index_identical(bundled_copy: Path, tmp_pa
 
 def _contents(index_dir: Path) -> dict[str, list[tuple[object, ...]]]:
     """What an index holds, free of what differs between equal indexes (chunk and term
-    ids, which an edit reuses or appends, and write times)."""
+    ids, which an edit reuses or appends, write times, and whether a note was racy when
+    written: its ctime, racy.py)."""
     con = duckdb.connect(str(index_dir / "vault.duckdb"), read_only=True)
     try:
         note_cols = [
             r[0]
             for r in con.execute(
                 "SELECT column_name FROM information_schema.columns WHERE table_name = 'notes' "
-                "AND column_name <> 'indexed_at' ORDER BY ordinal_position"
+                "AND column_name NOT IN ('indexed_at', 'ctime_ns') ORDER BY ordinal_position"
             ).fetchall()
         ]
         queries = {
