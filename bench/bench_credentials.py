@@ -2,15 +2,19 @@
 
     python bench/bench_credentials.py                 # 2,000 generated notes
     python bench/bench_credentials.py --notes 10000   # a bigger vault
+    python bench/bench_credentials.py --code DIR      # also count findings in DIR's files
 
 The gate (``markvault.credentials.rules``) runs on every write and every sync, and
 ``vault check`` runs it over the whole vault, so its speed is measured in megabytes
 of notes per second, against a baseline run on the same text in the same process:
 markvault's own tokenizer (``text.tokenize``), which every indexed byte goes
 through anyway. Also: findings in the generated vault and in the bundled one (any is
-a false positive: they hold no secret), what one note-sized write costs, and what a
-fingerprint costs (a slow hash, paid only per finding). Measures and prints; never
-asserts. The figures are also written to ``bench/out/credentials.md``.
+a false positive: they hold no secret), the same for every file of both vaults read as
+`vault sync` reads them (secret_files.py: any file, by content, by name), what one
+note-sized write costs, and what a fingerprint costs (a slow hash, paid only per
+finding). ``--code DIR``: the sync's file scan over every file under DIR (say, a
+Python environment's site-packages: code, tests, data), findings per thousand files.
+Measures and prints; never asserts. The figures are also written to ``bench/out/credentials.md``.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import gen_vault
-from markvault.credentials.rules import find, fingerprint, redact
+from markvault.credentials.rules import CredentialPolicy, find, fingerprint, redact
+from markvault.credentials.scan import check_vault
 from markvault.markdown.tokens import tokenize
 
 HERE = Path(__file__).resolve().parent
@@ -64,11 +69,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--notes", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=3, help="Timings per figure (best kept).")
+    parser.add_argument("--code", type=Path, help="Also scan every file under this folder.")
     args = parser.parse_args(argv)
 
+    policy = CredentialPolicy()
     with tempfile.TemporaryDirectory() as tmp:
         gen_vault.generate(Path(tmp), notes=args.notes, seed=1)
         notes = notes_of(Path(tmp))
+        began = time.perf_counter()
+        generated_files = check_vault(Path(tmp), policy)
+        files_time = time.perf_counter() - began
+    bundled_files = check_vault(REPO_VAULT, policy)
     texts = [text for _, text in notes]
     megabytes = sum(len(t.encode()) for t in texts) / 1e6
 
@@ -94,15 +105,40 @@ def main(argv: list[str] | None = None) -> int:
         ("gate / baseline", f"{gate / baseline:.2f}×"),
         ("findings in the generated vault (false positives)", str(len(false_positives))),
         ("findings in the bundled vault (false positives)", str(len(bundled))),
+        (
+            f"every file as sync reads it, generated ({generated_files.files:,} files)",
+            f"{generated_files.credentials} findings · {files_time:.2f} s "
+            f"· {generated_files.bytes / 1e6 / files_time:.1f} MB/s",
+        ),
+        (
+            f"every file as sync reads it, bundled ({bundled_files.files:,} files)",
+            f"{bundled_files.credentials} findings",
+        ),
         (f"one write: a median note ({len(median_note):,} chars)", f"{clean_write * 1e3:.2f} ms"),
         ("one write: the same with 3 credentials, redacted", f"{secret_write * 1e3:.2f} ms"),
         ("one fingerprint (PBKDF2, per new finding)", f"{one_fingerprint * 1e3:.1f} ms"),
         ("load average (1 min) during the run", f"{load:.2f} on {os.cpu_count()} cores"),
     ]
+    code_found: list[tuple[str, str, str]] = []
+    if args.code:
+        code = check_vault(args.code.resolve(), policy, trash=True)
+        code_found = [(n.path, f.kind, f.where) for n in code.found for f in n.found]
+        files_with = len(code.found)
+        rows.append(
+            (
+                f"every file under --code ({code.files:,} files, {code.bytes / 1e6:.0f} MB)",
+                f"{len(code_found)} findings in {files_with} files "
+                f"({1000 * files_with / max(code.files, 1):.1f} per 1,000 files)",
+            )
+        )
     table = "| figure | value |\n| --- | --- |\n" + "".join(f"| {a} | {b} |\n" for a, b in rows)
     print(table)
     for path, kind, line in (false_positives + bundled)[:20]:
         print(f"false positive: {path}:{line} {kind}")
+    for n in (*generated_files.found, *bundled_files.found):
+        print(f"file finding: {n.path}: {', '.join(f'{f.kind} ({f.where})' for f in n.found)}")
+    for path, kind, where in code_found[:200]:
+        print(f"code finding: {path}: {kind} ({where})")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(table, encoding="utf-8")
     return 0

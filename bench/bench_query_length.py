@@ -21,7 +21,6 @@ alike. Goals: every query <= 250 ms and <= 3x the 4-word query, 60 words <= 60 m
 Measures and prints; never asserts. The table goes to ``bench/out/query_length.md``.
 """
 
-from markvault.types import SearchRequest
 from __future__ import annotations
 
 import argparse
@@ -34,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from markvault.types import SearchRequest
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

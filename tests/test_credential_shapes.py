@@ -131,6 +131,7 @@ COMMAND_LOOKALIKES = [
     "mysql --password=$(cat ~/.db-pass) app",
     "postgres://app:${PGPASSWORD}@db/app and https://user:<password>@example.com",
     "sshpass -f ~/.pw ssh host; --password-file /run/secrets/db",
+    "cargo dev new_lint --name=foo --pass=early; use the --username and --password options",
 ]
 
 
@@ -233,3 +234,20 @@ def test_a_putty_key_file_is_caught() -> None:
         f"Public-Lines: 6\nAAAAB3NzaC1yc2E\nPrivate-Lines: 14\n{body}\nPrivate-MAC: 00ff\n"
     )
     assert [f.rule for f in find(text)] == ["private-key"]
+
+
+MINIFIED = (
+    'var a=this.$rules={start:[{token:"empty_line",regex:"^$"}]};f.onMatch=f.token;'
+    "function l(e){return{user:e.user,password:e.pw,token:t.token}}const WILL_PASS=0;" * 40
+)
+
+
+def test_code_reads_keys_only_with_random_values() -> None:
+    """In source and minified code a key's word is a name: only a random value counts;
+    tokens that name themselves count as anywhere."""
+    assert find(MINIFIED, code=True) == []
+    secret = rand(random.Random(9), ALNUM, 32)
+    found = find(f'{MINIFIED}const API_KEY="{secret}";', code=True)
+    assert [f.rule for f in found] == ["api-key"]
+    token = TOKENS["GitHub classic token"](random.Random(3))
+    assert [f.rule for f in find(f'{MINIFIED}k="{token}"', code=True)] == ["github-token"]

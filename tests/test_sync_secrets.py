@@ -26,6 +26,7 @@ from markvault.runtime.local_host import open_local
 from markvault.server.tools import build_server
 
 from .conftest import run_cli
+from .test_credential_shapes import MINIFIED
 from .test_credentials import ALNUM, UPPER_ALNUM, rand
 from .test_gitsync import Clone, clone, git, git_config, sync, write  # noqa: F401
 
@@ -202,6 +203,8 @@ def test_harmless_look_alikes_sync(clone: Clone) -> None:  # noqa: F811
         "Attachments/photo.jpg": bytes(RNG.randrange(256) for _ in range(200_000)),
         "notes/Hashes.md": b"# H\n\ncommit 3f2a9c1e0b4d5f6a7b8c9d0e1f2a3b4c5d6e7f80\n",
         "notes/utf16.md": "# Caf\u00e9\n\nNothing secret here.\n".encode("utf-16"),
+        ".obsidian/plugins/y/main.js": MINIFIED.encode(),  # code: names, not secrets
+        "certs/ca-bundle.pem": b"# Issuer: CN=example\n" + cert.public_bytes(ser.Encoding.PEM),
     }
     for rel, data in files.items():
         (vault / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -179,6 +179,8 @@ class TokenRule:
     # a key ``kAIza...``): the pattern has no word boundary before it, and a match that
     # follows a letter or digit must have a token's shape (see _glued_shape).
     glued: bool = False
+    # The rule runs only when the text holds a word at least this long (a key's body).
+    min_word: int = 0
 
 
 def _rule(
@@ -190,6 +192,7 @@ def _rule(
     accept: Callable[[str], bool] | None = None,
     in_long_word: bool = True,
     glued: bool = False,
+    min_word: int = 0,
 ) -> TokenRule:
     if glued:  # no boundary before the prefix; after the token, no letter or digit
         assert not pattern.startswith(r"\b"), id  # a glued rule's pattern has none
@@ -202,6 +205,7 @@ def _rule(
         accept or _min_entropy(3.0),
         in_long_word,
         glued,
+        min_word,
     )
 
 
@@ -249,10 +253,12 @@ _COMMAND_LINE_PASSWORDS: tuple[tuple[str, list[str]], ...] = (
         rf"\bcurl\b{_CMD}(?:-u|-U|--user|--proxy-user)[ =]?['\"]?[^\s:'\"`]{{0,100}}:{_ARG}",
         ["curl"],
     ),
-    # --password PASS, --db-password=PASS, --passphrase ... (not --password-stdin/-file)
+    # --password=PASS, --db-password PASS, --passphrase ... (not --password-stdin/-file);
+    # after a space, not a word of prose ("the --password option").
     (
-        rf"(?<![\w-])--(?!no-)[A-Za-z0-9-]*?(?:password|passwd|passphrase|pass|pwd)[ =]{_ARG}",
-        ["--"],
+        r"--(?<![\w-]--)(?!no-)[A-Za-z0-9-]*?(?:password|passwd|passphrase|pwd)"
+        r"(?:=|[ ](?![a-z]+\b(?![^\s'\"`|;&<>])))['\"]?([^\s'\"`|;&<>]+)",
+        ["password", "passwd", "passphrase", "pwd"],
     ),
     (rf"\bsshpass\b{_CMD}-p[ =]?{_ARG}", ["sshpass"]),
     (rf"\bredis-cli\b{_CMD}-a[ =]?{_ARG}", ["redis-cli"]),
@@ -263,12 +269,12 @@ _COMMAND_LINE_PASSWORDS: tuple[tuple[str, list[str]], ...] = (
         ["sqlcmd", "bcp", "ipmitool", "zip"],
     ),
     (rf"\bpsexec\b{_CMD}-p[ =]?{_ARG}", ["psexec"]),
-    (rf"\b(?:7z[ar]?|rar|unrar)\b{_CMD}-p{_ARG}", ["7z", "rar"]),
+    (rf"\b(?:7z[ar]?|rar|unrar)\b{_CMD}-p{_ARG}", ["7z ", "7za ", "7zr ", "rar "]),
     (rf"\bmongo\w*\b{_CMD}-p[ =]?{_ARG}", ["mongo"]),
     (rf"\bhtpasswd\s+-\w*b\w*\s+\S+\s+\S+\s+{_ARG}", ["htpasswd"]),
-    (rf"\s-U[ =]?['\"]?[^\s%'\"`]+%{_ARG}", ["%"]),  # smbclient -U user%PASS
-    (rf"\s-pass(?:in|out)?\s+['\"]?pass:{_ARG}", ["pass:"]),  # openssl
-    (rf"\s-(?:src|dest|new)?(?:store|key)pass\s+{_ARG}", ["pass"]),  # keytool
+    (rf"-U(?<=\s-U)[ =]?['\"]?[^\s%'\"`]+%{_ARG}", ["%"]),  # smbclient -U user%PASS
+    (rf"-(?<=\s-)pass(?:in|out)?\s+['\"]?pass:{_ARG}", ["pass:"]),  # openssl
+    (rf"-(?<=\s-)(?:src|dest|new)?(?:store|key)pass\s+{_ARG}", ["storepass", "keypass"]),
     (rf"\s/p:{_ARG}", ["/p:"]),  # xfreerdp /p:PASS
     (r"\bsqlplus\s+['\"]?[\w$#]+/([^\s@'\"/]+)(?=@|\s|$)", ["sqlplus"]),  # user/PASS@db
 )
@@ -564,11 +570,13 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
     _rule(
         "private-key",
         "private key",
-        r"(?<![A-Za-z0-9+/])(?:M[A-L][A-Za-z0-9+/]{58,}|b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/]{20,})"
+        r"(?:M(?<![A-Za-z0-9+/]M)[A-L][A-Za-z0-9+/]{58,}"
+        r"|b(?<![A-Za-z0-9+/]b)3BlbnNzaC1rZXktdjE[A-Za-z0-9+/]{20,})"
         r"={0,2}"
         rf"(?:{_PEM_SEP}[A-Za-z0-9+/]{{4,}}={{0,2}})*",
         ["m", "b3blbnnzac1rzxktdje"],
         accept=lambda s: _decodes_to_private_key(s),
+        min_word=40,
     ),
     _rule(
         "private-key",
@@ -938,7 +946,9 @@ def _key_starts(text: str, lowered: str) -> Iterable[int]:
     return sorted(starts)
 
 
-def _assignment_findings(text: str, lowered: str) -> Iterable[tuple[str, str, int, int]]:
+def _assignment_findings(
+    text: str, lowered: str, code: bool = False
+) -> Iterable[tuple[str, str, int, int]]:
     """(rule id, kind, start, end) of values that their key makes secrets."""
     for key_start in _key_starts(text, lowered):
         word = _WORD_END.match(text, key_start)
@@ -965,7 +975,9 @@ def _assignment_findings(text: str, lowered: str) -> Iterable[tuple[str, str, in
             continue  # "github-token:0123abcd4567ef89": what vault check prints, no secret
         if _names_elsewhere(text, start, end) or _is_words(value, kind, quoted, text, start):
             continue
-        if strong and _code_style(key, bool(m["quote"]) or quoted, m["op"]):
+        if code:
+            secret = _looks_random(value)
+        elif strong and _code_style(key, bool(m["quote"]) or quoted, m["op"]):
             secret = not (value.isdigit() and len(value) < 12 and kind != "password")
         elif strong:
             secret = _looks_like_password(value)
@@ -1025,10 +1037,12 @@ def _mixed_random(value: str) -> bool:
 # ---- scanning ------------------------------------------------------------------------
 
 
-def find(text: str, *, tokens_only: bool = False) -> list[Finding]:
+def find(text: str, *, tokens_only: bool = False, code: bool = False) -> list[Finding]:
     """Every credential in ``text``, in order, overlaps merged; no fingerprints (fast).
     ``tokens_only``: only tokens that name themselves and private keys (for the text
-    runs of a binary file, where a ``key = value`` means nothing).
+    runs of a binary file, where a ``key = value`` means nothing). ``code``: a source
+    or minified file, where a tokenizer's token fields and a minifier's one-letter
+    names are code, so a value named by its key counts only when it looks random.
 
     Where two rules match overlapping text (``API_KEY=sk-proj-...``) the union is one
     finding, named by the first rule in table order (token rules before key-value).
@@ -1040,10 +1054,14 @@ def find(text: str, *, tokens_only: bool = False) -> list[Finding]:
         lowered = text.translate(_ASCII_LOWER)
     # Self-identifying tokens are long words: looking for their prefixes among the long
     # words only (a small share of prose) spares a pass over the text per keyword.
-    long_words = " ".join(w for w in lowered.split() if len(w) >= _SHORTEST_TOKEN)
+    words = [w for w in lowered.split() if len(w) >= _SHORTEST_TOKEN]
+    long_words = " ".join(words)
+    longest = max(map(len, words), default=0)
     spans: list[tuple[int, int, int, str, str]] = []  # start, end, priority, rule, kind
     for priority, rule in enumerate(TOKEN_RULES):
         if tokens_only and not (rule.in_long_word or rule.id == "private-key"):
+            continue
+        if rule.min_word > longest:
             continue
         haystack = long_words if rule.in_long_word else lowered
         if not any(k in haystack for k in rule.keywords):
@@ -1054,7 +1072,8 @@ def find(text: str, *, tokens_only: bool = False) -> list[Finding]:
             if secret and rule.accept(secret) and not (glued and not _glued_shape(secret)):
                 spans.append((m.start(rule.group), m.end(rule.group), priority, rule.id, rule.kind))
     tail = len(TOKEN_RULES)
-    for rule_id, kind, start, end in () if tokens_only else _assignment_findings(text, lowered):
+    assigned = () if tokens_only else _assignment_findings(text, lowered, code)
+    for rule_id, kind, start, end in assigned:
         spans.append((start, end, tail, rule_id, kind))
     return _merged(text, spans)
 
@@ -1098,12 +1117,12 @@ def fingerprint(rule: str, secret: str) -> str:
     return cached
 
 
-def scan(text: str, part: str | None = None) -> list[Finding]:
+def scan(text: str, part: str | None = None, *, code: bool = False) -> list[Finding]:
     """:func:`find` with fingerprints; ``part`` labels where the text came from
     (``"title"``) in place of a line number."""
     return [
         replace(f, fingerprint=fingerprint(f.rule, text[f.start : f.end]), part=part)
-        for f in find(text)
+        for f in find(text, code=code)
     ]
 
 

@@ -6,7 +6,9 @@ A file is read for what it is, not for its suffix:
 - **Text** (told by its bytes: a byte-order mark, UTF-16 or UTF-32 without one, or no
   NUL byte to speak of) is decoded and read with every rule of the gate
   (credentials.py), a window at a time: a file of any size is read in bounded memory,
-  and a finding keeps its line number.
+  and a finding keeps its line number. Source code and minified files (by suffix, or
+  by very long lines) are read with the gate's ``code`` rules: there a value named by
+  its key counts only when it looks random (a tokenizer's token fields are code).
 - **Binary** files are read for the runs of printable text in them (ASCII and UTF-16),
   with the rules for tokens that name themselves (``ghp_...``, ``AKIA...``, a PEM
   private key), and for a private key's DER or OpenSSH structure at their start.
@@ -202,7 +204,9 @@ def _only_public(low: str, head: bytes) -> bool:
         return True
     if head.startswith((b"ssh-", b"ecdsa-sha2-")):
         return True
-    return bool(_PUBLIC_PEM.match(head.lstrip())) and b"PRIVATE" not in head
+    # Certificates or public keys (a CA bundle opens with comments); a private key
+    # further on is the content scan's to find.
+    return bool(_PUBLIC_PEM.search(head)) and b"PRIVATE" not in head
 
 
 # ---- reading a file's bytes ----------------------------------------------------------
@@ -252,8 +256,25 @@ def scan_file_bytes(path: str, chunks: Iterable[bytes]) -> FileScan:
     if encoding is None:
         result.findings.extend(_binary_findings(counted()))
     else:
-        result.findings.extend(_text_findings(_decoded(counted(), encoding, bom)))
+        code = is_code(path, head[:HEAD_BYTES])
+        result.findings.extend(_text_findings(_decoded(counted(), encoding, bom), code))
     return result
+
+
+_CODE_SUFFIXES = re.compile(
+    r"\.(?:m?js|cjs|jsx|tsx?|mts|py|pyi|rb|go|java|kt|kts|scala|cs|c|h|cc|cpp|hpp|rs|swift"
+    r"|m|mm|php|lua|pl|pm|r|jl|dart|ex|exs|erl|hs|clj|css|scss|sass|less|map|wasm|vue"
+    r"|svelte)$"
+)
+
+
+def is_code(path: str, head: bytes) -> bool:
+    """Source code or a minified file (an Obsidian plugin's ``main.js``): by suffix, or
+    by lines far longer than prose has. Read with the gate's ``code`` rules."""
+    if _CODE_SUFFIXES.search(path.lower()):
+        return True
+    lines = head.count(b"\n") + 1
+    return len(head) >= 2048 and len(head) / lines > 1000
 
 
 def _decoded(chunks: Iterable[bytes], encoding: str, bom: int) -> Iterator[str]:
@@ -270,7 +291,7 @@ def _decoded(chunks: Iterable[bytes], encoding: str, bom: int) -> Iterator[str]:
         yield tail
 
 
-def _text_findings(pieces: Iterable[str]) -> Iterator[Finding]:
+def _text_findings(pieces: Iterable[str], code: bool = False) -> Iterator[Finding]:
     """The gate's findings over a text given in pieces, a window at a time; a window's
     last ``OVERLAP_CHARS`` (from a line's start) open the next, and a finding is kept by
     the window it starts in before that cut, so none is lost or counted twice."""
@@ -289,7 +310,7 @@ def _text_findings(pieces: Iterable[str]) -> Iterator[Finding]:
             cut = buffer.rfind("\n", 0, len(buffer) - OVERLAP_CHARS) + 1
             if cut <= 0:
                 cut = len(buffer) - OVERLAP_CHARS
-        for f in scan(buffer):
+        for f in scan(buffer, code=code):
             if f.start < cut:
                 yield Finding(
                     f.rule, f.kind, f.start, f.end, f.line + line - 1, f.column, f.fingerprint
