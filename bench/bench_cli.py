@@ -72,7 +72,7 @@ class Tree:
         self.last_cpu = 0.0
 
     def argv(self, *args: str) -> list[str]:
-        return [*self.prefix, sys.executable, "-m", "markvault.cli.main", *self.site, *args]
+        return [*self.prefix, sys.executable, "-m", "markvault.cli", *self.site, *args]
 
     def time_call(self, *args: str) -> float:
         """Wall seconds of one call; its CPU seconds (user + system) go to ``last_cpu``."""

@@ -106,7 +106,7 @@ async def through_client(client: Client, typed: list[str], letters: list[str]) -
 
 
 def stdio(vault_dir: Path, index_dir: Path, env: dict[str, str]) -> StdioServerParameters:
-    argv = ["-m", "markvault.cli.main", "--vault", str(vault_dir), "--index", str(index_dir), "mcp"]
+    argv = ["-m", "markvault.cli", "--vault", str(vault_dir), "--index", str(index_dir), "mcp"]
     return StdioServerParameters(command=sys.executable, args=argv, env=env)
 
 

@@ -178,7 +178,7 @@ def vault_command() -> list[str]:
     if script.is_file():
         return [str(script)]
     found = shutil.which("vault")
-    return [found] if found else [sys.executable, "-m", "markvault.cli.main"]
+    return [found] if found else [sys.executable, "-m", "markvault.cli"]
 
 
 def cli(site: Site, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:

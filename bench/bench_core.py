@@ -369,7 +369,7 @@ def vault_command() -> list[str]:
     if script.is_file():
         return [str(script)]
     found = shutil.which("vault")
-    return [found] if found else [sys.executable, "-m", "markvault.cli.main"]
+    return [found] if found else [sys.executable, "-m", "markvault.cli"]
 
 
 def _wall(argv: list[str], runs: int) -> tuple[float, int]:
@@ -459,7 +459,7 @@ def import_times(report: Report) -> None:
         parts = [p.strip() for p in line.removeprefix("import time:").split("|")]
         if len(parts) == 3 and parts[0].isdigit():
             rows.append((int(parts[0]), int(parts[1]), parts[2]))
-    total = next((cum for _, cum, name in rows if name == "markvault.cli.main"), 0)
+    total = next((cum for _, cum, name in rows if name == "markvault.cli"), 0)
     heavy = ", ".join(f"{name} {us / 1000:.0f} ms" for us, _, name in sorted(rows)[::-1][:6])
     report.detail(f"`import markvault.cli.main`: {total / 1000:.0f} ms; most self time: {heavy}")
 

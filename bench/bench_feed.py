@@ -43,7 +43,7 @@ WATCH_QUIET_MS = 500  # watch.py's min_interval_ms: the watcher's own wait
 
 
 def stdio(vault_dir: Path, index_dir: Path, env: dict[str, str]) -> StdioServerParameters:
-    argv = ["-m", "markvault.cli.main", "--vault", str(vault_dir), "--index", str(index_dir), "mcp"]
+    argv = ["-m", "markvault.cli", "--vault", str(vault_dir), "--index", str(index_dir), "mcp"]
     return StdioServerParameters(command=sys.executable, args=argv, env=env)
 
 

@@ -101,7 +101,7 @@ class Tree:
         if (self.index / f"{vault.resolve().name}.duckdb").exists():
             return
         log(f"{self.name}: keyword index of {vault}")
-        argv = [sys.executable, "-m", "markvault.cli.main", "--vault", str(vault)]
+        argv = [sys.executable, "-m", "markvault.cli", "--vault", str(vault)]
         argv += ["--index", str(self.index), "reindex", "--no-vectors", "--quiet"]
         subprocess.run(argv, env=self.env, check=True, capture_output=True)
 

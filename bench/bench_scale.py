@@ -64,7 +64,7 @@ def cold_index(vault: Path, index: Path) -> tuple[float, int]:
     argv = [
         sys.executable,
         "-m",
-        "markvault.cli.main",
+        "markvault.cli",
         "--vault",
         str(vault),
         "--index",

@@ -360,7 +360,7 @@ def run(args: argparse.Namespace, workdir: Path) -> Figures:
     started = time.perf_counter()
     done = subprocess.run(
         [
-            *(sys.executable, "-m", "markvault.cli.main", "--vault", str(vault_dir)),
+            *(sys.executable, "-m", "markvault.cli", "--vault", str(vault_dir)),
             *("--index", str(index_dir), "sessions", "import", "--source", str(projects), "-q"),
         ],
         capture_output=True,

@@ -135,7 +135,7 @@ class TokenProxy:
 async def start_server(
     vault: Path, env: dict[str, str], allow_host: str
 ) -> tuple[asyncio.subprocess.Process, tuple[str, int]]:
-    argv = [sys.executable, "-m", "markvault.cli.main", "--vault", str(vault), "mcp", "--http"]
+    argv = [sys.executable, "-m", "markvault.cli", "--vault", str(vault), "mcp", "--http"]
     argv += ["--port", "0", "--allow-host", allow_host]
     proc = await asyncio.create_subprocess_exec(
         *argv, env=env, stdin=subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
@@ -219,7 +219,7 @@ async def run(args: argparse.Namespace) -> int:
     env = dict(os.environ, MARKVAULT_TOKEN_FILE=str(work / "http-token"), PYTHONUNBUFFERED="1")
     shutil.copytree(REPO / "vault", work / "vault")
     token = subprocess.run(
-        [sys.executable, "-m", "markvault.cli.main", "mcp", "token"],
+        [sys.executable, "-m", "markvault.cli", "mcp", "token"],
         env=env,
         capture_output=True,
         text=True,

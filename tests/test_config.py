@@ -133,7 +133,7 @@ def test_status_says_where_the_index_is_and_why(tmp_path: Path) -> None:
     (vault / "notes" / "a.md").write_text("# A\n\nalpha\n", encoding="utf-8")
     # run_cli passes --index; this one must take the default, so call the CLI directly.
     done = subprocess.run(
-        [sys.executable, "-m", "markvault.cli.main", "--vault", str(vault), "status"],
+        [sys.executable, "-m", "markvault.cli", "--vault", str(vault), "status"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -213,7 +213,7 @@ def search(vault: Vault, q: Question, mode: str, limit: int = LIMIT) -> list[str
     """The question through ``Vault.search`` as the faces call it: its text unchanged,
     its date as the "asked at" date. Note ids, best first."""
     request = SearchRequest(q.text, mode=mode, limit=limit, as_of=q.asked.isoformat())
-    return [hit.id for hit in vault.search(SearchRequest(request)).hits]
+    return [hit.id for hit in vault.search(request).hits]
 
 
 @dataclass

@@ -20,7 +20,6 @@ reads its first 256 word pieces), cosine similarity. Document vectors are cached
 the work folder, keyed by the texts and the model.
 
 **Plain RRF**: reciprocal rank fusion of stemmed BM25 and dense, 1 / (60 + rank)
-from markvault.types import SearchRequest
 from each list (Cormack et al., 2009), over their first ``RRF_DEPTH`` documents.
 """
 
@@ -92,7 +91,7 @@ class ReferenceBM25:
         return [self.doc_ids[i] for i in top if scores[i] > 0]
 
     def run(self, queries: Sequence[Query], limit: int) -> dict[str, list[str]]:
-        return {q.key: self.search(SearchRequest(q.text, limit)) for q in queries}
+        return {q.key: self.search(q.text, limit) for q in queries}
 
 
 MODEL = "all-MiniLM-L6-v2"

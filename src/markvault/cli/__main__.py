@@ -1,5 +1,5 @@
-"""`python -m markvault.cli.main`: the `vault` command without its console script."""
+"""`python -m markvault.cli`: the `vault` command without its console script."""
 
-from markvault.cli.main import run
+from markvault.cli import run
 
 run()
