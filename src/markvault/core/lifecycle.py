@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..chunk import fingerprint
 from ..config import ChunkParams, Settings
-from ..embed import Embedder, SentenceEmbedder
+from ..embed import Embedder, SentenceEmbedder, model_path
 from ..feed import ChangeFeed
 from ..files import VaultFiles
 from ..index import Index, IndexUnusable
@@ -189,6 +189,8 @@ class IndexKeeper:
         self.files.reload_ignore_rules()
 
     def status(self) -> dict[str, Any]:
+        from .. import encoder_choice  # reads a verdict; a search never needs it
+
         index = self.reader()
         meta = index.meta()
         done, total = index.vectors.counts(self.settings.model)
@@ -203,6 +205,10 @@ class IndexKeeper:
             "model": self.settings.model,
             "dimension": int(meta["embedding_dim"]) if meta.get("embedding_dim") else None,
             "vectors": {"embedded": done, "total": total, "ready": total > 0 and done == total},
+            # What runs the model here, and why (encoder_choice.py); never measures.
+            "encoder": encoder_choice.describe(
+                self._embedder, lambda: model_path(self.settings.model)
+            ),
             "fingerprint": fingerprint(self.settings.chunk, self.settings.model),
             "last_sync": meta.get("last_sync"),
             "pending": self.pending(),
