@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--notes", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=3, help="Timings per figure (best kept).")
     args = parser.parse_args(argv)
+    from machine import machine_line  # the CPU and encoder every figure is of
+
+    print(machine_line(), flush=True)
 
     with tempfile.TemporaryDirectory() as tmp:
         gen_vault.generate(Path(tmp), notes=args.notes, seed=1)
