@@ -4,6 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
 .PHONY: demo test lint setup clean eval check-clients check-wheel check-conformance
 
@@ -13,7 +14,11 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# CPU torch first: a plain torch requirement would pull gigabytes of CUDA packages.
-	$(BIN)/python -m pip install --quiet torch==2.13.0
+	# The CPU build from PyTorch's own index where it is reachable; else the plain pin
+	# (from PyPI or a local mirror), so setup works without that index.
+	$(BIN)/python -m pip install --quiet --retries 1 --timeout 10 \
+	  --index-url $(TORCH_CPU_INDEX) torch==2.13.0 \
+	  || $(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 

@@ -157,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     ADOPTING = adopt_orphans()
     if args.phases:
         return phases(args.corpus, args.phases)
+    from machine import machine_line  # the CPU and encoder every figure is of
+
+    print(machine_line(), flush=True)
     if args.baseline_src is None:
         p.error("--baseline-src is required")
     if args.again:

@@ -314,6 +314,9 @@ def start_owner(tree: Tree) -> subprocess.Popen[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    from machine import machine_line  # the CPU and encoder every figure is of
+
+    print(machine_line(), flush=True)
     work = Path(tempfile.mkdtemp(prefix="mv-cli-"))
     owner = None
     try:

@@ -162,6 +162,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", type=Path, help="keep the vault and index here")
     args = parser.parse_args()
+    from machine import machine_line  # the CPU and encoder every figure is of
+
+    print(machine_line(), flush=True)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="mv-completion-"))
     work.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()

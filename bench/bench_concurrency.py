@@ -1602,6 +1602,9 @@ def run(args: argparse.Namespace, workdir: Path, report: Report) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    from machine import machine_line  # the CPU and encoder every figure is of
+
+    print(machine_line(), flush=True)
     temp = args.workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="markvault-bench-conc-")) if temp else args.workdir
     workdir.mkdir(parents=True, exist_ok=True)

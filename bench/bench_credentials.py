@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="Timings per figure (best kept).")
     parser.add_argument("--code", type=Path, help="Also scan every file under this folder.")
     args = parser.parse_args(argv)
+    from machine import machine_line  # the CPU and encoder every figure is of
+
+    print(machine_line(), flush=True)
 
     policy = CredentialPolicy()
     with tempfile.TemporaryDirectory() as tmp:

@@ -3,6 +3,7 @@
     python bench/bench_embed.py                          # a generated 300-note vault, 3 pairs
     python bench/bench_embed.py --vault /path/to/notes   # any folder of notes (copied)
     python bench/bench_embed.py --ndcg                   # + nDCG@10, Cranfield and CACM (~15 min)
+    python bench/bench_embed.py --search                 # + one-shot hybrid vs keyword search
 
 The baseline is what the issue names: ``SentenceTransformer.encode`` of the packaged model
 in torch fp32, batch 32, of exactly the texts markvault embeds (the missing vectors of
@@ -18,6 +19,11 @@ the baseline's, and the load average.
 Cranfield and CACM once per backend (``MARKVAULT_ENCODER=torch`` and the default) and
 prints nDCG@10 side by side; ``bench/out/embed-eval`` keeps those indexes between runs.
 
+``--search`` then times `vault search` as typed, in new processes, on the vault just
+embedded: hybrid against keyword alternately, without an owner and with `vault watch`
+owning the index, and prints the ratio and the difference of the medians.
+
+Every output starts with the machine line (``machine.py``: CPU, flags, encoder verdict).
 Measures and prints; never asserts. The table goes to ``bench/out/embed.md``.
 """
 
@@ -38,6 +44,7 @@ from typing import Any
 import numpy as np
 
 import gen_vault
+from machine import machine_line
 from markvault.config import DEFAULT_MODEL, Settings
 from markvault.core.lifecycle import chunk_fingerprint
 from markvault.embed.embedder import SentenceEmbedder, model_path
@@ -48,7 +55,7 @@ from markvault.runtime.local_host import open_local
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 OUT_DIR = HERE / "out"
-SHARED_EVAL = REPO.parent / "shared" / "eval"
+SHARED_EVAL = Path(os.environ.get("MARKVAULT_SHARED_EVAL") or REPO.parent / "shared" / "eval")
 BASELINE_BATCH = 32
 
 
@@ -116,10 +123,11 @@ def speed(args: argparse.Namespace, workdir: Path) -> list[str]:
 
     baseline = plain_model()
     baseline.encode(texts[:16], batch_size=BASELINE_BATCH)  # warm, off the clock
-    # The embedder a vault makes for itself: its export is kept beside the index.
-    embedder = SentenceEmbedder(DEFAULT_MODEL, index / "encoders")
-    embedder.encode(texts[:16])  # loads (exports the model the first time), off the clock
-    log(f"markvault backend: {embedder.backend} {embedder.fallback_reason or ''}")
+    # The embedder a vault makes for itself: the verdict and exports in the user's cache
+    # (the `vault` commands timed below read the same).
+    embedder = SentenceEmbedder(DEFAULT_MODEL)
+    embedder.encode(texts[:16])  # loads (measures the first time on a machine), off the clock
+    log(f"markvault backend: {embedder.backend}: {embedder.reason or ''}")
 
     def run_baseline() -> tuple[float, np.ndarray]:
         started = time.perf_counter()
@@ -154,6 +162,7 @@ def speed(args: argparse.Namespace, workdir: Path) -> list[str]:
     plain_s = statistics.median(p for p, _ in pairs)
     ours_s = statistics.median(o for _, o in pairs)
     where = args.vault or f"generated vault ({args.notes} notes, seed 7)"
+    search_lines = one_shot_search(vault, index, args.search_rounds) if args.search else []
     return [
         f"Vector indexing of {len(texts):,} chunk texts of {where}; "
         f"{os.cpu_count()} cores, load average {load_start} at start, {load_average()} at end.",
@@ -168,7 +177,66 @@ def speed(args: argparse.Namespace, workdir: Path) -> list[str]:
         f"**{statistics.median(ratios):.2f}x** ({', '.join(f'{r:.2f}' for r in ratios)}) |",
         f"| cosine of markvault's vectors to plain ones: mean / 1st percentile / min | "
         f"{cosine.mean():.5f} / {np.percentile(cosine, 1):.5f} / {cosine.min():.5f} |",
+        *search_lines,
     ]
+
+
+SEARCH_QUERY = "how do I keep the index in step with my notes"
+
+
+def vault_argv(vault: Path, index: Path, *args: str) -> list[str]:
+    """The `vault` command as a user types it (the one installed beside this Python)."""
+    script = Path(sys.executable).with_name("vault")
+    head = [str(script)] if script.exists() else [sys.executable, "-m", "markvault.cli"]
+    return [*head, "--vault", str(vault), "--index", str(index), *args]
+
+
+def timed_call(argv: list[str]) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed: {done.stderr[-1000:]}")
+    return seconds
+
+
+def one_shot_search(vault: Path, index: Path, rounds: int) -> list[str]:
+    """One-shot `vault search` (hybrid, as typed) against `--mode keyword`, alternately,
+    without an owner and with `vault watch` owning the index."""
+    keyword = vault_argv(vault, index, "search", SEARCH_QUERY, "--mode", "keyword")
+    hybrid = vault_argv(vault, index, "search", SEARCH_QUERY)
+    lines = ["", f'One-shot `vault search "{SEARCH_QUERY}"`, median of {rounds} alternating:', ""]
+    lines += ["| owner | keyword | hybrid | hybrid / keyword | hybrid - keyword |"]
+    lines += ["| --- | --- | --- | --- | --- |"]
+    for owner_running in (False, True):
+        owner = None
+        if owner_running:
+            owner = subprocess.Popen(
+                vault_argv(vault, index, "watch"), stderr=subprocess.PIPE, text=True
+            )
+            assert owner.stderr is not None
+            for line in owner.stderr:  # "Watching ..." once it owns the index
+                if line.startswith("Watching"):
+                    break
+        try:
+            timed_call(hybrid)  # warm the file cache, off the clock
+            kw, hy = [], []
+            for turn in range(rounds):
+                first, second = (keyword, hybrid) if turn % 2 == 0 else (hybrid, keyword)
+                a, b = timed_call(first), timed_call(second)
+                kw.append(a if first is keyword else b)
+                hy.append(b if first is keyword else a)
+        finally:
+            if owner is not None:
+                owner.terminate()
+                owner.wait()
+        k, h = statistics.median(kw), statistics.median(hy)
+        lines.append(
+            f"| {'`vault watch`' if owner_running else 'none'} | {k:.3f} s | {h:.3f} s | "
+            f"{h / k:.2f}x | {h - k:+.3f} s |"
+        )
+        log(f"search, owner {owner_running}: keyword {k:.3f} s, hybrid {h:.3f} s")
+    return lines
 
 
 def eval_collection(name: str, backend: str) -> float | None:
@@ -176,13 +244,9 @@ def eval_collection(name: str, backend: str) -> float | None:
     out = OUT_DIR / "embed-eval"
     out.mkdir(parents=True, exist_ok=True)
     result = out / f"{name}-{backend}.json"
-    argv = [sys.executable, "-m", "bench.eval", "--modes", "vector", "--skip-multilingual"]
-    argv += ["--workdir", str(out / f"{name}-{backend}"), "--json-out", str(result)]
-    if name == "cacm":
-        cacm = SHARED_EVAL / "cacm"
-        argv += ["--docs", str(cacm / "cacm.all"), "--queries", str(cacm / "query.text")]
-        argv += ["--qrels", str(cacm / "qrels.text"), "--query-ids", "label"]
-        argv += ["--gains", "binary", "--name", "cacm"]
+    argv = [sys.executable, "-m", "bench.eval", "--sets", name, "--modes", "vector"]
+    argv += ["--no-references", "--workdir", str(out / f"{name}-{backend}")]
+    argv += ["--json-out", str(result)]
     log(f"nDCG: {name} with {backend}")
     env = {**os.environ, "MARKVAULT_ENCODER": backend}
     done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
@@ -190,9 +254,15 @@ def eval_collection(name: str, backend: str) -> float | None:
         log(f"bench.eval failed: {done.stderr[-2000:]}")
         return None
     data = json.loads(result.read_text(encoding="utf-8"))
-    runs = data["collections"][0]["runs"] if "collections" in data else data["runs"]
-    run = next(r for r in runs if r["system"] == "markvault vector")
-    return float(run.get("ndcg@10", run.get("ndcg10")))
+    runs = data["sets"][0]["runs"]
+    run = next(
+        r
+        for r in runs
+        if r["system"] == "markvault vector"
+        and r.get("group", "all") == "all"
+        and r.get("level", "documents") == "documents"
+    )
+    return float(run["ndcg@10"])
 
 
 def ndcg(backend: str) -> list[str]:
@@ -219,8 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pairs", type=int, default=3, help="timed pairs (plain, markvault)")
     p.add_argument("--ndcg", action="store_true", help="also nDCG@10 on Cranfield and CACM")
     p.add_argument("--skip-speed", action="store_true", help="only the nDCG comparison")
+    p.add_argument("--search", action="store_true", help="also one-shot hybrid vs keyword")
+    p.add_argument("--search-rounds", type=int, default=7, help="alternating search pairs")
     args = p.parse_args(argv)
-    lines: list[str] = []
+    lines: list[str] = [machine_line(), ""]
     if not args.skip_speed:
         with tempfile.TemporaryDirectory(prefix="mv-embed-") as tmp:
             lines += speed(args, Path(tmp))

@@ -105,6 +105,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", type=Path, help="keep the vault and index here")
     args = parser.parse_args()
+    from machine import machine_line  # the CPU and encoder every figure is of
+
+    print(machine_line(), flush=True)
     # The handshake era's subscribe is deprecated at the current one; serving it is the point.
     warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="mv-feed-"))

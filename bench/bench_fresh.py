@@ -83,6 +83,9 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=10)
     parser.add_argument("--work", type=Path, default=Path("/tmp/mv-fresh"))
     args = parser.parse_args()
+    from machine import machine_line  # the CPU and encoder every figure is of
+
+    print(machine_line(), flush=True)
     vault, index = args.work / "vault", args.work / "index"
     if not (vault / ".git").exists():
         shutil.rmtree(args.work, ignore_errors=True)

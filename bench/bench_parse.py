@@ -93,6 +93,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--split", action="store_true", help="also time this tree's parts")
     args = p.parse_args(argv)
+    from machine import machine_line  # the CPU and encoder every figure is of
+
+    print(machine_line(), flush=True)
     from markvault.markdown import parse
 
     base = load_parse(args.baseline_src)

@@ -205,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bin", help="markvault's `vault` (default: MARKVAULT_BIN, else PATH)")
     parser.add_argument("--harness", type=Path, default=DEFAULT_HARNESS)
     args = parser.parse_args(argv)
+    from machine import machine_line  # the CPU and encoder every figure is of
+
+    print(machine_line(), flush=True)
     if args.bin:
         os.environ["MARKVAULT_BIN"] = args.bin  # read by the harness as it loads
     harness = load_harness(args.harness)

@@ -198,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         "vaults, when the trees' index schema is the same",
     )
     args = p.parse_args(argv)
+    from machine import machine_line  # the CPU and encoder every figure is of
+
+    print(machine_line(), flush=True)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="mv-query-"))
     workdir.mkdir(parents=True, exist_ok=True)
     if args.vault and not args.query_file:

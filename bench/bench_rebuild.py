@@ -68,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         rebuild_once(args.corpus, args.child)
         return 0
+    from machine import machine_line  # the CPU and encoder every figure is of
+
+    print(machine_line(), flush=True)
     if args.baseline_src is None:
         p.error("--baseline-src is required")
     work = Path(tempfile.mkdtemp(prefix="mv-rebuild-"))

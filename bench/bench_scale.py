@@ -261,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--vault-only", action="store_true")
     p.add_argument("--workdir", type=Path, required=True, help="vaults and indexes (reused)")
     args = p.parse_args(argv)
+    from machine import machine_line  # the CPU and encoder every figure is of
+
+    print(machine_line(), flush=True)
     args.workdir.mkdir(parents=True, exist_ok=True)
     lines = [f"Scale bench; {os.cpu_count()} cores, load average {load_average()} at start.", ""]
     if not args.crossover_only:

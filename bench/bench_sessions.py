@@ -383,6 +383,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, help="Keep transcripts and vault here.")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
+    from machine import machine_line  # the CPU and encoder every figure is of
+
+    print(machine_line(), flush=True)
     if args.workdir:
         figures = run(args, args.workdir)
     else:

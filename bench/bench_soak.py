@@ -499,6 +499,9 @@ def main() -> int:
     )
     parser.add_argument("--workdir", type=Path, help="Kept after the run (default: a temp dir).")
     args = parser.parse_args()
+    from machine import machine_line  # the CPU and encoder every figure is of
+
+    print(machine_line(), flush=True)
     with contextlib.ExitStack() as stack:
         workdir = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         workdir.mkdir(parents=True, exist_ok=True)

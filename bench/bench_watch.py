@@ -371,6 +371,9 @@ def run(args: argparse.Namespace, workdir: Path) -> Report:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    from machine import machine_line  # the CPU and encoder every figure is of
+
+    print(machine_line(), flush=True)
     workdir = Path(tempfile.mkdtemp(prefix="markvault-bench-watch-"))
     print(f"markvault watch benchmark · {CORES} cores · workdir {workdir}", flush=True)
     try:

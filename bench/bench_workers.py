@@ -60,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.run:
         print(one_run(args.corpus, args.run == "setup", args.notes))
         return 0
+    from machine import machine_line  # the CPU and encoder every figure is of
+
+    print(machine_line(), flush=True)
     env = {**os.environ, "PYTHONPATH": str(HERE / "src")}
     ratios = []
     for pair in range(args.pairs):

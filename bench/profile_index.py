@@ -546,6 +546,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--label", help="title of the printed table")
     args = p.parse_args(argv)
+    from machine import machine_line  # the CPU and encoder every figure is of
+
+    print(machine_line(), flush=True)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="mv-profile-"))
     workdir.mkdir(parents=True, exist_ok=True)
     stages = Stages(args.hot)

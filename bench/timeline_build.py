@@ -137,6 +137,9 @@ def main() -> int:
     ap.add_argument("vault", type=Path)
     ap.add_argument("--src", type=Path, default=HERE / "src")
     args = ap.parse_args()
+    from machine import machine_line  # the CPU and encoder every figure is of
+
+    print(machine_line(), flush=True)
     sys.path.insert(0, str(args.src))
     marks: list[tuple[float, str]] = []
     samples: list[Sample] = []

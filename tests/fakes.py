@@ -54,6 +54,9 @@ class HashEmbedder:
         self._loaded.set()
         return self
 
+    def prepare(self, progress: Any) -> None:
+        """Nothing to say: the fake loads at once (or when released, on first use)."""
+
     def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         self.load()
         self.encoded.extend(texts)

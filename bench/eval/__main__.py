@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.machine import machine_line
+
 import markvault.search.fusion
 from markvault.index import keyword
 
@@ -86,6 +88,7 @@ def machine() -> dict[str, Any]:
         "load at end": " ".join(f"{x:.2f}" for x in load) if load else None,
         "python": platform.python_version(),
         "markvault": importlib.metadata.version("markvault"),
+        "machine": machine_line(),  # the CPU, its flags and the encoder chosen on it
     }
 
 
@@ -240,6 +243,7 @@ class Evaluator:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    print(machine_line(), flush=True)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="markvault-eval-"))
     chosen: list[sets.EvalSet] = []
     for name in args.sets:

@@ -147,7 +147,9 @@ def _refuse_undecodable(args: list[str]) -> None:
 
 
 class TerminalProgress:
-    """A progress bar on a terminal; a few plain lines otherwise."""
+    """A progress bar on a terminal; a few plain lines otherwise, with the rate
+    (``Embedding chunks: 500/2779, 21.3 chunks/s``). A stage whose label ends in "…" is
+    one slow step (the model's first load, a one-time measurement): always announced."""
 
     def __init__(self, quiet: bool = False) -> None:
         self.quiet = quiet
@@ -157,14 +159,29 @@ class TerminalProgress:
         self._total = 0
         self._done = 0
         self._next_report = 0
+        self._started = 0.0
+
+    def _rate(self) -> str:
+        seconds = time.perf_counter() - self._started
+        unit = self._label.split()[-1] if " " in self._label else ""  # "Embedding chunks"
+        return f"{self._done / seconds:.1f} {unit}/s" if self._done and seconds > 0 else ""
 
     def start(self, label: str, total: int) -> None:
         self._label, self._total, self._done = label, total, 0
+        self._started = time.perf_counter()
         if self.quiet or total == 0:
             return
-        if self.tty:
+        if label.endswith("…"):
+            click.echo(label, err=True)
+            self._next_report = total + 1
+        elif self.tty:
             self._bar = click.progressbar(
-                length=total, label=label, file=sys.stderr, width=30, show_pos=True
+                length=total,
+                label=label,
+                file=sys.stderr,
+                width=30,
+                show_pos=True,
+                item_show_func=lambda rate: rate,
             )
             self._bar.__enter__()
         elif total >= 200:  # short runs need no progress lines in logs
@@ -176,9 +193,13 @@ class TerminalProgress:
     def advance(self, n: int) -> None:
         self._done += n
         if self._bar is not None:
-            self._bar.update(n)
+            self._bar.update(n, self._rate())
         elif not self.quiet and self._total and self._done >= self._next_report:
-            click.echo(f"{self._label}: {self._done}/{self._total}", err=True)
+            rate = self._rate()
+            click.echo(
+                f"{self._label}: {self._done}/{self._total}" + (f", {rate}" if rate else ""),
+                err=True,
+            )
             self._next_report += max(1, self._total // 10)
 
     def finish(self) -> None:
@@ -682,6 +703,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
         f"model    {info['model']} (dim {info['dimension'] or '?'}) · "
         f"vectors {vec['embedded']}/{vec['total']}"
         + (" ready" if vec["ready"] else " — run `vault reindex`"),
+        f"encoder  {_encoder_line(info.get('encoder'))}",
         f"pending  {pending['new']} new, {pending['changed']} changed, "
         f"{pending['deleted']} deleted"
         + (" — run `vault reindex`" if any(pending.values()) else ""),
@@ -711,6 +733,12 @@ def _print_untrusted(vault: str) -> None:
 
     if waiting := pending(Path(vault)):
         click.echo(click.style("trust    ", fg="yellow") + notice(waiting), err=True)
+
+
+def _encoder_line(encoder: dict[str, Any] | None) -> str:
+    if not encoder:
+        return "unknown"
+    return encoder.get("describe") or encoder["reason"]
 
 
 def _watcher_line(watcher: dict[str, Any] | None) -> str:

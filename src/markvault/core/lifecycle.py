@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from markvault.config import ChunkParams, Settings
-from markvault.embed.embedder import Embedder, SentenceEmbedder
+from markvault.embed.embedder import Embedder, SentenceEmbedder, model_path
 from markvault.errors import IndexBusyError, MarkvaultError
 from markvault.files.vault_files import VaultFiles
 from markvault.git.merge_state import merge_state
@@ -335,6 +335,8 @@ class IndexKeeper:
         self.files.reload_ignore_rules()
 
     def status(self) -> dict[str, Any]:
+        from markvault.embed import encoder_choice  # reads a verdict; a search never needs it
+
         index = self.reader()
         meta = index.meta()
         done, total = index.vectors.counts(self.settings.model)
@@ -350,6 +352,10 @@ class IndexKeeper:
             "model": self.settings.model,
             "dimension": int(meta["embedding_dim"]) if meta.get("embedding_dim") else None,
             "vectors": {"embedded": done, "total": total, "ready": total > 0 and done == total},
+            # What runs the model here, and why (encoder_choice.py); never measures.
+            "encoder": encoder_choice.describe(
+                self._embedder, lambda: model_path(self.settings.model)
+            ),
             "fingerprint": fingerprint(self.settings.chunk, self.settings.model),
             "last_sync": meta.get("last_sync"),
             "pending": self.pending(),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -21,6 +21,8 @@ from markvault.errors import ConfigError
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from markvault.types import Progress
 
 
 def model_path(name: str) -> str:
@@ -64,6 +66,9 @@ class Embedder(Protocol):
 
     def load(self) -> Any: ...
 
+    def prepare(self, progress: Progress) -> None:
+        """Load now, telling ``progress`` what a first load does (it can take a minute)."""
+
     def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         """Unit vectors for ``texts``, in order."""
 
@@ -72,23 +77,30 @@ class Embedder(Protocol):
 
 
 class SentenceEmbedder:
-    """The sentence-transformers model named in the settings, run by ONNX Runtime from
-    an export kept in ``cache_dir`` (``encoder.py``; about 3x faster than torch at the
-    same retrieval quality) unless ``MARKVAULT_ENCODER=torch`` asks for
-    sentence-transformers' own torch model, or the model cannot be exported faithfully
-    (``fallback_reason`` says why)."""
+    """The sentence-transformers model named in the settings, run the way measured
+    fastest among the faithful ones on this machine (``encoder_choice.py``: an ONNX
+    export, int8 or fp32, kept in ``cache_dir``, or sentence-transformers' own torch
+    model). ``backend`` and ``reason`` say which and why, once loaded."""
 
     def __init__(self, name: str, cache_dir: Path | None = None) -> None:
-        """``cache_dir``: where the ONNX export is kept; None: ``encoders/`` in the user's
-        cache folder (``encoder.default_cache_dir``)."""
+        """``cache_dir``: where the ONNX exports and the verdict are kept; None:
+        ``encoders/`` in the user's cache folder (``encoder.default_cache_dir``)."""
         self.name = name
         self.cache_dir = cache_dir
         self.backend = "torch"
-        self.fallback_reason: str | None = None
+        self.reason: str | None = None
+        self.verdict: Any = None  # encoder_choice.Verdict, once loaded
         self._model: Any = None
         self._lock = threading.Lock()
         self._ready = threading.Event()
         self.load_error: str | None = None
+        # Hears what a first load does (the one-time measurement takes a minute).
+        self.say: Callable[[str], None] | None = None
+
+    @property
+    def fallback_reason(self) -> str | None:
+        """Why torch runs, when it does."""
+        return self.reason if self.backend == "torch" else None
 
     def start_loading(self) -> None:
         """Load the model in a background thread (a server answers meanwhile)."""
@@ -96,7 +108,7 @@ class SentenceEmbedder:
 
     def _load_quietly(self) -> None:
         try:
-            self.load()
+            self.load().warm()
         except Exception as exc:  # reported with the next search that needs vectors
             self.load_error = str(exc)
             self._ready.set()
@@ -105,6 +117,22 @@ class SentenceEmbedder:
         """Wait up to ``timeout`` seconds for a load under way; True when loaded."""
         self._ready.wait(timeout)
         return self.loaded
+
+    def prepare(self, progress: Progress) -> None:
+        """Load now, telling ``progress`` each step of a first load (the measurement)."""
+        if self.loaded:
+            return
+
+        def say(message: str) -> None:
+            progress.start(f"Embedding model: {message}…", 1)
+            progress.finish()
+
+        self.say = say
+        try:
+            say("loading")
+            self.load()
+        finally:
+            self.say = None
 
     def load(self) -> Any:
         with self._lock:
@@ -121,27 +149,14 @@ class SentenceEmbedder:
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        from markvault.embed import encoder
+        from markvault.embed import encoder_choice
 
-        asked = encoder.backend_choice()
-        # int8 is not faithful on every CPU (without VNNI its u8s8 kernels can saturate):
-        # the fp32 export comes next, torch last.
-        chain = {"onnx-int8": ["onnx-int8", "onnx"], "onnx": ["onnx"]}.get(asked, [])
-        reasons: list[str] = []
-        for backend in chain:
-            try:
-                model = encoder.load(path, self.cache_dir, backend)
-            except encoder.EncoderUnavailable as exc:
-                reasons.append(str(exc))
-                continue
-            self.backend, self.fallback_reason = backend, "; ".join(dict.fromkeys(reasons)) or None
-            return model
-        self.backend, self.fallback_reason = "torch", "; ".join(dict.fromkeys(reasons)) or None
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-        return SentenceTransformer(path, device="cpu")
+        try:
+            verdict = encoder_choice.choose(path, self.cache_dir, self.say)
+        except encoder_choice.EncoderUnavailable as exc:
+            verdict = encoder_choice.Verdict("torch", str(exc))
+        self.verdict, self.backend, self.reason = verdict, verdict.backend, verdict.reason
+        return _Runner(path, self.cache_dir, verdict)
 
     @property
     def loaded(self) -> bool:
@@ -149,34 +164,35 @@ class SentenceEmbedder:
 
     @property
     def dim(self) -> int:
-        model = self.load()
-        get = (
-            getattr(model, "get_embedding_dimension", None)
-            or model.get_sentence_embedding_dimension
-        )
-        return int(get())
+        return self.load().dim()
 
     def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         """Unit vectors for ``texts``, in order (callers group large inputs)."""
         import numpy as np  # with the model: keyword search never loads numpy
 
-        vectors = self.load().encode(
-            list(texts),
-            batch_size=batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
+        vectors = (
+            self.load()
+            .batch_model()
+            .encode(
+                list(texts),
+                batch_size=batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
         )
         return np.asarray(vectors, dtype=np.float32)
 
     def encode_query(self, text: str) -> np.ndarray:
         """One query's vector, computed on one thread: for a single short text more
-        threads gain nothing and their spinning takes the CPU from the index's work."""
+        threads gain nothing and their spinning takes the CPU from the index's work.
+        An ONNX export serves it wherever one is faithful (no torch import)."""
         import numpy as np
 
-        model = self.load()
-        if self.backend != "torch":  # the ONNX encoder keeps a one-thread session for this
-            return np.asarray(model.encode_one(text), dtype=np.float32)
+        runner = self.load()
+        query = runner.query_model()
+        if query is not None:
+            return np.asarray(query.encode_one(text), dtype=np.float32)
         import torch
 
         threads = torch.get_num_threads()
@@ -185,3 +201,63 @@ class SentenceEmbedder:
             return self.encode([text])[0]
         finally:
             torch.set_num_threads(threads)
+
+
+class _Runner:
+    """The verdict's models, each opened on first use: a process that embeds one query
+    opens one ONNX session, one that embeds chunks the batch model too."""
+
+    def __init__(self, path: str, cache_dir: Path | None, verdict: Any) -> None:
+        self.path = path
+        self.cache_dir = cache_dir
+        self.verdict = verdict
+        self._onnx: dict[str, Any] = {}
+        self._torch: Any = None
+        self._lock = threading.Lock()
+
+    def _open(self, backend: str) -> Any:
+        from markvault.embed import encoder
+
+        with self._lock:
+            if backend not in self._onnx:
+                v = self.verdict
+                self._onnx[backend] = encoder.load(
+                    self.path, self.cache_dir, backend, v.threads, v.parallel
+                )
+            return self._onnx[backend]
+
+    def batch_model(self) -> Any:
+        if self.verdict.backend != "torch":
+            return self._open(self.verdict.backend)
+        with self._lock:
+            if self._torch is None:
+                from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
+                self._torch = SentenceTransformer(self.path, device="cpu")
+            return self._torch
+
+    def query_model(self) -> Any:
+        backend = self.verdict.query_backend
+        return self._open(backend) if backend else None
+
+    def warm(self) -> None:
+        """Open what a server will need: the batch model and the query's."""
+        model = self.batch_model()
+        if hasattr(model, "session"):
+            model.session  # noqa: B018
+        self.query_model()
+
+    def dim(self) -> int:
+        from markvault.embed.encoder import read_layout
+
+        layout = read_layout(self.path)
+        if layout is not None:
+            return layout.dim
+        model = self.batch_model()
+        get = (
+            getattr(model, "get_embedding_dimension", None)
+            or model.get_sentence_embedding_dimension
+        )
+        return int(get())

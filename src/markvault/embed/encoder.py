@@ -10,17 +10,19 @@ folder the user named) with torch into ``<cache>/markvault/encoders/<key>/model.
 process (the key names the model's files and the backend); every later process loads
 only onnxruntime and the fast tokenizer, never torch.
 
-Backends (``MARKVAULT_ENCODER``):
+Backends (``MARKVAULT_ENCODER``; by default ``auto``: the fastest one that is faithful on
+this machine, measured once and remembered, ``encoder_choice.py``):
 
-- ``onnx-int8`` (default): see ``encoder_export.py``. Its vectors differ from fp32 ones by
-  a cosine of about 0.999, so they are stored under the same model name: an index
-  embedded by one backend is searched by another without re-embedding.
+- ``onnx-int8``, ``onnx-int8-rr``, ``onnx-int8-u8``: int8 variants (``encoder_export.py``).
+  Their vectors differ from fp32 ones by a cosine of about 0.999 where they pass their
+  check, so they are stored under the same model name: an index embedded by one backend
+  is searched by another without re-embedding.
 - ``onnx``: the fp32 network in ONNX Runtime (cosine 1.0000 to torch's vectors).
 - ``torch``: sentence-transformers itself.
 
 A model the exporter does not understand (not Transformer + mean or CLS pooling), a
-missing onnxruntime, or an export whose vectors disagree with torch's on a fixed set of
-sentences falls back to ``torch``; ``Embedder.fallback_reason`` says why.
+missing onnxruntime, or exports whose vectors disagree with torch's on a fixed set of
+sentences leave ``torch``; ``Embedder.reason`` says why.
 
 Texts are tokenized once, sorted by token count and batched so that a batch pads only
 to lengths close to its own.
@@ -31,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,10 +42,12 @@ from typing import Any
 import numpy as np
 
 ENV_ENCODER = "MARKVAULT_ENCODER"
-BACKENDS = ("onnx-int8", "onnx", "torch")
-DEFAULT_BACKEND = "onnx-int8"
+INT8_BACKENDS = ("onnx-int8", "onnx-int8-rr", "onnx-int8-u8")
+ONNX_BACKENDS = (*INT8_BACKENDS, "onnx")
+BACKENDS = (*ONNX_BACKENDS, "torch")
+DEFAULT_BACKEND = "auto"  # measured once per machine (encoder_choice.py)
 # Changing how models are exported or quantized changes this, and so the cache key.
-EXPORT_VERSION = "1"
+EXPORT_VERSION = "2"
 # Texts are batched by length so that little padding is computed; a batch holds at most
 # this many tokens (batch size times its longest text) besides the batch size limit.
 MAX_BATCH_TOKENS = 8192
@@ -62,7 +65,7 @@ class ModelLayout:
 
 
 def backend_choice(env: dict[str, str] | None = None) -> str:
-    """The backend asked for in the environment, or the default."""
+    """The backend asked for in the environment, or ``auto`` (measured)."""
     value = (env if env is not None else os.environ).get(ENV_ENCODER, "").strip().lower()
     return value if value in BACKENDS else DEFAULT_BACKEND
 
@@ -123,25 +126,53 @@ def cache_key(layout: ModelLayout, backend: str) -> str:
 
 
 class OnnxEncoder:
-    """Encodes texts with an exported model; the interface ``embed.Embedder`` uses."""
+    """Encodes texts with an exported model; the interface ``embed.Embedder`` uses.
 
-    def __init__(self, layout: ModelLayout, onnx_file: Path, backend: str) -> None:
+    ``threads``: each run's intra-op threads; ``parallel``: how many batches run at once
+    (a session runs concurrent calls). Both are measured per machine (encoder_choice.py):
+    on few cores, one thread per batch and the batches side by side wastes less in
+    synchronisation than every batch split over the cores. The sessions are opened on
+    first use: a process that embeds one query opens only the one-thread session."""
+
+    def __init__(
+        self,
+        layout: ModelLayout,
+        onnx_file: Path,
+        backend: str,
+        threads: int | None = None,
+        parallel: int = 1,
+    ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
         self.layout = layout
         self.backend = backend
         self.onnx_file = onnx_file
+        self.threads = threads or os.cpu_count() or 1
+        self.parallel = max(1, parallel)
         self._tokenizer = Tokenizer.from_file(str(layout.path / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(layout.max_tokens)
         self._ort = ort
-        self._session = self._open_session(threads=os.cpu_count() or 1)
+        self._session: Any = None
         self._query_session: Any = None  # one thread: a single short text gains nothing
         self._query_lock = threading.Lock()
-        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._inputs: set[str] = set()
+
+    @property
+    def session(self) -> Any:
+        """The batch session (opened on first use; a damaged file raises here)."""
+        with self._query_lock:
+            if self._session is None:
+                self._session = self._open_session(self.threads)
+        return self._session
 
     def _open_session(self, threads: int) -> Any:
+        session = self._new_session(threads)
+        self._inputs = {i.name for i in session.get_inputs()}
+        return session
+
+    def _new_session(self, threads: int) -> Any:
         options = self._ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
@@ -164,7 +195,7 @@ class OnnxEncoder:
         show_progress_bar: bool = False,
     ) -> np.ndarray:
         """Unit vectors (or raw pooled ones) of ``texts``, in order."""
-        return self._encode(self._session, texts, batch_size, normalize_embeddings)
+        return self._encode(self.session, texts, batch_size, normalize_embeddings, self.parallel)
 
     def encode_one(self, text: str) -> np.ndarray:
         """One text (a query) on a single-threaded session."""
@@ -174,30 +205,54 @@ class OnnxEncoder:
         return self._encode(self._query_session, [text], 1, True)[0]
 
     def _encode(
-        self, session: Any, texts: Sequence[str], batch_size: int, normalize: bool
+        self,
+        session: Any,
+        texts: Sequence[str],
+        batch_size: int,
+        normalize: bool,
+        parallel: int = 1,
     ) -> np.ndarray:
-        out = np.zeros((len(texts), self.layout.dim), np.float32)
-        if not texts:
-            return out
-        inputs = [t.lower() for t in texts] if self.layout.lower_case else list(texts)
+        # The same text twice (a repeated boilerplate chunk) is embedded once.
+        unique = list(dict.fromkeys(texts))
+        out = np.zeros((len(unique), self.layout.dim), np.float32)
+        if not unique:
+            return np.zeros((len(texts), self.layout.dim), np.float32)
+        inputs = [t.lower() for t in unique] if self.layout.lower_case else unique
         encodings = self._tokenizer.encode_batch(inputs)
         lengths = np.array([len(e.ids) for e in encodings])
         # Longest first, so a batch pads only to lengths close to its own.
         order = np.argsort(-lengths, kind="stable")
+        batches: list[tuple[np.ndarray, int]] = []
         start = 0
         while start < len(order):
             longest = int(lengths[order[start]]) or 1
             size = max(1, min(batch_size, MAX_BATCH_TOKENS // longest))
-            batch = order[start : start + size]
-            out[batch] = self._run(session, [encodings[i] for i in batch], longest)
+            batches.append((order[start : start + size], longest))
             start += size
+
+        def run(batch: tuple[np.ndarray, int]) -> None:
+            rows, width = batch
+            out[rows] = self._run(session, [encodings[i] for i in rows], width)
+
+        if parallel > 1 and len(batches) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(parallel, thread_name_prefix="encode") as pool:
+                list(pool.map(run, batches))
+        else:
+            for batch in batches:
+                run(batch)
         if normalize:
             norms = np.linalg.norm(out, axis=1, keepdims=True)
             out /= np.maximum(norms, 1e-12)
-        return out
+        if len(unique) == len(texts):
+            return out
+        where = {t: i for i, t in enumerate(unique)}
+        return out[[where[t] for t in texts]]
 
     def features(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """The model's inputs for ``texts`` (one batch, padded to its longest)."""
+        self.session  # noqa: B018  (opened: its input names decide the features)
         encodings = self._tokenizer.encode_batch(list(texts))
         return self._feed(encodings, max(len(e.ids) for e in encodings))
 
@@ -221,13 +276,21 @@ class OnnxEncoder:
         return np.asarray((hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9))
 
 
-def load(model_dir: str | Path, cache_dir: Path | None, backend: str) -> OnnxEncoder:
-    """The ONNX encoder of ``model_dir``, exported into ``cache_dir`` on first use.
+def load(
+    model_dir: str | Path,
+    cache_dir: Path | None,
+    backend: str,
+    threads: int | None = None,
+    parallel: int = 1,
+) -> OnnxEncoder:
+    """The ONNX encoder of ``model_dir`` from its export in ``cache_dir`` (made by the
+    measurement, ``encoder_choice.py``), its file checked by opening it.
 
     Raises:
-        EncoderUnavailable: the model cannot be exported, or its export is not faithful.
+        EncoderUnavailable: not an ONNX backend, no onnxruntime, the model cannot be
+            exported, or its export is missing or damaged.
     """
-    if backend not in ("onnx", "onnx-int8"):
+    if backend not in ONNX_BACKENDS:
         raise EncoderUnavailable(f"backend {backend!r} is not an ONNX backend")
     try:
         import onnxruntime  # noqa: F401
@@ -236,20 +299,15 @@ def load(model_dir: str | Path, cache_dir: Path | None, backend: str) -> OnnxEnc
     layout = read_layout(model_dir)
     if layout is None:
         raise EncoderUnavailable("the model is not a Transformer with mean or CLS pooling")
-    folder = (cache_dir or default_cache_dir()) / cache_key(layout, backend)
-    onnx_file = folder / "model.onnx"
-    if onnx_file.is_file():
-        try:
-            return OnnxEncoder(layout, onnx_file, backend)
-        except Exception:  # a damaged file (a full disk, a crash): exported again below
-            shutil.rmtree(folder, ignore_errors=True)
-    from markvault.embed.encoder_export import build
+    onnx_file = export_folder(layout, cache_dir, backend) / "model.onnx"
+    if not onnx_file.is_file():
+        raise EncoderUnavailable(f"the {backend} export is missing ({onnx_file})")
+    return OnnxEncoder(layout, onnx_file, backend, threads, parallel)
 
-    try:
-        build(layout, backend, folder)
-    except OSError as exc:
-        raise EncoderUnavailable(f"cannot write the exported model to {folder}: {exc}") from exc
-    return OnnxEncoder(layout, onnx_file, backend)
+
+def export_folder(layout: ModelLayout, cache_dir: Path | None, backend: str) -> Path:
+    """Where ``backend``'s export of the model is kept."""
+    return (cache_dir or default_cache_dir()) / cache_key(layout, backend)
 
 
 class EncoderUnavailable(Exception):

@@ -1,7 +1,8 @@
-"""Builds the ONNX model file ``encoder.py`` runs: export, int8 quantization, the check.
+"""Builds the ONNX model files ``encoder.py`` runs: export, int8 quantization, the check.
 
-Done once per model and backend, in the process that first needs the encoder, from the
-local model folder (torch and transformers are imported only here):
+Done once per machine and model, by the measurement that chooses the encoder
+(``encoder_choice.py``, in a process of its own), from the local model folder (torch and
+transformers are imported only here):
 
 1. **Export** the transformer with torch's tracing exporter (fp32; its vectors match
    sentence-transformers' to a cosine of 1.0000).
@@ -16,11 +17,20 @@ local model folder (torch and transformers are imported only here):
    feed-forward output projections stay fp32: their input, the GELU activations, loses
    too much at 8 bits even smoothed. Measured on 500 real chunks: cosine to fp32 0.9989
    on average (0.9969 without smoothing, 0.9928 with every layer quantized).
+   That is on CPUs with VNNI. Without it (AVX2 only), ONNX Runtime's u8s8 kernels add
+   pairs of 8-bit products into 16 bits, which saturates: the same file measured a
+   cosine of 0.9606. So there are three int8 variants, and the measurement keeps the
+   ones that pass here (on an AVX2-only AMD EPYC: ``onnx-int8`` 0.9606, ``-rr`` 0.9981,
+   ``-u8`` 0.9986 on CHECK_TEXTS; per-channel and smoothing kept in all):
+   ``onnx-int8`` (int8 weights, full range), ``onnx-int8-rr`` (7-bit weights,
+   ``reduce_range``: no saturation), ``onnx-int8-u8`` (uint8 weights: the u8u8 path).
+   Quantizing the feed-forward outputs too fails the check without VNNI (0.986-0.988).
 3. **Check**: the new file's vectors of CHECK_TEXTS against torch's; below
-   ``MIN_CHECK_COSINE`` it is discarded and the caller falls back to torch.
+   ``MIN_CHECK_COSINE`` it is discarded.
 
-Written in a temporary folder and renamed into place, so a concurrent export or an
-interrupted one never leaves a half-written model behind.
+Written in a temporary folder ``.export-<pid>-*`` and renamed into place, so a concurrent
+export or an interrupted one never leaves a half-written model behind; a folder whose
+process is gone (killed mid-export) is removed by the next process that looks.
 """
 
 from __future__ import annotations
@@ -47,7 +57,13 @@ QUIET_LOGGERS = ("torch", "onnx", "onnxruntime", "onnxscript", "transformers")
 SMOOTH_ALPHA = 0.5  # SmoothQuant's migration strength: half the range moves to the weights
 # A fresh export must reproduce torch's vectors this closely on CHECK_TEXTS, or it is
 # not used (int8 measured at 0.995 or more on these, fp32 at 1.0000).
-MIN_CHECK_COSINE = {"onnx": 0.9999, "onnx-int8": 0.99}
+MIN_CHECK_COSINE = {"onnx": 0.9999, "onnx-int8": 0.99, "onnx-int8-rr": 0.99, "onnx-int8-u8": 0.99}
+# (weight type, reduce_range) of each int8 variant (see the module docstring).
+INT8_VARIANTS = {
+    "onnx-int8": ("QInt8", False),
+    "onnx-int8-rr": ("QInt8", True),
+    "onnx-int8-u8": ("QUInt8", False),
+}
 CHECK_TEXTS = (
     "How do I connect Claude Code to this vault?",
     "The watcher keeps the index in step with the files.",
@@ -72,61 +88,79 @@ CALIBRATION_TEXTS = (
 )
 
 
-def build(layout: ModelLayout, backend: str, folder: Path) -> None:
-    """Export (and quantize) the model into ``folder``, checked against torch.
+def temp_folder(cache: Path) -> Path:
+    """A new ``.export-<pid>-*`` work folder in ``cache`` (stale ones removed first)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    remove_abandoned_exports(cache)
+    return Path(tempfile.mkdtemp(prefix=f".export-{os.getpid()}-", dir=cache))
 
-    Raises:
-        EncoderUnavailable: the export failed or its vectors are not faithful.
-    """
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    _remove_abandoned_exports(folder.parent)
-    with tempfile.TemporaryDirectory(prefix=".export-", dir=folder.parent) as tmp:
-        work = Path(tmp)
-        final = work / "model.onnx"
-        try:
-            reference = export_fp32(layout, work / "fp32.onnx")
-            if backend == "onnx-int8":
-                smooth_and_quantize(layout, work / "fp32.onnx", final)
-            else:
-                (work / "fp32.onnx").replace(final)
-        except Exception as exc:  # whatever the exporters raise means: use torch
-            raise EncoderUnavailable(f"export failed: {type(exc).__name__}: {exc}") from exc
-        got = OnnxEncoder(layout, final, backend).encode(list(CHECK_TEXTS))
-        cosine = float((got * reference).sum(axis=1).min())
-        if cosine < MIN_CHECK_COSINE[backend]:
-            raise EncoderUnavailable(
-                f"the {backend} export disagrees with torch (cosine {cosine:.4f})"
-            )
-        (work / "check.json").write_text(
-            json.dumps({"backend": backend, "min_cosine": round(cosine, 5)}), encoding="utf-8"
-        )
-        for leftover in work.glob("fp32*"):
-            leftover.unlink()
-        work.chmod(0o755)
-        with contextlib.suppress(OSError):  # another process got there first: fine
-            work.rename(folder)
+
+def make_variant(layout: ModelLayout, fp32: Path, backend: str, target: Path) -> None:
+    """``backend``'s model file from the fp32 export ``fp32``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if backend == "onnx":
+        shutil.copyfile(fp32, target)
+    else:
+        smooth_and_quantize(layout, fp32, target, backend)
+
+
+def check(layout: ModelLayout, model_file: Path, backend: str, reference: np.ndarray) -> float:
+    """The least cosine between the file's vectors of CHECK_TEXTS and torch's."""
+    got = OnnxEncoder(layout, model_file, backend, threads=1).encode(list(CHECK_TEXTS))
+    return float((got * reference).sum(axis=1).min())
+
+
+def install(work: Path, folder: Path, backend: str, cosine: float) -> None:
+    """Move a checked export from ``work`` into its place. One already there (damaged,
+    or from an older measurement) is moved aside first and removed: a process that has
+    it open keeps reading its file."""
+    (work / "check.json").write_text(
+        json.dumps({"backend": backend, "min_cosine": round(cosine, 5)}), encoding="utf-8"
+    )
+    work.chmod(0o755)
+    if folder.exists():
+        aside = Path(tempfile.mkdtemp(prefix=f".export-{os.getpid()}-old-", dir=folder.parent))
+        with contextlib.suppress(OSError):
+            folder.rename(aside / "replaced")
+        shutil.rmtree(aside, ignore_errors=True)
+    with contextlib.suppress(OSError):  # another process got there first: fine
+        work.rename(folder)
     if not (folder / "model.onnx").is_file():
         raise EncoderUnavailable(f"could not write the exported model to {folder}")
 
 
 # An export takes well under this; a ``.export-*`` folder older than it was left by a
-# process that ended mid-export (a server closed while its model loaded).
-ABANDONED_EXPORT_SECONDS = 600
+# process that ended mid-export, whatever its name says.
+ABANDONED_EXPORT_SECONDS = 3600
 
 
-def _remove_abandoned_exports(cache: Path) -> None:
+def remove_abandoned_exports(cache: Path) -> None:
+    """Remove the work folders of exports whose process is gone (``.export-<pid>-*``),
+    or that are older than an export takes."""
     now = time.time()
     for work in cache.glob(".export-*"):
         with contextlib.suppress(OSError):
-            if now - work.stat().st_mtime > ABANDONED_EXPORT_SECONDS:
+            owner = work.name.split("-")[1]
+            gone = owner.isdigit() and not _alive(int(owner))
+            if gone or now - work.stat().st_mtime > ABANDONED_EXPORT_SECONDS:
                 shutil.rmtree(work)
 
 
-def export_fp32(layout: ModelLayout, target: Path) -> np.ndarray:
-    """Export the transformer to ``target``; returns sentence-transformers' unit vectors
-    of CHECK_TEXTS, for the caller's check."""
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def export_fp32(layout: ModelLayout, target: Path) -> None:
+    """Export the transformer to ``target``."""
     import torch
-    from sentence_transformers import SentenceTransformer
     from transformers import AutoModel
 
     model = AutoModel.from_pretrained(str(layout.path), attn_implementation="eager").eval()
@@ -162,12 +196,11 @@ def export_fp32(layout: ModelLayout, target: Path) -> np.ndarray:
             opset_version=OPSET,
             dynamo=False,
         )
-        reference = SentenceTransformer(str(layout.path), device="cpu")
-        vectors = reference.encode(list(CHECK_TEXTS), normalize_embeddings=True)
-    return np.asarray(vectors, np.float32)
 
 
-def smooth_and_quantize(layout: ModelLayout, source: Path, target: Path) -> None:
+def smooth_and_quantize(
+    layout: ModelLayout, source: Path, target: Path, backend: str = "onnx-int8"
+) -> None:
     """The int8 model (see the module docstring) of the fp32 export ``source``."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -180,14 +213,17 @@ def smooth_and_quantize(layout: ModelLayout, source: Path, target: Path) -> None
     _smooth(model, chosen, ranges)
     smoothed = target.with_name("fp32-smoothed.onnx")
     onnx.save(model, str(smoothed))
+    weight_type, reduce_range = INT8_VARIANTS[backend]
     with _quiet():
         quantize_dynamic(
             str(smoothed),
             str(target),
-            weight_type=QuantType.QInt8,
+            weight_type=getattr(QuantType, weight_type),
             per_channel=True,
+            reduce_range=reduce_range,
             nodes_to_quantize=[n.name for n in chosen],
         )
+    smoothed.unlink()
 
 
 def _is_feed_forward_output(name: str) -> bool:
@@ -207,7 +243,7 @@ def _activation_ranges(
     for name in tensors:
         probe.graph.output.append(onnx.helper.make_tensor_value_info(name, float32, None))
     session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
-    runner = OnnxEncoder(layout, source, "onnx")
+    runner = OnnxEncoder(layout, source, "onnx", threads=1)
     ranges: dict[str, np.ndarray] = {}
     for text in CALIBRATION_TEXTS:
         outputs = session.run(list(tensors), runner.features([text]))

@@ -551,6 +551,7 @@ class Syncer:
             report.notices.append(f"{len(missing)} chunks wait for vectors (embedded later)")
             return
         if missing:
+            embedder.prepare(progress)  # a first load says what it does meanwhile
             self.index.vectors.ensure_table(model, embedder.dim)
             missing = self.index.vectors.missing(model)
         progress.start("Embedding chunks", len(missing))

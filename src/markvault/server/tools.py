@@ -384,7 +384,8 @@ def _read_tools(server: MCPServer, service: VaultService) -> None:
     @server.tool(annotations=READ_ONLY)
     async def status(ctx: Context) -> dict[str, Any]:
         """Index health: notes and chunks by kind, type, topic and project; the embedding
-        model, its dimension and whether vectors are ready; files changed on disk but not
+        model, its dimension, whether vectors are ready and which encoder runs it here
+        and why; files changed on disk but not
         yet indexed; notes with problems; the watcher and automatic git sync (when the
         last sync ran, and any problem it hit). Use it when results look stale or thin."""
         return await service.run(ctx, "status", lambda v, call: v.status())
