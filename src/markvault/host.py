@@ -218,6 +218,7 @@ class LocalHost:
     def watch_forever(self, stop: threading.Event, poll: bool | None = None) -> None:
         self._core.keeper.start_background()
         self._start_watching(poll)
+        self._start_attachment_backfill()
         while not stop.wait(0.5):  # short waits keep Ctrl-C responsive
             pass
 
