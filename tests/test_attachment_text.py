@@ -24,6 +24,7 @@ from markvault.types import Filters, SearchRequest
 
 from . import documents
 from .conftest import WriteNotes, checksums
+from .test_watching import Watching, found, watching  # noqa: F401 (the fixture)
 
 # A word found only inside one attachment, on one page of it: (file, page, word, label).
 FILES: dict[str, tuple[Callable[[], bytes], int, str, str]] = {
@@ -461,3 +462,15 @@ async def test_the_mcp_tools_cite_the_page_and_read_it(
         assert not read.is_error and "quokkameter" in read.structured_content["text"]
         status = await client.call_tool("status", {})
         assert status.structured_content["attachments"]["extracted"] == len(FILES)
+
+
+def test_a_pdf_dropped_into_a_watched_vault_is_searchable_and_follows_a_rename(
+    watching: Watching,  # noqa: F811 (test_watching's fixture)
+    vault_dir: Path,
+) -> None:
+    watching.until(lambda: found(vault_dir, "apple") == {"notes/a.md"})
+    (vault_dir / "papers").mkdir()
+    (vault_dir / "papers/new.pdf").write_bytes(documents.pdf(["x", "the dropped ibexian file"]))
+    watching.until(lambda: found(vault_dir, "ibexian") == {"papers/new.pdf"}, 180)
+    (vault_dir / "papers/new.pdf").rename(vault_dir / "papers/moved.pdf")
+    watching.until(lambda: found(vault_dir, "ibexian") == {"papers/moved.pdf"}, 180)

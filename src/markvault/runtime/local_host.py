@@ -243,6 +243,7 @@ class LocalHost:
         self._core.keeper.start_background()
         self._start_index_check()
         self._start_watching(poll)
+        self._start_attachment_backfill()
         while not stop.wait(0.5):  # short waits keep Ctrl-C responsive
             pass
 
