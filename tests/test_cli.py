@@ -266,6 +266,25 @@ def test_move_delete_trash_restore(small: Path) -> None:
     assert run(small, "search", "quokka", "--mode", "keyword", "--kind", "note").exit_code == 0
 
 
+def test_a_rename_lists_the_links_it_left_pointing_nowhere(write: WriteNotes) -> None:
+    """`vault move` to a new name lists each link elsewhere that named the old one, with
+    the note it is in."""
+    vault = write(
+        {
+            "notes/Old name.md": "# Old name\n",
+            "notes/Linker.md": "# Linker\n\nSee [[Old name]].\n",
+        }
+    )
+    note = json.loads(run(vault, "get", "notes/Old name.md", "--json").output)
+    moved = run(
+        vault, "move", "notes/Old name.md", "notes/New name.md", "--hash", note["hash"], "--json"
+    )
+    assert moved.exit_code == 0, moved.output
+    assert json.loads(moved.output)["broken_links"] == [
+        {"source": "notes/Linker.md", "line": 3, "target": "Old name"}
+    ]
+
+
 def test_store_reads_hidden_files_only_when_asked(
     small: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

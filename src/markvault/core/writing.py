@@ -157,7 +157,7 @@ class NoteWriter:
         self.keeper.files.move(row["file"], target, expected_hash)
         self.keeper.refresh(paths=[row["file"], target])
         broken = [
-            {"source": link["source"], "line": link["line"], "target": link["target"]}
+            {"source": source, "line": link["line"], "target": link["target"]}
             for source in linking
             for link in self.keeper.reader().reads.links_of(source)[0]
             if link["target_path"] is None and link["target"]
