@@ -9,8 +9,9 @@ import dataclasses
 import datetime as dt
 import threading
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol, cast
 
+from markvault.answers import HitJSON, IndexReport, SearchJSON
 from markvault.errors import CallCancelled, UsageError
 
 KINDS = ("note", "session", "knowledge", "document")
@@ -180,8 +181,8 @@ class Hit:
     more_chunks: int = 0
     text: str | None = None  # the chunk's full text, for --format full
 
-    def to_json(self) -> dict[str, Any]:
-        data = {
+    def to_json(self) -> HitJSON:
+        data: HitJSON = {
             "id": self.id,
             "path": self.path,
             "title": self.title,
@@ -214,8 +215,8 @@ class SearchResult:
     counts: dict[str, int] = field(default_factory=dict)  # chunks found by each stage
     shortcut: bool = False  # deep search skipped its variants
 
-    def to_json(self) -> dict[str, Any]:
-        data = {
+    def to_json(self) -> SearchJSON:
+        data: SearchJSON = {
             "query": self.query,
             "mode": self.mode,
             "hits": [h.to_json() for h in self.hits],
@@ -246,8 +247,9 @@ class ReindexReport:
     vectors: bool = True
     seconds: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__, seconds=round(self.seconds, 3))
+    def to_json(self) -> IndexReport:
+        # Every field, in order (IndexReport declares them: keep the two in step).
+        return cast("IndexReport", dict(self.__dict__, seconds=round(self.seconds, 3)))
 
 
 @dataclass(frozen=True)

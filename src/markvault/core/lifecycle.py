@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from markvault.answers import IndexStatus, PendingCounts
 from markvault.config import ChunkParams, Settings
 from markvault.embed.embedder import Embedder, SentenceEmbedder
 from markvault.files.vault_files import VaultFiles
@@ -188,7 +189,7 @@ class IndexKeeper:
         """Read ``.markvaultignore`` again (a watcher saw it change)."""
         self.files.reload_ignore_rules()
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> IndexStatus:
         index = self.reader()
         meta = index.meta()
         done, total = index.vectors.counts(self.settings.model)
@@ -216,7 +217,7 @@ class IndexKeeper:
             },
         }
 
-    def pending(self) -> dict[str, int]:
+    def pending(self) -> PendingCounts:
         """Files new, changed or deleted since the last sync: a stat scan, nothing read."""
         index = self.reader()
         on_disk, _ = self.files.scan()

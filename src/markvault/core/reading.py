@@ -8,6 +8,19 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from markvault.answers import (
+    ChunkOmitted,
+    ChunkView,
+    Completions,
+    NoteBrief,
+    NotesPage,
+    NoteView,
+    RefError,
+    SearchError,
+    SearchJSON,
+    TopicCount,
+    TrashItem,
+)
 from markvault.core.common import chunk_ref
 from markvault.core.lifecycle import IndexKeeper
 from markvault.errors import MarkvaultError, NotFoundError, UsageError
@@ -46,21 +59,22 @@ class NoteReader:
 
     def search_batch(
         self, queries: Iterable[tuple[str | None, str]], request: SearchRequest
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Iterator[SearchJSON | SearchError]:
         """One JSON-ready result per (id, query), each searched as ``request`` says; a bad
         query yields an error entry."""
         for qid, text in queries:
+            result: SearchJSON | SearchError
             try:
-                result = self.search(request.with_query(text)).to_json()
+                found = self.search(request.with_query(text)).to_json()
+                result = found if qid is None else {"id": qid, **found}
             except MarkvaultError as exc:
-                result = {"query": text, "error": str(exc)}
-            if qid is not None:
-                result = {"id": qid, **result}
+                error: SearchError = {"query": text, "error": str(exc)}
+                result = error if qid is None else {"id": qid, **error}
             yield result
 
     def get(
         self, ref: str, lines: tuple[int, int] | None = None, max_chars: int = PAGE_CHARS
-    ) -> dict[str, Any]:
+    ) -> NoteView | ChunkView:
         """A note (by id, path or ``vault://note/`` URI) or a chunk (``#12``, ``vault://chunk/12``).
 
         A note longer than ``max_chars`` comes back cut at a line boundary, with
@@ -70,23 +84,33 @@ class NoteReader:
             NotFoundError: nothing matches ``ref``.
             UsageError: ``lines`` or ``max_chars`` is not valid.
         """
+        chunk_id = chunk_ref(ref.strip())
+        if chunk_id is not None:
+            self._check_page(max_chars)
+            return self._get_chunk(self.keeper.reader(), chunk_id)
+        return self.note(ref, lines, max_chars)
+
+    def note(
+        self, ref: str, lines: tuple[int, int] | None = None, max_chars: int = PAGE_CHARS
+    ) -> NoteView:
+        """A note (by id, path or ``vault://note/`` URI) in pages, as ``get`` gives it."""
+        self._check_page(max_chars)
+        index = self.keeper.reader()
+        return self._note_view(index, self.note_row(index, ref), lines, max_chars)
+
+    def _check_page(self, max_chars: int) -> None:
         if not MIN_PAGE_CHARS <= max_chars <= self.keeper.max_note_bytes:
             raise UsageError(
                 f"max_chars must be {MIN_PAGE_CHARS:,}..{self.keeper.max_note_bytes:,}.",
                 "Read long notes page by page with lines.",
             )
-        index = self.keeper.reader()
-        chunk_id = chunk_ref(ref.strip())
-        if chunk_id is not None:
-            return self._get_chunk(index, chunk_id)
-        return self._note_view(index, self.note_row(index, ref), lines, max_chars)
 
     def get_many(
         self,
         refs: Sequence[str] = (),
         pattern: str | None = None,
         max_chars: int = PAGE_CHARS,
-    ) -> dict[str, Any]:
+    ) -> NotesPage:
         """Several notes at once, by refs or a path glob, sharing one ``max_chars`` budget:
         notes past the budget come back without text (read them with ``get``)."""
         index = self.keeper.reader()
@@ -102,20 +126,22 @@ class NoteReader:
                 "Narrow the pattern, or search first.",
             )
         budget = max_chars
-        notes: list[dict[str, Any]] = []
+        notes: list[NoteView | ChunkView | NoteBrief | ChunkOmitted | RefError] = []
         for ref in targets:
+            view: NoteView | ChunkView | NoteBrief | ChunkOmitted | RefError
             try:
                 if budget < MIN_PAGE_CHARS:
                     view = self._brief(index, ref)
                 else:
-                    view = self.get(ref, max_chars=min(budget, MAX_PAGE_CHARS))
-                    budget -= len(view.get("text") or "")
+                    page = self.get(ref, max_chars=min(budget, MAX_PAGE_CHARS))
+                    budget -= len(page["text"])
+                    view = page
             except MarkvaultError as exc:
                 view = {"ref": ref, "error": str(exc)}
             notes.append(view)
         return {"notes": notes, "count": len(notes), "budget_left": max(budget, 0)}
 
-    def _brief(self, index: Index, ref: str) -> dict[str, Any]:
+    def _brief(self, index: Index, ref: str) -> NoteBrief | ChunkOmitted:
         if chunk_ref(ref.strip()) is not None:
             return {"ref": ref, "text": None, "omitted": "over the size budget; read it alone"}
         row = self.note_row(index, ref)
@@ -156,7 +182,7 @@ class NoteReader:
         row: dict[str, Any],
         lines: tuple[int, int] | None,
         max_chars: int = PAGE_CHARS,
-    ) -> dict[str, Any]:
+    ) -> NoteView:
         data, text = self.keeper.files.read(row["file"], self.keeper.max_note_bytes)
         all_lines = text.splitlines()
         start, end = 1, len(all_lines)
@@ -171,7 +197,7 @@ class NoteReader:
         shown, end, cut_line = _page(all_lines, start, end, max_chars)
         out_links, in_links = index.reads.links_of(row["path"])
         current = content_hash(data)
-        view: dict[str, Any] = {
+        view: NoteView = {
             "id": row["id"],
             "path": row["path"],
             "title": row["title"],
@@ -193,8 +219,8 @@ class NoteReader:
                     "lines": [c["start_line"], c["end_line"]],
                     "uri": chunk_uri(c["id"]),
                 }
-                for c in index.reads.chunks_of(row["path"])
-            ][:MAX_LISTED],
+                for c in index.reads.chunks_of(row["path"])[:MAX_LISTED]
+            ],
             "links": out_links[:MAX_LISTED],
             "backlinks": in_links[:MAX_LISTED],
             "link_counts": {"links": len(out_links), "backlinks": len(in_links)},
@@ -204,7 +230,7 @@ class NoteReader:
             view["warning"] = f"line {end} is longer than a page and was cut"
         return view
 
-    def _get_chunk(self, index: Index, chunk_id: int) -> dict[str, Any]:
+    def _get_chunk(self, index: Index, chunk_id: int) -> ChunkView:
         row = index.reads.chunk_details([chunk_id]).get(chunk_id)
         if row is None:
             raise NotFoundError(
@@ -225,21 +251,21 @@ class NoteReader:
             "note_uri": note_uri(row["note_id"]),
         }
 
-    def trash(self) -> list[dict[str, object]]:
+    def trash(self) -> list[TrashItem]:
         """What the trash holds, newest first."""
         return self.keeper.files.trash_listing()
 
-    def topics(self) -> list[dict[str, Any]]:
+    def topics(self) -> list[TopicCount]:
         """Knowledge and document topics with their counts."""
         return self.keeper.reader().reads.topics()
 
-    def complete(self, what: str, prefix: str, limit: int = 100) -> dict[str, Any]:
+    def complete(self, what: str, prefix: str, limit: int = 100) -> Completions:
         """Completions of a ``note``, ``topic``, ``project`` or ``session`` argument
         that start with ``prefix``: ``{"values": [...] (best first), "total": n}``."""
         values, total = self.keeper.reader().reads.completions(what, prefix, limit)
         return {"values": values, "total": total}
 
-    def topic_points(self, topic: str, max_chars: int = PAGE_CHARS) -> dict[str, Any]:
+    def topic_points(self, topic: str, max_chars: int = PAGE_CHARS) -> NotesPage:
         """A topic's knowledge points, newest first, their text within ``max_chars``."""
         filters = Filters(kinds=["knowledge"], topics=[topic], include_expired=True)
         briefs = self.keeper.reader().reads.note_briefs(filters)

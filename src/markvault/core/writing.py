@@ -11,6 +11,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from markvault.answers import (
+    BrokenLink,
+    NoteCreated,
+    NoteDeleted,
+    NoteEdited,
+    NoteMoved,
+    NoteRestored,
+)
 from markvault.core.common import chunk_ref
 from markvault.core.gate import CredentialGate, GatedWrite, unsecret
 from markvault.core.lifecycle import IndexKeeper
@@ -49,7 +57,7 @@ class NoteWriter:
         content: str = "",
         edits: Sequence[Edit] = (),
         gate: GatedWrite | None = None,
-    ) -> dict[str, Any]:
+    ) -> NoteCreated:
         """Create a note from ``templates/<kind>.md``, with ``content`` appended and then
         ``edits`` applied, in one write; never overwrites. Its title, topic, project and
         tags pass the credential gate before the file is named, its text before it is
@@ -108,7 +116,7 @@ class NoteWriter:
             self.keeper.refresh(paths=[path.relative_to(self.keeper.settings.vault_dir).as_posix()])
         return {**_written(rel, text), **gate.report()}
 
-    def edit_note(self, ref: str, edits: Sequence[Edit], expected_hash: str) -> dict[str, Any]:
+    def edit_note(self, ref: str, edits: Sequence[Edit], expected_hash: str) -> NoteEdited:
         """Apply ``edits`` to a note whose current content hash is ``expected_hash``.
 
         Only the bytes concerned change; the index is updated before returning.
@@ -135,7 +143,7 @@ class NoteWriter:
         self.keeper.refresh(paths=[row["file"]])
         return {"path": rel, "hash": new_hash, "changed": True, "uri": uri, **gate.report()}
 
-    def move_note(self, ref: str, to: str, expected_hash: str) -> dict[str, Any]:
+    def move_note(self, ref: str, to: str, expected_hash: str) -> NoteMoved:
         """Move or rename a note (``to``: a vault-relative path, or a folder ending in
         "/"); never overwrites. Links that pointed at it and no longer resolve are listed.
 
@@ -156,7 +164,7 @@ class NoteWriter:
         linking = sorted({link["source"] for link in index.reads.links_of(row["path"])[1]})
         self.keeper.files.move(row["file"], target, expected_hash)
         self.keeper.refresh(paths=[row["file"], target])
-        broken = [
+        broken: list[BrokenLink] = [
             {"source": source, "line": link["line"], "target": link["target"]}
             for source in linking
             for link in self.keeper.reader().reads.links_of(source)[0]
@@ -175,7 +183,7 @@ class NoteWriter:
             **gate.report(),
         }
 
-    def delete_note(self, ref: str, expected_hash: str) -> dict[str, Any]:
+    def delete_note(self, ref: str, expected_hash: str) -> NoteDeleted:
         """Move a note into the vault's ``.trash/`` folder, from where it can be restored.
 
         Raises:
@@ -190,7 +198,7 @@ class NoteWriter:
             "restore": f"restore_note(trash_path={trash_path!r})",
         }
 
-    def restore_note(self, trash_path: str, to: str | None = None) -> dict[str, Any]:
+    def restore_note(self, trash_path: str, to: str | None = None) -> NoteRestored:
         """Bring a note back from the trash to where it was, or to ``to`` (a name that
         passes the credential gate)."""
         gate = self.gate.write(unsecret(to or trash_path))
@@ -221,7 +229,7 @@ class NoteWriter:
 
     def learn_knowledge(
         self, topic: str, content: str, tags: Iterable[str] = (), title: str | None = None
-    ) -> dict[str, Any]:
+    ) -> NoteCreated:
         """Write a knowledge point as a note under ``knowledge/<topic>/``; the title is
         the content's first line unless given, made unique with a number."""
         if not content.strip():
@@ -251,7 +259,7 @@ class NoteWriter:
         *,
         by_person: bool = False,
         allow_hidden: bool = False,
-    ) -> dict[str, Any]:
+    ) -> NoteCreated:
         """Copy a Markdown, text or JSON file into ``documents/``: for an agent only from
         the allowed folders, for a person (``by_person``) from any ordinary path
         (document_sources.py).
@@ -291,7 +299,7 @@ def _note_path(kind: str, title: str, topic: str | None, project: str | None) ->
     return f"{folder}/{safe_file_name(title)}"
 
 
-def _written(rel: str, text: str) -> dict[str, Any]:
+def _written(rel: str, text: str) -> NoteCreated:
     """Path, id, URI, hash and title of a note just written, as the index will read it."""
     note = parse_note(rel, text)
     return {

@@ -8,6 +8,14 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from markvault.answers import (
+    Backlink,
+    IndexStats,
+    NoteProblem,
+    OutLink,
+    TopicCount,
+    UnresolvedLink,
+)
 from markvault.errors import UsageError
 from markvault.index.filters import current_sql, filters_sql, sql_string
 from markvault.index.prefix_lookup import NameIndex, count_lookup
@@ -189,9 +197,9 @@ class NoteReads:
             )
         )
 
-    def links_of(self, path: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def links_of(self, path: str) -> tuple[list[OutLink], list[Backlink]]:
         """(outgoing, incoming) links of a note."""
-        out = list(
+        out: list[Any] = list(
             dict_rows(
                 self.con.execute(
                     "SELECT target, heading, block, alias, embed, style, line, target_path "
@@ -200,7 +208,7 @@ class NoteReads:
                 )
             )
         )
-        incoming = list(
+        incoming: list[Any] = list(
             dict_rows(
                 self.con.execute(
                     "SELECT source, line, heading, block FROM links WHERE target_path = ? "
@@ -261,7 +269,7 @@ class NoteReads:
         ).fetchall()
         return [(r[0], r[1]) for r in rows]
 
-    def unresolved_links(self, limit: int) -> tuple[int, list[dict[str, Any]]]:
+    def unresolved_links(self, limit: int) -> tuple[int, list[UnresolvedLink]]:
         """(count, first ``limit``) links whose target is no note."""
         row = self.con.execute(
             "SELECT count(*) FROM links WHERE target_path IS NULL AND target <> ''"
@@ -273,7 +281,8 @@ class NoteReads:
                 [limit],
             )
         )
-        return (int(row[0]) if row else 0), list(rows)
+        found: list[Any] = list(rows)
+        return (int(row[0]) if row else 0), found
 
     def notes_matching_glob(self, pattern: str, limit: int) -> list[dict[str, Any]]:
         """Notes whose path matches the glob ``pattern``, by path."""
@@ -286,9 +295,9 @@ class NoteReads:
             )
         )
 
-    def topics(self) -> list[dict[str, Any]]:
+    def topics(self) -> list[TopicCount]:
         """Topics of knowledge points and documents, with counts and last change."""
-        return list(
+        found: list[Any] = list(
             dict_rows(
                 self.con.execute(
                     "SELECT topic, count(*) FILTER (WHERE kind = 'knowledge') AS knowledge, "
@@ -299,6 +308,7 @@ class NoteReads:
                 )
             )
         )
+        return found
 
     def completions(self, what: str, prefix: str, limit: int) -> tuple[list[str], int]:
         """Values of a ``note``, ``topic``, ``project`` or ``session`` argument that start
@@ -351,7 +361,7 @@ class NoteReads:
         ).fetchone()
         return (int(row[0]), int(row[1])) if row else (0, 0)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> IndexStats:
         one = self.con.execute(
             "SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM chunks), "
             "(SELECT count(*) FROM links), "
@@ -382,7 +392,7 @@ class NoteReads:
             "by_project": counts("project"),
         }
 
-    def problems(self) -> list[dict[str, str]]:
+    def problems(self) -> list[NoteProblem]:
         rows = self.con.execute(
             "SELECT path, unnest(problems) FROM notes WHERE len(problems) > 0 "
             "UNION ALL SELECT path, reason FROM skipped ORDER BY 1"
