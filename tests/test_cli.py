@@ -285,6 +285,23 @@ def test_a_rename_lists_the_links_it_left_pointing_nowhere(write: WriteNotes) ->
     ]
 
 
+def test_get_of_several_names_what_the_size_budget_left_out(write: WriteNotes) -> None:
+    """`vault get A B #C` where A fills the budget: the note and the chunk after it are
+    named, not shown (a chunk by its ref: it has no path)."""
+    vault = write(
+        {
+            "notes/long.md": "# Long\n\n" + "word " * 150 + "\n",
+            "notes/short.md": "# Short\n\nshort text\n",
+        }
+    )
+    short = json.loads(run(vault, "get", "notes/short.md", "--json").output)
+    chunk = f"#{short['chunks'][0]['chunk_id']}"
+    shown = run(vault, "get", "notes/long.md", "notes/short.md", chunk, "--max-chars", "500")
+    assert shown.exit_code == 0, shown.output
+    assert "notes/short.md  (not shown: over the size budget" in shown.output
+    assert f"{chunk}  (not shown: over the size budget" in shown.output
+
+
 def test_store_reads_hidden_files_only_when_asked(
     small: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
