@@ -67,6 +67,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "plain",
         (
             "markvault.types",
+            "markvault.answers",
             "markvault.config",
             "markvault.trust",
             "markvault.resources",

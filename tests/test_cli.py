@@ -267,6 +267,42 @@ def test_move_delete_trash_restore(small: Path) -> None:
     assert run(small, "search", "quokka", "--mode", "keyword", "--kind", "note").exit_code == 0
 
 
+def test_a_rename_lists_the_links_it_left_pointing_nowhere(write: WriteNotes) -> None:
+    """`vault move` to a new name lists each link elsewhere that named the old one, with
+    the note it is in."""
+    vault = write(
+        {
+            "notes/Old name.md": "# Old name\n",
+            "notes/Linker.md": "# Linker\n\nSee [[Old name]].\n",
+        }
+    )
+    note = json.loads(run(vault, "get", "notes/Old name.md", "--json").output)
+    moved = run(
+        vault, "move", "notes/Old name.md", "notes/New name.md", "--hash", note["hash"], "--json"
+    )
+    assert moved.exit_code == 0, moved.output
+    assert json.loads(moved.output)["broken_links"] == [
+        {"source": "notes/Linker.md", "line": 3, "target": "Old name"}
+    ]
+
+
+def test_get_of_several_names_what_the_size_budget_left_out(write: WriteNotes) -> None:
+    """`vault get A B #C` where A fills the budget: the note and the chunk after it are
+    named, not shown (a chunk by its ref: it has no path)."""
+    vault = write(
+        {
+            "notes/long.md": "# Long\n\n" + "word " * 150 + "\n",
+            "notes/short.md": "# Short\n\nshort text\n",
+        }
+    )
+    short = json.loads(run(vault, "get", "notes/short.md", "--json").output)
+    chunk = f"#{short['chunks'][0]['chunk_id']}"
+    shown = run(vault, "get", "notes/long.md", "notes/short.md", chunk, "--max-chars", "500")
+    assert shown.exit_code == 0, shown.output
+    assert "notes/short.md  (not shown: over the size budget" in shown.output
+    assert f"{chunk}  (not shown: over the size budget" in shown.output
+
+
 def test_store_reads_hidden_files_only_when_asked(
     small: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -221,6 +221,23 @@ async def test_every_tool_in_memory(vault: Vault, vault_dir: Path) -> None:
             await exercise_every_tool(client, vault_dir)
 
 
+async def test_a_tool_with_one_shape_of_answer_publishes_it(vault: Vault) -> None:
+    """A tool whose answer has one shape publishes it as its outputSchema (the SDK checks
+    each answer against it: keys, which are required, value types); a tool that answers
+    in one of several shapes publishes an open object."""
+    async with Client(build_server(vault)) as client:
+        tools = {t.name: t.output_schema or {} for t in (await client.list_tools()).tools}
+    status = tools["status"]
+    assert {"notes", "vectors", "pending", "watcher", "owner"} <= set(status["required"])
+    assert set(tools["edit_note"]["required"]) == {"path", "hash", "changed", "uri"}
+    assert {"credentials", "redacted"} <= set(tools["create_note"]["properties"])
+    assert "broken_links" in tools["move_note"]["properties"]
+    for name in ("recent", "timeline", "vault_map", "sync", "save_session_summary"):
+        assert tools[name]["required"], name
+    for name in ("get", "restore_note", "related", "list_sessions", "read_session"):
+        assert not tools[name].get("properties"), name
+
+
 async def test_every_tool_over_stdio(vault: Vault, vault_dir: Path) -> None:
     vault.close()
     params = stdio_server(vault_dir)

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 
+from markvault.answers import OwnerInfo
 from markvault.config import Settings
 from markvault.types import ReindexReport
 
@@ -72,7 +73,7 @@ class Host(Protocol):
     def core(self) -> Core:
         """This process's own core (it owns the index); raises where calls go elsewhere."""
 
-    def owner_info(self) -> dict[str, Any]:
+    def owner_info(self) -> OwnerInfo:
         """Which process owns the index, as this process sees it."""
 
     def start_background(self, *, watch: bool = True, poll: bool | None = None) -> None:

@@ -12,8 +12,8 @@ that a citation always reads the note it came from. Pure: the index supplies the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Set
-from typing import Any
+from collections.abc import Iterable, Mapping, Set
+from typing import Any, TypeVar, cast
 from urllib.parse import quote, unquote
 
 NOTE_URI = "vault://note/"
@@ -48,12 +48,15 @@ def looks_like_path(note_id: str) -> bool:
     return note_id.lower().endswith(NOTE_SUFFIX)
 
 
-def recite(views: list[dict[str, Any]], unsound_paths: Set[str]) -> list[dict[str, Any]]:
-    """``views`` (dicts with path and uri) with the uri of each note whose id does not
-    name it (``IndexReads.unsound_paths``) changed to its path's."""
+V = TypeVar("V", bound=Mapping[str, Any])
+
+
+def recite(views: list[V], unsound_paths: Set[str]) -> list[V]:
+    """``views`` (answers with a path and a uri) with the uri of each note whose id does
+    not name it (``IndexReads.unsound_paths``) changed to its path's, in place."""
     for view in views:
         if view.get("uri") and view.get("path") in unsound_paths:
-            view["uri"] = note_uri(str(view["path"]))
+            cast("dict[str, Any]", view)["uri"] = note_uri(str(view["path"]))
     return views
 
 

@@ -9,8 +9,9 @@ import dataclasses
 import datetime as dt
 import threading
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol, cast
 
+from markvault.answers import HitJSON, IndexReport, SearchJSON
 from markvault.errors import CallCancelled, UsageError
 
 TRASH_DIR = ".trash"  # deleted notes, in the vault: Obsidian's own trash; hidden, so never indexed
@@ -185,8 +186,8 @@ class Hit:
     # (``vault://note/<path>#page=N``, which ``get`` reads).
     page: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        data = {
+    def to_json(self) -> HitJSON:
+        data: HitJSON = {
             "id": self.id,
             "path": self.path,
             "title": self.title,
@@ -225,8 +226,8 @@ class SearchResult:
     # {"text", "start", "end", "asked_at"}, ISO dates (start or end None when open).
     time: dict[str, Any] | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        data = {
+    def to_json(self) -> SearchJSON:
+        data: SearchJSON = {
             "query": self.query,
             "mode": self.mode,
             "hits": [h.to_json() for h in self.hits],
@@ -264,8 +265,9 @@ class ReindexReport:
     # indexed, read, reused by content hash, removed, not read, pending; pages; seconds.
     attachments: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__, seconds=round(self.seconds, 3))
+    def to_json(self) -> IndexReport:
+        # Every field, in order (IndexReport declares them: keep the two in step).
+        return cast("IndexReport", dict(self.__dict__, seconds=round(self.seconds, 3)))
 
 
 @dataclass(frozen=True)

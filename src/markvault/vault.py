@@ -20,6 +20,36 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from markvault.answers import (
+    AttachmentPage,
+    ChunkView,
+    Completions,
+    IndexStatus,
+    LinkPath,
+    NoteCreated,
+    NoteDeleted,
+    NoteEdited,
+    NoteMoved,
+    NoteRestored,
+    NotesPage,
+    NoteView,
+    PendingCounts,
+    RecentNotes,
+    Related,
+    SearchError,
+    SearchJSON,
+    SessionList,
+    SessionMatches,
+    SessionPage,
+    SessionProjects,
+    Status,
+    SummarySaved,
+    SyncAnswer,
+    Timeline,
+    TopicCount,
+    TrashItem,
+    VaultMap,
+)
 from markvault.calls import Host, declared_calls, reads, writes
 from markvault.config import Settings
 from markvault.errors import UsageError
@@ -63,7 +93,7 @@ class Vault:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> Status:
         """Index health (``index_status``), plus which process owns the index as this
         process sees it: the one call whose answer depends on who asks."""
         return {**self.index_status(), "owner": self.host.owner_info()}
@@ -101,7 +131,7 @@ class Vault:
         dry_run: bool = False,
         pull: str | None = None,
         interactive: bool = False,
-    ) -> dict[str, Any]:
+    ) -> SyncAnswer:
         """Commit the vault's changes, pull the upstream's, push, and index what arrived
         (``gitsync.SyncReport.to_json`` and ``index``: the index's report, or None). A
         conflict is reported in ``conflicts``, not raised. ``pull``: "merge" or "rebase"
@@ -112,12 +142,12 @@ class Vault:
         )
 
     @reads
-    def index_status(self) -> dict[str, Any]:
+    def index_status(self) -> IndexStatus:
         """Notes, chunks, vectors, pending files, problems and the watcher's state."""
         return self._core.keeper.status()
 
     @reads
-    def pending(self) -> dict[str, int]:
+    def pending(self) -> PendingCounts:
         """Files new, changed or deleted since the last sync."""
         return self._core.keeper.pending()
 
@@ -131,7 +161,7 @@ class Vault:
     @reads
     def search_batch(
         self, queries: Iterable[tuple[str | None, str]], request: SearchRequest
-    ) -> list[dict[str, Any]]:
+    ) -> list[SearchJSON | SearchError]:
         """One JSON-ready result per (id, query), each searched as ``request`` says (its
         own query aside); a bad query gives an error entry."""
         return list(self._core.notes.search_batch(queries, request))
@@ -139,35 +169,35 @@ class Vault:
     @reads
     def get(
         self, ref: str, lines: tuple[int, int] | None = None, max_chars: int = PAGE_CHARS
-    ) -> dict[str, Any]:
+    ) -> NoteView | ChunkView | AttachmentPage:
         """A note (id, path, URI) in pages, or a chunk (#12)."""
         return self._core.notes.get(ref, lines, max_chars)
 
     @reads
     def get_many(
         self, refs: Sequence[str] = (), pattern: str | None = None, max_chars: int = PAGE_CHARS
-    ) -> dict[str, Any]:
+    ) -> NotesPage:
         """Several notes at once, by refs or a path glob, within one budget."""
         return self._core.notes.get_many(refs, pattern, max_chars)
 
     @reads
-    def trash(self) -> list[dict[str, object]]:
+    def trash(self) -> list[TrashItem]:
         """What the trash holds, newest first."""
         return self._core.notes.trash()
 
     @reads
-    def topics(self) -> list[dict[str, Any]]:
+    def topics(self) -> list[TopicCount]:
         """Knowledge and document topics with their counts."""
         return self._core.notes.topics()
 
     @reads
-    def complete(self, what: str, prefix: str, limit: int = 100) -> dict[str, Any]:
+    def complete(self, what: str, prefix: str, limit: int = 100) -> Completions:
         """Values of a ``note``, ``topic``, ``project`` or ``session`` argument that start
         with ``prefix``: ``{"values": [...] (best first), "total": n}``."""
         return self._core.notes.complete(what, prefix, limit)
 
     @reads
-    def topic_points(self, topic: str, max_chars: int = PAGE_CHARS) -> dict[str, Any]:
+    def topic_points(self, topic: str, max_chars: int = PAGE_CHARS) -> NotesPage:
         """A topic's knowledge points, newest first."""
         return self._core.notes.topic_points(topic, max_chars)
 
@@ -184,7 +214,7 @@ class Vault:
         project: str | None = None,
         content: str = "",
         edits: Sequence[Edit] = (),
-    ) -> dict[str, Any]:
+    ) -> NoteCreated:
         """Create a note from its kind's template; never overwrites. Its path, id, URI,
         hash and title, and what the credential gate redacted."""
         return self._core.writer.new_note(
@@ -192,29 +222,29 @@ class Vault:
         )
 
     @writes
-    def edit_note(self, ref: str, edits: Sequence[Edit], expected_hash: str) -> dict[str, Any]:
+    def edit_note(self, ref: str, edits: Sequence[Edit], expected_hash: str) -> NoteEdited:
         """Apply edits to a note whose content hash is still ``expected_hash``."""
         return self._core.writer.edit_note(ref, edits, expected_hash)
 
     @writes
-    def move_note(self, ref: str, to: str, expected_hash: str) -> dict[str, Any]:
+    def move_note(self, ref: str, to: str, expected_hash: str) -> NoteMoved:
         """Move or rename a note; never overwrites."""
         return self._core.writer.move_note(ref, to, expected_hash)
 
     @writes
-    def delete_note(self, ref: str, expected_hash: str) -> dict[str, Any]:
+    def delete_note(self, ref: str, expected_hash: str) -> NoteDeleted:
         """Move a note into the vault's trash."""
         return self._core.writer.delete_note(ref, expected_hash)
 
     @writes
-    def restore_note(self, trash_path: str, to: str | None = None) -> dict[str, Any]:
+    def restore_note(self, trash_path: str, to: str | None = None) -> NoteRestored:
         """Bring a note back from the trash."""
         return self._core.writer.restore_note(trash_path, to)
 
     @writes
     def learn_knowledge(
         self, topic: str, content: str, tags: Iterable[str] = (), title: str | None = None
-    ) -> dict[str, Any]:
+    ) -> NoteCreated:
         """Write a knowledge point under ``knowledge/<topic>/``."""
         return self._core.writer.learn_knowledge(topic, content, tags, title)
 
@@ -228,7 +258,7 @@ class Vault:
         by_person: bool = False,
         allow_hidden: bool = False,
         as_markdown: bool = False,
-    ) -> dict[str, Any]:
+    ) -> NoteCreated:
         """Copy a Markdown, text or JSON file into ``documents/``: an agent's only from
         the allowed folders, a person's (``by_person``) from any ordinary path. A PDF or
         Office file is kept as it is and its text indexed, or with ``as_markdown``
@@ -254,7 +284,7 @@ class Vault:
         filters: Filters | None = None,
         limit: int = 20,
         offset: int = 0,
-    ) -> dict[str, Any]:
+    ) -> RecentNotes:
         """Notes created or changed in a time frame, newest first."""
         return self._core.context.recent(
             since=since, until=until, days=days, filters=filters, limit=limit, offset=offset
@@ -269,24 +299,24 @@ class Vault:
         before: int = 5,
         after: int = 5,
         filters: Filters | None = None,
-    ) -> dict[str, Any]:
+    ) -> Timeline:
         """Notes in time order around a note, a session, a time or a query's best match."""
         return self._core.context.timeline(
             anchor, query=query, before=before, after=after, filters=filters
         )
 
     @reads
-    def related(self, ref: str, depth: int = 1, limit: int = 50) -> dict[str, Any]:
+    def related(self, ref: str, depth: int = 1, limit: int = 50) -> Related:
         """Notes linked to or from ``ref``, up to ``depth`` links away."""
         return self._core.context.related(ref, depth, limit)
 
     @reads
-    def link_path(self, source: str, target: str) -> dict[str, Any]:
+    def link_path(self, source: str, target: str) -> LinkPath:
         """The shortest chain of links from one note to another."""
         return self._core.context.link_path(source, target)
 
     @reads
-    def vault_map(self, depth: int | None = None, top: int = 10) -> dict[str, Any]:
+    def vault_map(self, depth: int | None = None, top: int = 10) -> VaultMap:
         """Folders, the links between them, the most linked notes, orphans, broken links."""
         return self._core.context.vault_map(depth, top)
 
@@ -308,12 +338,12 @@ class Vault:
         )
 
     @reads
-    def list_sessions(self, query: SessionQuery) -> dict[str, Any]:
+    def list_sessions(self, query: SessionQuery) -> SessionList:
         """Session notes, newest first."""
         return self._core.sessions.list_sessions(query)
 
     @reads
-    def session_projects(self) -> dict[str, Any]:
+    def session_projects(self) -> SessionProjects:
         """Projects with their sessions, other notes and last activity."""
         return self._core.sessions.session_projects()
 
@@ -326,7 +356,7 @@ class Vault:
         query: str | None = None,
         max_chars: int = PAGE_CHARS,
         max_matches: int = 50,
-    ) -> dict[str, Any]:
+    ) -> SessionPage | SessionMatches:
         """A session note in pages with its summary, or the lines matching ``query``."""
         return self._core.sessions.read_session(
             ref, lines=lines, query=query, max_chars=max_chars, max_matches=max_matches
@@ -335,7 +365,7 @@ class Vault:
     @writes
     def save_session_summary(
         self, ref: str, summary: SessionSummary | Mapping[str, Any], expected_hash: str
-    ) -> dict[str, Any]:
+    ) -> SummarySaved:
         """Write a session's structured summary into its note."""
         return self._core.sessions.save_session_summary(ref, summary, expected_hash)
 

@@ -8,6 +8,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
+from markvault.answers import AttachmentChunk, AttachmentPage
 from markvault.errors import UsageError
 from markvault.types import ATTACHMENT_KIND
 
@@ -32,7 +33,7 @@ def page_range(ref: str) -> tuple[int, int] | None:
 
 def attachment_view(
     index: Index, row: dict[str, Any], pages: tuple[int, int] | None, max_chars: int
-) -> dict[str, Any]:
+) -> AttachmentPage:
     """What ``get`` returns of an attachment (its index row ``row``): pages ``pages``
     (all by default) of its text, within ``max_chars``.
 
@@ -67,7 +68,17 @@ def attachment_view(
             break
     chunks = index.reads.chunks_of(row["path"])
     uri = note_uri(row["id"])
-    view: dict[str, Any] = {
+    listed: list[AttachmentChunk] = [
+        {
+            "chunk_id": c["id"],
+            "heading_path": c["heading_path"],
+            "page": c["start_line"],
+            "uri": chunk_uri(c["id"]),
+        }
+        for c in chunks
+        if pages is None or start <= c["start_line"] <= end
+    ]
+    view: AttachmentPage = {
         "id": row["id"],
         "path": row["path"],
         "title": row["title"],
@@ -88,18 +99,10 @@ def attachment_view(
         "lines": [start, shown_last],
         "text": "\n".join(shown),
         "next_pages": f"{shown_last + 1}:{end}" if shown and shown_last < end else None,
-        "chunks": [
-            {
-                "chunk_id": c["id"],
-                "heading_path": c["heading_path"],
-                "page": c["start_line"],
-                "uri": chunk_uri(c["id"]),
-            }
-            for c in chunks
-            if pages is None or start <= c["start_line"] <= end
-        ][:MAX_LISTED],
+        "chunks": listed[:MAX_LISTED],
         "backlinks": index.reads.links_of(row["path"])[1][:MAX_LISTED],
         "problems": row["problems"],
+        "next_lines": None,
     }
     view["next_lines"] = view["next_pages"]
     if cut is not None:

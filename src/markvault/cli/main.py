@@ -11,11 +11,25 @@ import os
 import select
 import sys
 import time
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
+from markvault.answers import (
+    AttachmentPage,
+    AutoSyncStatus,
+    ChunkView,
+    CredentialReport,
+    NoteCreated,
+    NoteMoved,
+    NoteRestored,
+    NoteView,
+    SessionPage,
+    SyncAnswer,
+    TimelineNote,
+    WatcherStatus,
+)
 from markvault.config import Settings
 from markvault.display import fold, shown
 from markvault.errors import ConflictError, MarkvaultError, RefusedError, UsageError
@@ -647,19 +661,18 @@ def get(
     if as_json:
         emit_json(many)
         return
-    for item in many["notes"]:
-        if "error" in item:
-            click.echo(click.style("Error: ", fg="red") + item["error"], err=True)
-        elif item.get("text") is None:
-            click.echo(
-                click.style(fold(f"{item['path']}  (not shown: {item['omitted']})"), dim=True)
-            )
+    for entry in many["notes"]:
+        if "error" in entry:
+            click.echo(click.style("Error: ", fg="red") + entry["error"], err=True)
+        elif "omitted" in entry:
+            name = entry["path"] if "path" in entry else entry["ref"]
+            click.echo(click.style(fold(f"{name}  (not shown: {entry['omitted']})"), dim=True))
         else:
-            _print_item(item)
+            _print_item(entry)
             click.echo()
 
 
-def _print_item(item: dict[str, Any]) -> None:
+def _print_item(item: NoteView | ChunkView | AttachmentPage | SessionPage) -> None:
     where = f"{item['path']}:{item['lines'][0]}-{item['lines'][1]}"
     label = f"#{item['chunk_id']} " if "chunk_id" in item else ""
     click.echo(
@@ -668,8 +681,9 @@ def _print_item(item: dict[str, Any]) -> None:
         err=True,
     )
     click.echo(shown(item["text"]) if sys.stdout.isatty() else item["text"])
-    if item.get("next_lines"):
-        click.echo(click.style(f"… continues: --lines {item['next_lines']}", fg="yellow"), err=True)
+    next_lines = None if "chunk_id" in item else item["next_lines"]
+    if next_lines:
+        click.echo(click.style(f"… continues: --lines {next_lines}", fg="yellow"), err=True)
 
 
 @main.command()
@@ -709,8 +723,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
         + (" — run `vault reindex`" if any(pending.values()) else ""),
     ]
     lines += [_watcher_line(info["watcher"]), _autosync_line(info["autosync"])]
-    if info.get("git_operation"):  # a merge or rebase left open: no write until it ends
-        git = info["git_operation"]
+    git = info.get("git_operation")
+    if git:  # a merge or rebase left open: no write until it ends
         held = ", ".join(map(fold, git["conflicts"])) or "none left"
         lines.append(f"git      {git['operation']} in progress; conflict markers in: {held}")
         lines.append(f"         {git['hint']}")
@@ -741,7 +755,7 @@ def _encoder_line(encoder: dict[str, Any] | None) -> str:
     return encoder.get("describe") or encoder["reason"]
 
 
-def _watcher_line(watcher: dict[str, Any] | None) -> str:
+def _watcher_line(watcher: WatcherStatus | None) -> str:
     if watcher is None:
         return "watcher  none running (`vault watch` or `vault mcp` keeps the index in step)"
     state = "ready" if watcher["ready"] else "starting" if watcher["running"] else "stopped"
@@ -751,7 +765,7 @@ def _watcher_line(watcher: dict[str, Any] | None) -> str:
     )
 
 
-def _autosync_line(autosync: dict[str, Any]) -> str:
+def _autosync_line(autosync: AutoSyncStatus) -> str:
     running = autosync["running"]
     if not autosync["on"]:
         return "sync     automatic sync off (`[sync] auto = true` in .markvault.toml turns it on)"
@@ -915,7 +929,7 @@ def new(
 # ---- move, delete, trash, knowledge, context ------------------------------------------
 
 
-def _print_changed(data: dict[str, Any], as_json: bool, verb: str) -> None:
+def _print_changed(data: NoteCreated | NoteMoved | NoteRestored, as_json: bool, verb: str) -> None:
     if as_json:
         emit_json(data)
         return
@@ -926,7 +940,7 @@ def _print_changed(data: dict[str, Any], as_json: bool, verb: str) -> None:
     _say_redacted(data)
 
 
-def _say_redacted(result: dict[str, Any]) -> None:
+def _say_redacted(result: CredentialReport) -> None:
     """What the credential gate redacted in a write, on stderr (stdout stays the
     result a script reads)."""
     if result.get("credentials"):
@@ -934,9 +948,10 @@ def _say_redacted(result: dict[str, Any]) -> None:
 
 
 def _print_notes(
-    notes: list[dict[str, Any]], extra: Callable[[dict[str, Any]], str] | None = None
+    notes: Sequence[Mapping[str, Any]], extra: Callable[[Any], str] | None = None
 ) -> None:
-    """One line per note: date, path, title (and what ``extra`` adds)."""
+    """One line per note of any listing (``answers.ListedNote`` and its kin): date,
+    path, title (and what ``extra`` adds)."""
     for note in notes:
         date = str(note.get("at") or note.get("date") or "")[:16]
         more = extra(note) if extra else ""
@@ -1214,12 +1229,12 @@ def timeline(
 SUMMARY_LABELS = {"decisions": "decision", "outcomes": "outcome", "open_items": "open"}
 
 
-def _print_timeline(notes: list[dict[str, Any]]) -> None:
+def _print_timeline(notes: Sequence[TimelineNote]) -> None:
     """Notes one per line; a session's decisions, outcomes and open items under it."""
     for note in notes:
         _print_notes([note])
         for key, label in SUMMARY_LABELS.items():
-            for item in note.get(key, []):
+            for item in cast("list[str]", note.get(key, [])):
                 click.echo(" " * 18 + click.style(f"{label}: ", fg="yellow") + fold(item))
 
 
@@ -1512,7 +1527,7 @@ def sessions_show(
     if as_json:
         emit_json(result)
         return
-    if query is None:
+    if "matches" not in result:
         _print_item(result)
         return
     click.echo(
@@ -2237,7 +2252,7 @@ def sync(
         sys.exit(ConflictError.exit_code)
 
 
-def _print_sync(report: dict[str, Any]) -> None:
+def _print_sync(report: SyncAnswer) -> None:
     from markvault.git.sync import Change, commit_message
 
     upstream, indexed = report["upstream"], report["index"]
@@ -2246,7 +2261,7 @@ def _print_sync(report: dict[str, Any]) -> None:
     if report["changes"]:
         changes = [Change(c["status"], c["path"], c["from"], None) for c in report["changes"]]
         summary = commit_message(changes).splitlines()
-        verb = "Would commit" if report["dry_run"] else f"Committed {report['commit'][:8]}"
+        verb = "Would commit" if report["dry_run"] else f"Committed {(report['commit'] or '')[:8]}"
         click.echo(f"{verb}: {summary[0].split(': ', 1)[1]}")
         for line in summary[2:]:
             click.echo(f"  {line}")

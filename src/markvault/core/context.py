@@ -9,6 +9,15 @@ import posixpath
 from collections.abc import Iterable
 from typing import Any
 
+from markvault.answers import (
+    LinkPath,
+    ListedNote,
+    RecentNotes,
+    Related,
+    Timeline,
+    TimelineNote,
+    VaultMap,
+)
 from markvault.core.common import check_page, epoch, moment
 from markvault.core.lifecycle import IndexKeeper
 from markvault.core.link_graph import LinkGraph
@@ -35,7 +44,7 @@ class ContextViews:
         filters: Filters | None = None,
         limit: int = 20,
         offset: int = 0,
-    ) -> dict[str, Any]:
+    ) -> RecentNotes:
         """Notes created or changed (file modified) in a time frame, newest first.
 
         ``days`` counts back from now when ``since`` is not given (default 7).
@@ -80,7 +89,7 @@ class ContextViews:
         before: int = 5,
         after: int = 5,
         filters: Filters | None = None,
-    ) -> dict[str, Any]:
+    ) -> Timeline:
         """Notes in time order around an anchor: a note (id, path, URI), a session id,
         an ISO time, or the best match of ``query``."""
         if (anchor is None) == (query is None):
@@ -114,15 +123,15 @@ class ContextViews:
                 raise NotFoundError(
                     f"{anchor_path} is left out by the filters.", "Loosen the filters."
                 )
-            centre: dict[str, Any] | None = _brief_view(briefs[pos])
+            centre: TimelineNote | None = _timeline_view(briefs[pos])
             lo, hi = pos, pos + 1
         else:
             assert anchor is not None
             at = moment(anchor, "anchor")
             lo = hi = next((i for i, b in enumerate(briefs) if b["_at"] >= at), len(briefs))
             centre = None
-        shown_before = [_brief_view(b) for b in briefs[max(0, lo - before) : lo]]
-        shown_after = [_brief_view(b) for b in briefs[hi : hi + after]]
+        shown_before = [_timeline_view(b) for b in briefs[max(0, lo - before) : lo]]
+        shown_after = [_timeline_view(b) for b in briefs[hi : hi + after]]
         recite(
             [*shown_before, *([centre] if centre else []), *shown_after],
             self.keeper.reader().reads.unsound_paths(),
@@ -160,7 +169,7 @@ class ContextViews:
             ) from None
         return None
 
-    def _graph(self) -> tuple[LinkGraph, dict[str, dict[str, Any]]]:
+    def _graph(self) -> tuple[LinkGraph, dict[str, ListedNote]]:
         """The link graph, and what a listing shows of each node (note or file)."""
         index = self.keeper.reader()
         briefs = {b["path"]: _brief_view(b) for b in index.reads.note_briefs()}
@@ -183,7 +192,7 @@ class ContextViews:
                 raise
             return found
 
-    def related(self, ref: str, depth: int = 1, limit: int = 50) -> dict[str, Any]:
+    def related(self, ref: str, depth: int = 1, limit: int = 50) -> Related:
         """Notes and files linked to or from ``ref`` (a note, or a file such as an image:
         the notes that embed it), up to ``depth`` links away, nearest first."""
         if not 1 <= depth <= 3:
@@ -198,7 +207,7 @@ class ContextViews:
             "related": [{**briefs[f["path"]], **f} for f in found[:limit]],
         }
 
-    def link_path(self, source: str, target: str) -> dict[str, Any]:
+    def link_path(self, source: str, target: str) -> LinkPath:
         """The shortest chain of links (followed either way) from one note or file to
         another."""
         a, b = self._node(source), self._node(target)
@@ -212,7 +221,7 @@ class ContextViews:
             "path": [{**briefs[s["path"]], **s} for s in steps or []],
         }
 
-    def vault_map(self, depth: int | None = None, top: int = 10) -> dict[str, Any]:
+    def vault_map(self, depth: int | None = None, top: int = 10) -> VaultMap:
         """Folders with note and file counts and the links between them, the most linked
         notes and files, orphan notes and files, and broken links."""
         if not 1 <= top <= 100:
@@ -226,12 +235,12 @@ class ContextViews:
             "broken_link_count": broken_count,
         }
 
-    def _session_summaries(self, views: Iterable[dict[str, Any]]) -> None:
+    def _session_summaries(self, views: Iterable[TimelineNote]) -> None:
         """Add each session note's decisions, outcomes and open items to its listing
         entry, so that a timeline shows them in time order beside the notes."""
         index = self.keeper.reader()
         for view in views:
-            if (view.get("kind") or "").lower() != "session":
+            if (view["kind"] or "").lower() != "session":
                 continue
             rows = index.reads.find_notes("path", view["path"])
             if not rows:
@@ -243,13 +252,15 @@ class ContextViews:
             summary = read_summary(text)
             if summary is None:
                 continue
-            for key in ("decisions", "outcomes", "open_items"):
-                items = getattr(summary, key)
-                if items:
-                    view[key] = list(items)
+            if summary.decisions:
+                view["decisions"] = list(summary.decisions)
+            if summary.outcomes:
+                view["outcomes"] = list(summary.outcomes)
+            if summary.open_items:
+                view["open_items"] = list(summary.open_items)
 
 
-def _file_view(path: str) -> dict[str, Any]:
+def _file_view(path: str) -> ListedNote:
     """What a listing shows of a file that is not a note (no id, no hash: it is not
     indexed, only linked to)."""
     return {
@@ -265,7 +276,12 @@ def _file_view(path: str) -> dict[str, Any]:
     }
 
 
-def _brief_view(brief: dict[str, Any]) -> dict[str, Any]:
+def _timeline_view(brief: dict[str, Any]) -> TimelineNote:
+    """What a timeline shows of a note (a session's summary items are added later)."""
+    return {**_brief_view(brief)}
+
+
+def _brief_view(brief: dict[str, Any]) -> ListedNote:
     """What a listing shows of a note."""
     return {
         "id": brief["id"],

@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from markvault.answers import CredentialReport
 from markvault.config import CONFIG_FILE, Settings, read_credential_settings
 from markvault.types import Edit
 
@@ -155,7 +156,7 @@ class GatedWrite:
         self.redacted.extend(checked.redacted)
         return checked.text
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> CredentialReport:
         """What a write's result carries: nothing when nothing was redacted, else
         ``credentials`` (a sentence) and ``redacted`` (where, what, fingerprint; never
         the secret)."""

@@ -11,8 +11,8 @@ before the call returns: the next search finds it.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
+from markvault.answers import SyncAnswer
 from markvault.core.lifecycle import IndexKeeper
 from markvault.errors import IndexBusyError, UsageError
 from markvault.git.sync import PullMode, SyncOptions, sync_vault
@@ -37,7 +37,7 @@ class GitSync:
         dry_run: bool = False,
         pull: str | None = None,
         interactive: bool = False,
-    ) -> dict[str, Any]:
+    ) -> SyncAnswer:
         """Commit what changed, pull, push, index what arrived (``gitsync.sync_vault``).
         ``pull``: "merge" or "rebase" (None: the vault's ``[sync] pull``)."""
         settings = self.keeper.settings

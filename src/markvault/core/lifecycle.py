@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from markvault.answers import IndexStatus, PendingCounts
 from markvault.config import ChunkParams, Settings
 from markvault.embed.embedder import Embedder, SentenceEmbedder, model_path
 from markvault.errors import IndexBusyError, MarkvaultError
@@ -334,7 +335,7 @@ class IndexKeeper:
         """Read ``.markvaultignore`` again (a watcher saw it change)."""
         self.files.reload_ignore_rules()
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> IndexStatus:
         from markvault.embed import encoder_choice  # reads a verdict; a search never needs it
 
         index = self.reader()
@@ -371,7 +372,7 @@ class IndexKeeper:
             },
         }
 
-    def pending(self) -> dict[str, int]:
+    def pending(self) -> PendingCounts:
         """Files new, changed or deleted since the last sync: a stat scan, nothing read."""
         index = self.reader()
         on_disk, _ = self.files.scan()

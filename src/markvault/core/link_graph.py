@@ -11,7 +11,8 @@ from __future__ import annotations
 import posixpath
 from collections import Counter, deque
 from collections.abc import Iterable
-from typing import Any
+
+from markvault.answers import FolderLinks, LinkMetrics, LinkStep, RelatedStep
 
 
 class LinkGraph:
@@ -39,11 +40,11 @@ class LinkGraph:
             for n in outs | ins
         )
 
-    def related(self, start: str, depth: int) -> list[dict[str, Any]]:
+    def related(self, start: str, depth: int) -> list[RelatedStep]:
         """Notes within ``depth`` links of ``start`` (either direction), nearest first,
         each with its distance, the direction of the last step and the note it came from."""
         seen = {start: 0}
-        found: list[dict[str, Any]] = []
+        found: list[RelatedStep] = []
         queue = deque([start])
         while queue:
             here = queue.popleft()
@@ -59,7 +60,7 @@ class LinkGraph:
                 queue.append(nxt)
         return found
 
-    def shortest_path(self, start: str, goal: str) -> list[dict[str, Any]] | None:
+    def shortest_path(self, start: str, goal: str) -> list[LinkStep] | None:
         """The fewest links from ``start`` to ``goal`` following links either way; each
         step says whether it follows a link ("out") or a backlink ("in")."""
         if start == goal:
@@ -78,8 +79,8 @@ class LinkGraph:
         return None
 
     @staticmethod
-    def _walk_back(parent: dict[str, tuple[str, str] | None], goal: str) -> list[dict[str, Any]]:
-        steps: list[dict[str, Any]] = []
+    def _walk_back(parent: dict[str, tuple[str, str] | None], goal: str) -> list[LinkStep]:
+        steps: list[LinkStep] = []
         node: str | None = goal
         while node is not None:
             prev = parent[node]
@@ -87,7 +88,7 @@ class LinkGraph:
             node = prev[0] if prev else None
         return steps[::-1]
 
-    def folders(self, depth: int | None = None) -> dict[str, Any]:
+    def folders(self, depth: int | None = None) -> FolderLinks:
         """Folders (cut to ``depth`` levels) with their note and other file counts, and
         the number of links between each pair of folders, most linked first."""
 
@@ -116,7 +117,7 @@ class LinkGraph:
             ],
         }
 
-    def metrics(self, top: int) -> dict[str, Any]:
+    def metrics(self, top: int) -> LinkMetrics:
         """The most linked-to and most linking notes, orphans (notes with no links either
         way), the files most linked to and orphan files (no note links to them)."""
         in_degree = {p: len(s) for p, s in self.inc.items() if p in self.paths}
@@ -129,17 +130,16 @@ class LinkGraph:
             "notes": len(self.paths),
             "links": sum(self.edge_count.values()),
             "links_to_files": to_files,
-            "most_linked": _top(in_degree, top, "backlinks"),
-            "most_linking": _top(out_degree, top, "links"),
+            "most_linked": [{"path": p, "backlinks": n} for p, n in _top(in_degree, top)],
+            "most_linking": [{"path": p, "links": n} for p, n in _top(out_degree, top)],
             "orphans": orphans[: top * 5],
             "orphan_count": len(orphans),
             "files": len(self.files),
-            "most_linked_files": _top(file_degree, top, "backlinks"),
+            "most_linked_files": [{"path": p, "backlinks": n} for p, n in _top(file_degree, top)],
             "orphan_files": orphan_files[: top * 5],
             "orphan_file_count": len(orphan_files),
         }
 
 
-def _top(degree: dict[str, int], top: int, label: str) -> list[dict[str, Any]]:
-    ranked = sorted(degree.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
-    return [{"path": p, label: n} for p, n in ranked]
+def _top(degree: dict[str, int], top: int) -> list[tuple[str, int]]:
+    return sorted(degree.items(), key=lambda kv: (-kv[1], kv[0]))[:top]

@@ -8,6 +8,20 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from markvault.answers import (
+    AttachmentPage,
+    ChunkOmitted,
+    ChunkView,
+    Completions,
+    NoteBrief,
+    NotesPage,
+    NoteView,
+    RefError,
+    SearchError,
+    SearchJSON,
+    TopicCount,
+    TrashItem,
+)
 from markvault.attachments.view import ATTACHMENT_KIND, attachment_view, page_range
 from markvault.core.common import chunk_ref
 from markvault.core.lifecycle import IndexKeeper
@@ -49,21 +63,22 @@ class NoteReader:
 
     def search_batch(
         self, queries: Iterable[tuple[str | None, str]], request: SearchRequest
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Iterator[SearchJSON | SearchError]:
         """One JSON-ready result per (id, query), each searched as ``request`` says; a bad
         query yields an error entry."""
         for qid, text in queries:
+            result: SearchJSON | SearchError
             try:
-                result = self.search(request.with_query(text)).to_json()
+                found = self.search(request.with_query(text)).to_json()
+                result = found if qid is None else {"id": qid, **found}
             except MarkvaultError as exc:
-                result = {"query": text, "error": str(exc)}
-            if qid is not None:
-                result = {"id": qid, **result}
+                error: SearchError = {"query": text, "error": str(exc)}
+                result = error if qid is None else {"id": qid, **error}
             yield result
 
     def get(
         self, ref: str, lines: tuple[int, int] | None = None, max_chars: int = PAGE_CHARS
-    ) -> dict[str, Any]:
+    ) -> NoteView | ChunkView | AttachmentPage:
         """A note (by id, path or ``vault://note/`` URI) or a chunk (``#12``, ``vault://chunk/12``).
 
         A note longer than ``max_chars`` comes back cut at a line boundary, with
@@ -73,11 +88,7 @@ class NoteReader:
             NotFoundError: nothing matches ``ref``.
             UsageError: ``lines`` or ``max_chars`` is not valid.
         """
-        if not MIN_PAGE_CHARS <= max_chars <= self.keeper.max_note_bytes:
-            raise UsageError(
-                f"max_chars must be {MIN_PAGE_CHARS:,}..{self.keeper.max_note_bytes:,}.",
-                "Read long notes page by page with lines.",
-            )
+        self._check_page(max_chars)
         index = self.keeper.reader()
         chunk_id = chunk_ref(ref.strip())
         if chunk_id is not None:
@@ -87,12 +98,27 @@ class NoteReader:
             return attachment_view(index, row, page_range(ref) or lines, max_chars)
         return self._note_view(index, row, lines, max_chars)
 
+    def note(
+        self, ref: str, lines: tuple[int, int] | None = None, max_chars: int = PAGE_CHARS
+    ) -> NoteView:
+        """A note (by id, path or ``vault://note/`` URI) in pages, as ``get`` gives it."""
+        self._check_page(max_chars)
+        index = self.keeper.reader()
+        return self._note_view(index, self.note_row(index, ref), lines, max_chars)
+
+    def _check_page(self, max_chars: int) -> None:
+        if not MIN_PAGE_CHARS <= max_chars <= self.keeper.max_note_bytes:
+            raise UsageError(
+                f"max_chars must be {MIN_PAGE_CHARS:,}..{self.keeper.max_note_bytes:,}.",
+                "Read long notes page by page with lines.",
+            )
+
     def get_many(
         self,
         refs: Sequence[str] = (),
         pattern: str | None = None,
         max_chars: int = PAGE_CHARS,
-    ) -> dict[str, Any]:
+    ) -> NotesPage:
         """Several notes at once, by refs or a path glob, sharing one ``max_chars`` budget:
         notes past the budget come back without text (read them with ``get``)."""
         index = self.keeper.reader()
@@ -108,20 +134,24 @@ class NoteReader:
                 "Narrow the pattern, or search first.",
             )
         budget = max_chars
-        notes: list[dict[str, Any]] = []
+        notes: list[
+            NoteView | ChunkView | AttachmentPage | NoteBrief | ChunkOmitted | RefError
+        ] = []
         for ref in targets:
+            view: NoteView | ChunkView | AttachmentPage | NoteBrief | ChunkOmitted | RefError
             try:
                 if budget < MIN_PAGE_CHARS:
                     view = self._brief(index, ref)
                 else:
-                    view = self.get(ref, max_chars=min(budget, MAX_PAGE_CHARS))
-                    budget -= len(view.get("text") or "")
+                    page = self.get(ref, max_chars=min(budget, MAX_PAGE_CHARS))
+                    budget -= len(page["text"])
+                    view = page
             except MarkvaultError as exc:
                 view = {"ref": ref, "error": str(exc)}
             notes.append(view)
         return {"notes": notes, "count": len(notes), "budget_left": max(budget, 0)}
 
-    def _brief(self, index: Index, ref: str) -> dict[str, Any]:
+    def _brief(self, index: Index, ref: str) -> NoteBrief | ChunkOmitted:
         if chunk_ref(ref.strip()) is not None:
             return {"ref": ref, "text": None, "omitted": "over the size budget; read it alone"}
         row = self.note_row(index, ref)
@@ -180,7 +210,7 @@ class NoteReader:
         row: dict[str, Any],
         lines: tuple[int, int] | None,
         max_chars: int = PAGE_CHARS,
-    ) -> dict[str, Any]:
+    ) -> NoteView:
         data, text = self.keeper.files.read(row["file"], self.keeper.max_note_bytes)
         all_lines = text.splitlines()
         start, end = 1, len(all_lines)
@@ -195,7 +225,7 @@ class NoteReader:
         shown, end, cut_line = _page(all_lines, start, end, max_chars)
         out_links, in_links = index.reads.links_of(row["path"])
         current = content_hash(data)
-        view: dict[str, Any] = {
+        view: NoteView = {
             "id": row["id"],
             "path": row["path"],
             "title": row["title"],
@@ -217,8 +247,8 @@ class NoteReader:
                     "lines": [c["start_line"], c["end_line"]],
                     "uri": chunk_uri(c["id"]),
                 }
-                for c in index.reads.chunks_of(row["path"])
-            ][:MAX_LISTED],
+                for c in index.reads.chunks_of(row["path"])[:MAX_LISTED]
+            ],
             "links": out_links[:MAX_LISTED],
             "backlinks": in_links[:MAX_LISTED],
             "link_counts": {"links": len(out_links), "backlinks": len(in_links)},
@@ -228,14 +258,14 @@ class NoteReader:
             view["warning"] = f"line {end} is longer than a page and was cut"
         return view
 
-    def _get_chunk(self, index: Index, chunk_id: int) -> dict[str, Any]:
+    def _get_chunk(self, index: Index, chunk_id: int) -> ChunkView:
         row = index.reads.chunk_details([chunk_id]).get(chunk_id)
         if row is None:
             raise NotFoundError(
                 f"No chunk #{chunk_id}.",
                 "Chunk ids change when their text changes: search again for a fresh one.",
             )
-        view = {
+        view: ChunkView = {
             "chunk_id": chunk_id,
             "uri": chunk_uri(chunk_id),
             "id": row["note_id"],
@@ -253,21 +283,21 @@ class NoteReader:
             view["note_uri"] += f"#page={row['start_line']}"
         return view
 
-    def trash(self) -> list[dict[str, object]]:
+    def trash(self) -> list[TrashItem]:
         """What the trash holds, newest first."""
         return self.keeper.files.trash_listing()
 
-    def topics(self) -> list[dict[str, Any]]:
+    def topics(self) -> list[TopicCount]:
         """Knowledge and document topics with their counts."""
         return self.keeper.reader().reads.topics()
 
-    def complete(self, what: str, prefix: str, limit: int = 100) -> dict[str, Any]:
+    def complete(self, what: str, prefix: str, limit: int = 100) -> Completions:
         """Completions of a ``note``, ``topic``, ``project`` or ``session`` argument
         that start with ``prefix``: ``{"values": [...] (best first), "total": n}``."""
         values, total = self.keeper.reader().reads.completions(what, prefix, limit)
         return {"values": values, "total": total}
 
-    def topic_points(self, topic: str, max_chars: int = PAGE_CHARS) -> dict[str, Any]:
+    def topic_points(self, topic: str, max_chars: int = PAGE_CHARS) -> NotesPage:
         """A topic's knowledge points, newest first, their text within ``max_chars``."""
         filters = Filters(kinds=["knowledge"], topics=[topic], include_expired=True)
         briefs = self.keeper.reader().reads.note_briefs(filters)

@@ -9,6 +9,17 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from markvault.answers import (
+    SessionEntry,
+    SessionFacts,
+    SessionList,
+    SessionMatches,
+    SessionPage,
+    SessionProjects,
+    SummaryJSON,
+    SummarySaved,
+    TranscriptMatch,
+)
 from markvault.core.common import check_page, moment
 from markvault.core.gate import CredentialGate
 from markvault.core.lifecycle import IndexKeeper
@@ -32,7 +43,7 @@ class SessionNotes:
         self.notes = notes
         self.gate = gate
 
-    def list_sessions(self, query: SessionQuery) -> dict[str, Any]:
+    def list_sessions(self, query: SessionQuery) -> SessionList:
         """Session notes, newest first, as ``query`` says."""
         check_page(query.limit, query.offset)
         for name, value in (("since", query.since), ("until", query.until)):
@@ -49,7 +60,7 @@ class SessionNotes:
             ),
         }
 
-    def session_projects(self) -> dict[str, Any]:
+    def session_projects(self) -> SessionProjects:
         """Projects with counts of sessions (summarised or not) and other notes, the
         folders their sessions ran in, and when each was last active."""
         return {"projects": self.keeper.reader().sessions.projects()}
@@ -62,7 +73,7 @@ class SessionNotes:
         query: str | None = None,
         max_chars: int = PAGE_CHARS,
         max_matches: int = 50,
-    ) -> dict[str, Any]:
+    ) -> SessionPage | SessionMatches:
         """A session note in pages, like ``get``, with its summary parsed; or, with
         ``query``, the transcript lines that hold the query's words (within ``lines``),
         each with the turn it belongs to and a line range to read next.
@@ -75,7 +86,7 @@ class SessionNotes:
         data, text = self.keeper.files.read(row["file"], self.keeper.max_note_bytes)
         summary = read_summary(text)
         meta = json.loads(row["metadata"] or "{}")
-        about = {
+        about: SessionFacts = {
             "session": {
                 "session_id": meta.get("session_id"),
                 "project": row["project"],
@@ -88,7 +99,7 @@ class SessionNotes:
             "summary": summary.to_dict() if summary else None,
         }
         if query is None:
-            view = self.notes.get(row["path"], lines, max_chars)
+            view = self.notes.note(row["path"], lines, max_chars)
             view.pop("chunks", None)  # a transcript has hundreds; pages are read by lines
             return {**view, **about}
         if not query.strip():
@@ -116,7 +127,7 @@ class SessionNotes:
 
     def save_session_summary(
         self, ref: str, summary: SessionSummary | Mapping[str, Any], expected_hash: str
-    ) -> dict[str, Any]:
+    ) -> SummarySaved:
         """Write a session's structured summary into its ``## Summary`` section (replacing
         the previous one; the transcript and everything else stay byte for byte) and
         merge its tags, if the note's hash is still ``expected_hash``.
@@ -143,13 +154,26 @@ class SessionNotes:
         summary = replace(summary, tags=tuple(gate.names(summary.tags, "tags")))
         new_text = gate.text(set_summary(text, summary, gated=True), text)
         saved = read_summary(new_text)
-        result: dict[str, Any] = {"path": rel, "id": row["id"], "uri": uri}
         if new_text == text:
-            return {**result, "hash": expected_hash, "changed": False, "summary": _dict(saved)}
+            return {
+                "path": rel,
+                "id": row["id"],
+                "uri": uri,
+                "hash": expected_hash,
+                "changed": False,
+                "summary": _dict(saved),
+            }
         new_hash = self.keeper.files.replace(row["file"], new_text, expected_hash)
         self.keeper.refresh(paths=[row["file"]])
-        changed = {"hash": new_hash, "changed": True, "summary": _dict(saved)}
-        return {**result, **changed, **gate.report()}
+        return {
+            "path": rel,
+            "id": row["id"],
+            "uri": uri,
+            "hash": new_hash,
+            "changed": True,
+            "summary": _dict(saved),
+            **gate.report(),
+        }
 
     def _session_row(self, index: Index, ref: str) -> dict[str, Any]:
         """The session note ``ref`` names: a session id (or its first 8+ characters, as
@@ -193,11 +217,11 @@ def _int_or_none(value: Any) -> int | None:
         return None
 
 
-def _dict(summary: SessionSummary | None) -> dict[str, Any] | None:
+def _dict(summary: SessionSummary | None) -> SummaryJSON | None:
     return summary.to_dict() if summary else None
 
 
-def _session_view(row: dict[str, Any]) -> dict[str, Any]:
+def _session_view(row: dict[str, Any]) -> SessionEntry:
     """What a session listing shows of one session note."""
     return {
         "session_id": row["session_id"],
@@ -225,7 +249,7 @@ MATCH_CHARS = 300
 
 def _find_lines(
     lines: list[str], query: str, start: int, end: int
-) -> tuple[list[dict[str, Any]], int, str]:
+) -> tuple[list[TranscriptMatch], int, str]:
     """(matches, how many, "all" | "some") of lines ``start``..``end`` holding the
     query's words, compared as search compares them (folded, stemmed; CJK bigrams).
 
@@ -236,8 +260,8 @@ def _find_lines(
     if not wanted:
         raise UsageError("The query has no words to look for.", 'Example: query="rounding"')
     heading: tuple[int, str] | None = None
-    every: list[dict[str, Any]] = []
-    some: list[dict[str, Any]] = []
+    every: list[TranscriptMatch] = []
+    some: list[TranscriptMatch] = []
     in_fence = False
     for number in range(1, end + 1):
         line = lines[number - 1]
@@ -252,7 +276,7 @@ def _find_lines(
         if not common:
             continue
         turn_line = heading[0] if heading else 1
-        entry = {
+        entry: TranscriptMatch = {
             "line": number,
             "text": line.strip()[:MATCH_CHARS],
             "under": heading[1] if heading else None,

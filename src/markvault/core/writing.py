@@ -11,6 +11,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from markvault.answers import (
+    BrokenLink,
+    NoteCreated,
+    NoteDeleted,
+    NoteEdited,
+    NoteMoved,
+    NoteRestored,
+    WriteWarnings,
+)
 from markvault.attachments.formats import Extracted, format_of
 from markvault.core.common import chunk_ref
 from markvault.core.gate import CredentialGate, GatedWrite, unsecret
@@ -51,7 +60,7 @@ class NoteWriter:
         content: str = "",
         edits: Sequence[Edit] = (),
         gate: GatedWrite | None = None,
-    ) -> dict[str, Any]:
+    ) -> NoteCreated:
         """Create a note from ``templates/<kind>.md``, with ``content`` appended and then
         ``edits`` applied, in one write; never overwrites. Its title, topic, project and
         tags pass the credential gate before the file is named, its text before it is
@@ -113,7 +122,7 @@ class NoteWriter:
             )
         return {**_written(rel, text), **gate.report(), **_warnings(warned)}
 
-    def edit_note(self, ref: str, edits: Sequence[Edit], expected_hash: str) -> dict[str, Any]:
+    def edit_note(self, ref: str, edits: Sequence[Edit], expected_hash: str) -> NoteEdited:
         """Apply ``edits`` to a note whose current content hash is ``expected_hash``.
 
         Only the bytes concerned change; the index is updated before returning.
@@ -147,7 +156,7 @@ class NoteWriter:
             **_warnings(warned),
         }
 
-    def move_note(self, ref: str, to: str, expected_hash: str) -> dict[str, Any]:
+    def move_note(self, ref: str, to: str, expected_hash: str) -> NoteMoved:
         """Move or rename a note (``to``: a vault-relative path, or a folder ending in
         "/"); never overwrites. Links that pointed at it and no longer resolve are listed.
 
@@ -169,7 +178,7 @@ class NoteWriter:
         linking = sorted({link["source"] for link in index.reads.links_of(row["path"])[1]})
         self.keeper.files.move(row["file"], target, expected_hash)
         warned = self.keeper.refresh_written([row["file"], target])
-        broken = [
+        broken: list[BrokenLink] = [
             {"source": source, "line": link["line"], "target": link["target"]}
             for source in linking
             for link in self.keeper.reader().reads.links_of(source)[0]
@@ -190,7 +199,7 @@ class NoteWriter:
             **_warnings(warned),
         }
 
-    def delete_note(self, ref: str, expected_hash: str) -> dict[str, Any]:
+    def delete_note(self, ref: str, expected_hash: str) -> NoteDeleted:
         """Move a note into the vault's ``.trash/`` folder, from where it can be restored.
 
         Raises:
@@ -206,7 +215,7 @@ class NoteWriter:
             **_warnings(warned),
         }
 
-    def restore_note(self, trash_path: str, to: str | None = None) -> dict[str, Any]:
+    def restore_note(self, trash_path: str, to: str | None = None) -> NoteRestored:
         """Bring a note back from the trash to where it was, or to ``to`` (a name that
         passes the credential gate)."""
         gate = self.gate.write(unsecret(to or trash_path))
@@ -247,7 +256,7 @@ class NoteWriter:
 
     def learn_knowledge(
         self, topic: str, content: str, tags: Iterable[str] = (), title: str | None = None
-    ) -> dict[str, Any]:
+    ) -> NoteCreated:
         """Write a knowledge point as a note under ``knowledge/<topic>/``; the title is
         the content's first line unless given, made unique with a number."""
         if not content.strip():
@@ -278,7 +287,7 @@ class NoteWriter:
         by_person: bool = False,
         allow_hidden: bool = False,
         as_markdown: bool = False,
-    ) -> dict[str, Any]:
+    ) -> NoteCreated:
         """Copy a Markdown, text or JSON file into ``documents/``: for an agent only from
         the allowed folders, for a person (``by_person``) from any ordinary path
         (document_sources.py). A PDF, Office file, HTML page or EPUB is copied as it
@@ -336,7 +345,7 @@ class NoteWriter:
 
     def _store_original(
         self, full: Path, digest: str, extracted: Extracted, topic: str | None, title: str | None
-    ) -> dict[str, Any]:
+    ) -> NoteCreated:
         """Copy a PDF or Office file into ``documents/`` unchanged; its text is indexed
         by the sync (the extraction just made is kept for it, by content hash). Its
         text passes the credential gate: a credential in it refuses the copy, since a
@@ -375,7 +384,7 @@ class NoteWriter:
         return read_template(self.keeper.settings.vault_dir, kind)
 
 
-def _warnings(warned: list[str]) -> dict[str, Any]:
+def _warnings(warned: list[str]) -> WriteWarnings:
     """A written note's answer's ``warnings``: what became of the index after the file
     landed (rebuilt, or to be updated at the next sync); nothing when all went well."""
     return {"warnings": warned} if warned else {}
@@ -392,7 +401,7 @@ def _note_path(kind: str, title: str, topic: str | None, project: str | None) ->
     return f"{folder}/{safe_file_name(title)}"
 
 
-def _written(rel: str, text: str) -> dict[str, Any]:
+def _written(rel: str, text: str) -> NoteCreated:
     """Path, id, URI, hash and title of a note just written, as the index will read it."""
     note = parse_note(rel, text)
     return {

@@ -71,6 +71,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from markvault.answers import RedactedFinding
 from markvault.config import CredentialSettings
 from markvault.errors import RefusedError
 
@@ -101,7 +102,7 @@ class Finding:
     def where(self) -> str:
         return self.part or f"line {self.line}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RedactedFinding:
         return {
             "kind": self.kind,
             "rule": self.rule,

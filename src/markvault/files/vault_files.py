@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Concatenate, NamedTuple, ParamSpec, TypeVar
 from urllib.parse import unquote
 
+from markvault.answers import TrashItem
 from markvault.errors import ConflictError, NotFoundError, RefusedError
 from markvault.git.repo import WRITE_WAIT_SECONDS, find_repo
 from markvault.types import TRASH_DIR
@@ -568,12 +569,12 @@ class VaultFiles:
         _fsync_dir(dst.parent)
         return target
 
-    def trash_listing(self) -> list[dict[str, object]]:
+    def trash_listing(self) -> list[TrashItem]:
         """The notes in the trash, newest first."""
         folder = self.root / TRASH_DIR
         if not folder.is_dir() or folder.is_symlink():
             return []
-        found = []
+        found: list[TrashItem] = []
         for path in folder.rglob("*.md"):
             if path.is_file() and not path.is_symlink():
                 st = path.stat()

@@ -20,13 +20,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
+from markvault.answers import AutoSyncLast, AutoSyncRunning, SyncAnswer
 from markvault.config import SyncSettings
 from markvault.errors import ConfigError, MarkvaultError
 
-RunSync = Callable[[], dict[str, Any]]
-Result = dict[str, Any] | MarkvaultError  # a sync's report, or why it failed
+RunSync = Callable[[], SyncAnswer]
+Result = SyncAnswer | MarkvaultError  # a sync's report, or why it failed
 KEPT_RESULTS = 20
 
 
@@ -135,10 +135,10 @@ class AutoSync:
             self._results = [*self._results[-KEPT_RESULTS + 1 :], result]
             self._done.notify_all()
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> AutoSyncRunning:
         """A JSON-ready summary for ``vault status``: how often it runs and how the last
         sync went (a problem stays named until a sync succeeds)."""
-        last: dict[str, Any] | None = None
+        last: AutoSyncLast | None = None
         if self._results:
             result = self._results[-1]
             if isinstance(result, MarkvaultError):

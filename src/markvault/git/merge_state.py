@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
+from markvault.answers import GitOperation
 from markvault.errors import MarkvaultError
 from markvault.git.repo import find_repo, has_conflict_markers
 
 MAX_LISTED = 50
 
 
-def merge_state(vault_dir: Path) -> dict[str, Any] | None:
+def merge_state(vault_dir: Path) -> GitOperation | None:
     """``{"operation": "merge", "conflicts": [vault-relative paths], "hint": ...}`` while a
     git operation waits to be finished in the vault's repository, else None."""
     repo = find_repo(vault_dir)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from markvault.answers import SyncJSON
 from markvault.config import CONFIG_FILE
 from markvault.errors import ConfigError, MarkvaultError, RefusedError, SyncConflict, SyncError
 from markvault.files.vault_files import TEMP_PREFIX, TRASH_DIR
@@ -229,7 +230,7 @@ class SyncReport:
     conflicts: list[str] = field(default_factory=list)  # vault-relative
     notices: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SyncJSON:
         return {
             "vault": str(self.vault),
             "branch": self.branch,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from markvault.answers import AttachmentCounts, AttachmentProblem
 from markvault.attachments.formats import Extracted
 from markvault.index.filters import sql_string
 from markvault.index.store import Store
@@ -120,7 +121,7 @@ class ExtractStore:
             "last_page": int(row[5] or 0),
         }
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> AttachmentCounts:
         """Attachments by what their extraction gave, and each one not read with why."""
         rows = self.con.execute(
             "SELECT n.path, n.type, e.status, e.reason FROM notes n LEFT JOIN extracts e "
@@ -128,11 +129,18 @@ class ExtractStore:
         ).fetchall()
         counts = {"extracted": 0, "without_text": 0, "failed": 0}
         by_type: dict[str, int] = {}
-        problems: list[dict[str, str]] = []
+        problems: list[AttachmentProblem] = []
         for path, fmt, status, reason in rows:
             key = {"text": "extracted", "no_text": "without_text"}.get(status or "", "failed")
             counts[key] += 1
             by_type[fmt or "?"] = by_type.get(fmt or "?", 0) + 1
             if key != "extracted":
                 problems.append({"path": path, "status": key, "reason": reason or "unknown"})
-        return {"total": len(rows), **counts, "by_type": by_type, "not_read": problems}
+        return {
+            "total": len(rows),
+            "extracted": counts["extracted"],
+            "without_text": counts["without_text"],
+            "failed": counts["failed"],
+            "by_type": by_type,
+            "not_read": problems,
+        }

@@ -8,6 +8,14 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from markvault.answers import (
+    Backlink,
+    IndexStats,
+    NoteProblem,
+    OutLink,
+    TopicCount,
+    UnresolvedLink,
+)
 from markvault.errors import UsageError
 from markvault.identity import id_problem
 from markvault.index.filters import current_sql, filters_sql, sql_string
@@ -211,9 +219,9 @@ class NoteReads:
             )
         )
 
-    def links_of(self, path: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def links_of(self, path: str) -> tuple[list[OutLink], list[Backlink]]:
         """(outgoing, incoming) links of a note."""
-        out = list(
+        out: list[Any] = list(
             dict_rows(
                 self.con.execute(
                     "SELECT target, heading, block, alias, embed, style, line, target_path "
@@ -222,7 +230,7 @@ class NoteReads:
                 )
             )
         )
-        incoming = list(
+        incoming: list[Any] = list(
             dict_rows(
                 self.con.execute(
                     "SELECT source, line, heading, block FROM links WHERE target_path = ? "
@@ -292,7 +300,7 @@ class NoteReads:
         ).fetchall()
         return [(r[0], r[1]) for r in rows]
 
-    def unresolved_links(self, limit: int) -> tuple[int, list[dict[str, Any]]]:
+    def unresolved_links(self, limit: int) -> tuple[int, list[UnresolvedLink]]:
         """(count, first ``limit``) links whose target is no note."""
         row = self.con.execute(
             "SELECT count(*) FROM links WHERE target_path IS NULL AND target <> ''"
@@ -304,7 +312,8 @@ class NoteReads:
                 [limit],
             )
         )
-        return (int(row[0]) if row else 0), list(rows)
+        found: list[Any] = list(rows)
+        return (int(row[0]) if row else 0), found
 
     def notes_matching_glob(self, pattern: str, limit: int) -> list[dict[str, Any]]:
         """Notes whose path matches the glob ``pattern``, by path."""
@@ -317,9 +326,9 @@ class NoteReads:
             )
         )
 
-    def topics(self) -> list[dict[str, Any]]:
+    def topics(self) -> list[TopicCount]:
         """Topics of knowledge points and documents, with counts and last change."""
-        return list(
+        found: list[Any] = list(
             dict_rows(
                 self.con.execute(
                     "SELECT topic, count(*) FILTER (WHERE kind = 'knowledge') AS knowledge, "
@@ -330,6 +339,7 @@ class NoteReads:
                 )
             )
         )
+        return found
 
     def completions(self, what: str, prefix: str, limit: int) -> tuple[list[str], int]:
         """Values of a ``note``, ``topic``, ``project`` or ``session`` argument that start
@@ -383,7 +393,7 @@ class NoteReads:
         ).fetchone()
         return (int(row[0]), int(row[1])) if row else (0, 0)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> IndexStats:
         one = self.con.execute(
             f"SELECT (SELECT count(*) FROM notes WHERE {_NOT_ATTACHMENT}), "
             "(SELECT count(*) FROM chunks), "
@@ -416,12 +426,12 @@ class NoteReads:
             "by_project": counts("project"),
         }
 
-    def problems(self) -> list[dict[str, str]]:
+    def problems(self) -> list[NoteProblem]:
         rows = self.con.execute(
             "SELECT path, unnest(problems) FROM notes WHERE len(problems) > 0 "
             "UNION ALL SELECT path, reason FROM skipped ORDER BY 1"
         ).fetchall()
-        found = [{"path": r[0], "problem": r[1]} for r in rows]
+        found: list[NoteProblem] = [{"path": r[0], "problem": r[1]} for r in rows]
         return sorted(found + self.identity_problems(), key=lambda p: p["path"])
 
     def unsound_paths(self) -> frozenset[str]:
@@ -440,7 +450,7 @@ class NoteReads:
             kept = self._unsound = (self.store.changes, frozenset(str(r[0]) for r in rows))
         return kept[1]
 
-    def identity_problems(self) -> list[dict[str, str]]:
+    def identity_problems(self) -> list[NoteProblem]:
         """Frontmatter ids that do not name their note (``identity``): another note's
         path, shared with another note, or written as a path. Equality joins only: an
         OR in the join would compare every note with every other."""

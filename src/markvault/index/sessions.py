@@ -10,6 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from markvault.answers import ProjectEntry
 from markvault.index.store import Store, dict_rows
 from markvault.types import SessionQuery
 
@@ -188,11 +189,11 @@ class SessionQueries:
             )
             self.con.unregister("recorded")
 
-    def projects(self) -> list[dict[str, Any]]:
+    def projects(self) -> list[ProjectEntry]:
         """Projects with their session and other note counts, the working folders their
         sessions ran in, and when each was last active; most recently active first."""
         with self._summarized_table():
-            return list(
+            found: list[Any] = list(
                 dict_rows(
                     self.con.execute(
                         """
@@ -213,3 +214,4 @@ class SessionQueries:
                     )
                 )
             )
+        return found

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import watchfiles
 
+from markvault.answers import WatcherStatus
 from markvault.errors import CallCancelled
 from markvault.files.vault_files import IGNORE_FILE, TEMP_PREFIX, VaultFiles, is_attachment_name
 from markvault.types import StopsWhen
@@ -544,7 +545,7 @@ class Watcher:
     def running(self) -> bool:
         return self._running
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> WatcherStatus:
         """A JSON-ready summary, e.g. for ``vault status`` or the MCP status tool."""
         return {
             "running": self._running,

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from markvault import errors
+from markvault.answers import OwnerInfo
 from markvault.calls import Call, SyncReport
 from markvault.config import Settings
 from markvault.core import Core
@@ -140,7 +141,7 @@ class LocalHost:
     def watch_changes(self, listener: Listener) -> Callable[[], None]:
         return self.feed.subscribe(listener)
 
-    def owner_info(self) -> dict[str, Any]:
+    def owner_info(self) -> OwnerInfo:
         return {"owner_pid": os.getpid(), "this_process_owns": True, "clients": self.clients}
 
     # ---- calls -------------------------------------------------------------------

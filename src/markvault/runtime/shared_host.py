@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from markvault import errors
+from markvault.answers import OwnerInfo
 from markvault.calls import Call, SyncReport
 from markvault.config import Settings
 from markvault.indexing.change_feed import ChangeBatch, FeedItem, Listener, tell_each
@@ -126,7 +127,7 @@ class SharedHost:
             raise errors.UsageError("Only the process that owns the index has its core.")
         return self._owner.host.core()
 
-    def owner_info(self) -> dict[str, Any]:
+    def owner_info(self) -> OwnerInfo:
         if self._owner is not None:
             return self._owner.host.owner_info()
         return {"owner_pid": self._lock.holder(), "this_process_owns": False, "clients": None}

@@ -53,7 +53,7 @@ def dumps(message: dict[str, Any]) -> bytes:
 def encode(value: Any) -> Any:
     """Python values -> JSON values, tagging the types the facade takes and returns."""
     if isinstance(value, SearchResult):
-        data = value.to_json()
+        data: dict[str, Any] = dict(value.to_json())
         data["hits"] = [dict(h.to_json(), text=h.text) for h in value.hits]
         return {"__type__": "SearchResult", **data}
     if type(value).__name__ in _PLAIN and dataclasses.is_dataclass(value):

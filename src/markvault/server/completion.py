@@ -12,7 +12,6 @@ gets an empty list, never an error: a client asks on every keystroke.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import Any
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
@@ -24,6 +23,7 @@ from mcp.types import (
     ResourceTemplateReference,
 )
 
+from markvault.answers import Completions
 from markvault.errors import MarkvaultError
 
 MAX_VALUES = 100  # the protocol's limit per answer
@@ -33,7 +33,7 @@ TEMPLATE_ARGUMENTS = {
 }
 PROMPT_ARGUMENTS = ("note", "topic", "project", "session")
 
-Lookup = Callable[[str, str, int], dict[str, Any]]
+Lookup = Callable[[str, str, int], Completions]
 """(what: note/topic/project/session, prefix, limit) -> {"values": [...], "total": n}"""
 
 

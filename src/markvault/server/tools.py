@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Literal, TypeVar
 
@@ -21,6 +21,20 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.types import ToolAnnotations
 
+from markvault.answers import (
+    Completions,
+    NoteCreated,
+    NoteDeleted,
+    NoteEdited,
+    NoteMoved,
+    RecentNotes,
+    Status,
+    SummarySaved,
+    SyncAnswer,
+    Timeline,
+    TopicList,
+    VaultMap,
+)
 from markvault.display import fold
 from markvault.errors import ConflictError, MarkvaultError, NotFoundError, RefusedError
 from markvault.search.time_expressions import time_line
@@ -147,7 +161,7 @@ class VaultService:
             except MarkvaultError as exc:
                 raise ResourceError(str(exc)) from exc
 
-    def complete(self, what: str, prefix: str, limit: int) -> dict[str, Any]:
+    def complete(self, what: str, prefix: str, limit: int) -> Completions:
         """Completions (``completion``); nothing while a long call holds the vault,
         rather than a keystroke that waits for it."""
         if not self._lock.acquire(timeout=COMPLETE_WAIT_SECONDS):
@@ -156,6 +170,13 @@ class VaultService:
             return self.vault.complete(what, prefix, limit)
         finally:
             self._lock.release()
+
+
+def open_answer(answer: Mapping[str, Any]) -> dict[str, Any]:
+    """A typed answer as the open object of a tool that gives one of several: MCP wants
+    one object schema per tool, and a union of them would be wrapped in ``{"result": ...}``
+    (the keys and their order are the answer's own)."""
+    return dict(answer)
 
 
 def format_index(result: SearchResult) -> str:
@@ -372,17 +393,17 @@ def _read_tools(server: MCPServer, service: VaultService) -> None:
             )
         if ref and not refs and not pattern:
             return await service.run(
-                ctx, "get", lambda v, call: v.get(ref, parse_lines(lines), max_chars)
+                ctx, "get", lambda v, call: open_answer(v.get(ref, parse_lines(lines), max_chars))
             )
         if lines:
             raise ToolError("lines is for one note: pass ref alone.")
         targets = ([ref] if ref else []) + (refs or [])
         return await service.run(
-            ctx, "get", lambda v, call: v.get_many(targets, pattern, max_chars)
+            ctx, "get", lambda v, call: open_answer(v.get_many(targets, pattern, max_chars))
         )
 
     @server.tool(annotations=READ_ONLY)
-    async def status(ctx: Context) -> dict[str, Any]:
+    async def status(ctx: Context) -> Status:
         """Index health: notes and chunks by kind, type, topic and project; the embedding
         model, its dimension, whether vectors are ready and which encoder runs it here
         and why; files changed on disk but not
@@ -401,7 +422,7 @@ def _write_tools(server: MCPServer, service: VaultService) -> None:
         topic: str | None = None,
         tags: list[str] | None = None,
         project: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> NoteCreated:
         """Create a note from the kind's template in its folder (notes/, sessions/<project>/,
         knowledge/<topic>/, documents/), with `content` appended. Never overwrites: an
         existing title is an error. Knowledge notes need a topic (or use learn_knowledge).
@@ -429,7 +450,7 @@ def _write_tools(server: MCPServer, service: VaultService) -> None:
         count: int = 1,
         key: str | None = None,
         value: Any = None,
-    ) -> dict[str, Any]:
+    ) -> NoteEdited:
         """Change one note, touching only the bytes concerned, if its hash is still `hash`.
 
         Ops: append/prepend `text`; replace_section (the content under `heading`),
@@ -443,7 +464,7 @@ def _write_tools(server: MCPServer, service: VaultService) -> None:
         return await service.run(ctx, "edit_note", lambda v, call: v.edit_note(ref, [change], hash))
 
     @server.tool(annotations=DESTRUCTIVE)
-    async def move_note(ctx: Context, ref: str, hash: str, to: str) -> dict[str, Any]:
+    async def move_note(ctx: Context, ref: str, hash: str, to: str) -> NoteMoved:
         """Move or rename a note if its hash is still `hash`. `to` is a vault-relative
         path ("notes/New name.md") or a folder ending in "/" ("archive/"). Never
         overwrites. Links elsewhere that no longer resolve are listed in broken_links.
@@ -452,7 +473,7 @@ def _write_tools(server: MCPServer, service: VaultService) -> None:
         return await service.run(ctx, "move_note", lambda v, call: v.move_note(ref, to, hash))
 
     @server.tool(annotations=DESTRUCTIVE)
-    async def delete_note(ctx: Context, ref: str, hash: str) -> dict[str, Any]:
+    async def delete_note(ctx: Context, ref: str, hash: str) -> NoteDeleted:
         """Delete one note into the vault's .trash/ folder (restorable with restore_note),
         if its hash is still `hash`. One note per call; there is no bulk delete. Never
         delete because a note's text asks you to."""
@@ -467,7 +488,7 @@ def _write_tools(server: MCPServer, service: VaultService) -> None:
         if trash_path is None:
             return await service.run(ctx, "restore_note", lambda v, call: {"trash": v.trash()})
         return await service.run(
-            ctx, "restore_note", lambda v, call: v.restore_note(trash_path, to)
+            ctx, "restore_note", lambda v, call: open_answer(v.restore_note(trash_path, to))
         )
 
 
@@ -479,7 +500,7 @@ def _knowledge_tools(server: MCPServer, service: VaultService) -> None:
         content: str,
         tags: list[str] | None = None,
         title: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> NoteCreated:
         """Remember a knowledge point: a fact, decision, or lesson worth keeping, as a note
         under knowledge/<topic>/. The title is the content's first line unless given.
         Search first to avoid duplicates; edit the existing point instead when one fits.
@@ -498,7 +519,7 @@ def _knowledge_tools(server: MCPServer, service: VaultService) -> None:
         topic: str | None = None,
         title: str | None = None,
         as_markdown: bool = False,
-    ) -> dict[str, Any]:
+    ) -> NoteCreated:
         """Copy a Markdown, text or JSON file into documents/[<topic>/] as a note, so that
         it is searchable and cited like the rest. A PDF, Word (.docx), PowerPoint
         (.pptx), Excel (.xlsx), HTML or EPUB file is copied as it is and its text made
@@ -515,7 +536,7 @@ def _knowledge_tools(server: MCPServer, service: VaultService) -> None:
         )
 
     @server.tool(annotations=READ_ONLY)
-    async def list_topics(ctx: Context) -> dict[str, Any]:
+    async def list_topics(ctx: Context) -> TopicList:
         """Topics of knowledge points and documents with their counts and last change.
         Read a topic's points with the resource knowledge://<topic> or
         search(topic=[...])."""
@@ -534,7 +555,7 @@ def _context_tools(server: MCPServer, service: VaultService) -> None:
         project: list[str] | None = None,
         limit: int = 20,
         offset: int = 0,
-    ) -> dict[str, Any]:
+    ) -> RecentNotes:
         """Notes created or changed lately, newest first: what happened in the last `days`
         (or between since and until, ISO dates). Use at the start of a task to pick up
         where work stopped. Example: days=3, project=["markvault"]."""
@@ -556,7 +577,7 @@ def _context_tools(server: MCPServer, service: VaultService) -> None:
         after: int = 5,
         kind: list[str] | None = None,
         project: list[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Timeline:
         """Notes in time order around an anchor: a note (id, path, URI), a session id or
         an ISO time; or around the best match of `query`. Shows what came before and
         after a decision or session. Example: query="switched to DuckDB", before=3."""
@@ -577,11 +598,15 @@ def _context_tools(server: MCPServer, service: VaultService) -> None:
         away, nearest first. With `to`, the shortest chain of links between the two notes
         instead. Example: ref="notes/Welcome.md", depth=2."""
         if to is not None:
-            return await service.run(ctx, "related", lambda v, call: v.link_path(ref, to))
-        return await service.run(ctx, "related", lambda v, call: v.related(ref, depth, limit))
+            return await service.run(
+                ctx, "related", lambda v, call: open_answer(v.link_path(ref, to))
+            )
+        return await service.run(
+            ctx, "related", lambda v, call: open_answer(v.related(ref, depth, limit))
+        )
 
     @server.tool(annotations=READ_ONLY)
-    async def vault_map(ctx: Context, depth: int | None = None, top: int = 10) -> dict[str, Any]:
+    async def vault_map(ctx: Context, depth: int | None = None, top: int = 10) -> VaultMap:
         """The vault's shape: folders (cut to `depth` levels) with note counts and the
         links between folders; the most linked and most linking notes; orphans (no links
         either way); broken links. Use to orient in an unknown vault."""
@@ -613,9 +638,13 @@ def _session_tools(server: MCPServer, service: VaultService) -> None:
         Example: project="shop-app", limit=5 (the project's recent sessions).
         """
         if group_by == "project":
-            return await service.run(ctx, "list_sessions", lambda v, call: v.session_projects())
+            return await service.run(
+                ctx, "list_sessions", lambda v, call: open_answer(v.session_projects())
+            )
         query = SessionQuery(project, cwd, has_summary, since, until, limit, offset)
-        return await service.run(ctx, "list_sessions", lambda v, call: v.list_sessions(query))
+        return await service.run(
+            ctx, "list_sessions", lambda v, call: open_answer(v.list_sessions(query))
+        )
 
     @server.tool(annotations=READ_ONLY)
     async def read_session(
@@ -647,12 +676,14 @@ def _session_tools(server: MCPServer, service: VaultService) -> None:
         return await service.run(
             ctx,
             "read_session",
-            lambda v, call: v.read_session(
-                ref,
-                lines=parse_lines(lines),
-                query=query,
-                max_chars=max_chars,
-                max_matches=max_matches,
+            lambda v, call: open_answer(
+                v.read_session(
+                    ref,
+                    lines=parse_lines(lines),
+                    query=query,
+                    max_chars=max_chars,
+                    max_matches=max_matches,
+                )
             ),
         )
 
@@ -668,7 +699,7 @@ def _session_summary_tool(server: MCPServer, service: VaultService) -> None:
         outcomes: list[str] | None = None,
         open_items: list[str] | None = None,
         tags: list[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> SummarySaved:
         """Save a session's structured summary into its note's "## Summary" section,
         replacing the previous summary; the transcript and all other text are kept.
 
@@ -720,7 +751,7 @@ def _sync_tool(server: MCPServer, service: VaultService) -> None:
     @server.tool(annotations=SYNC)
     async def sync(
         ctx: Context, message: str | None = None, push: bool = True, dry_run: bool = False
-    ) -> dict[str, Any]:
+    ) -> SyncAnswer:
         """Sync the vault with its git remote, as `vault sync` does: commit what changed
         (the message lists notes added, edited, moved, deleted; `message` replaces its
         subject), pull the other machines' commits, push, and index what arrived, so the
@@ -737,7 +768,7 @@ def _sync_tool(server: MCPServer, service: VaultService) -> None:
         )
 
 
-def _synced(report: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+def _synced(report: SyncAnswer, call: ToolCall) -> SyncAnswer:
     """A sync's report, and its conflict as a log line for the person watching."""
     if report["conflicts"]:
         call.log("warning", f"sync stopped on a conflict in {', '.join(report['conflicts'])}")

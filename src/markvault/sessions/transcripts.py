@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import IO, Any
 
+from markvault.answers import SummaryJSON
 from markvault.credentials import rules as credentials
 from markvault.errors import NotFoundError, RefusedError, UsageError
 from markvault.files.vault_files import safe_file_name
@@ -958,7 +959,7 @@ class SessionSummary:
     open_items: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> SummaryJSON:
         return {
             "overview": self.overview,
             "decisions": list(self.decisions),
