@@ -215,7 +215,7 @@ class Site:
     env: dict[str, str]
 
     def argv(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "markvault.cli.main", "--vault", str(self.vault),
+        return [sys.executable, "-m", "markvault.cli", "--vault", str(self.vault),
                 "--index", str(self.index), *args]  # fmt: skip
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:

@@ -146,7 +146,7 @@ def vault_argv(vault_dir: Path, *args: str) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "markvault.cli.main",
+        "markvault.cli",
         "--vault",
         str(vault_dir),
         "--index",

@@ -80,7 +80,7 @@ class Home:
         config.write_text(f"{head}\n{table}", encoding="utf-8")
 
     def cli(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
-        argv = [sys.executable, "-m", "markvault.cli.main", "--vault", str(self.vault)]
+        argv = [sys.executable, "-m", "markvault.cli", "--vault", str(self.vault)]
         env = {**os.environ, "HOME": str(self.root), "MARKVAULT_INDEX": str(self.index)}
         return subprocess.run(
             [*argv, *args], capture_output=True, text=True, input=input, timeout=120, env=env

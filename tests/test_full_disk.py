@@ -114,7 +114,7 @@ def test_a_write_over_the_file_size_limit_is_refused_cleanly(tmp_path: Path) -> 
     vault.mkdir()
     argv = ["--vault", str(vault), "--index", str(tmp_path / "index")]
     ok = subprocess.run(
-        [sys.executable, "-m", "markvault.cli.main", *argv, "reindex", "--no-vectors"],
+        [sys.executable, "-m", "markvault.cli", *argv, "reindex", "--no-vectors"],
         capture_output=True,
         text=True,
     )

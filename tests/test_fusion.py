@@ -136,7 +136,7 @@ def test_min_score_and_vector_mode_filters(vault: Vault) -> None:
     result = vault.search(SearchRequest("car", mode="vector", min_score=0.5))
     assert result.hits and all(h.score >= 0.5 for h in result.hits)
     assert "walrus.md" not in paths(result)
-    kinds = vault.search(SearchRequest("car", mode="vector", filters=None, limit=1))
+    kinds = vault.search(SearchRequest("car", mode="vector", limit=1))
     assert len(kinds.hits) == 1
 
 

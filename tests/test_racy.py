@@ -31,7 +31,7 @@ def _argv(vault: Path, index: Path, *args: str) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "markvault.cli.main",
+        "markvault.cli",
         "--vault",
         str(vault),
         "--index",

@@ -2307,7 +2307,7 @@ def _print_sync(report: SyncAnswer) -> None:
 
 
 def run() -> None:
-    """The `vault` command: the console script and `python -m markvault.cli.main`."""
+    """The `vault` command: the console script and `python -m markvault.cli`."""
     global _COMMAND_PROCESS
     _COMMAND_PROCESS = True
     try:

@@ -302,7 +302,7 @@ def _measure_elsewhere(
     say: Say | None,
 ) -> None:
     """Run the measurement in a child process; relay what it says."""
-    package_root = str(Path(__file__).resolve().parent.parent)
+    package_root = str(Path(__file__).resolve().parents[2])  # the folder that holds markvault/
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
     argv = [sys.executable, "-m", "markvault.embed.encoder_choice", str(layout.path), str(cache)]

@@ -35,7 +35,7 @@ def vault_command(argv0: str | None = None, python: str | None = None) -> list[s
     """The absolute command that runs this installation's ``vault`` CLI.
 
     Prefers the script we were started as, then the one installed beside this Python
-    (a venv's bin/); else ``python -m markvault.cli.main``, which always works. ``PATH`` is
+    (a venv's bin/); else ``python -m markvault.cli``, which always works. ``PATH`` is
     not searched: another program called ``vault`` (HashiCorp's) is common.
     """
     argv0 = sys.argv[0] if argv0 is None else argv0
@@ -46,7 +46,7 @@ def vault_command(argv0: str | None = None, python: str | None = None) -> list[s
     beside = Path(python).parent / ("vault.exe" if sys.platform == "win32" else "vault")
     if beside.is_file():
         return [str(beside.absolute())]
-    return [str(Path(python).absolute()), "-m", "markvault.cli.main"]
+    return [str(Path(python).absolute()), "-m", "markvault.cli"]
 
 
 def server_argv(
