@@ -435,6 +435,19 @@ def default_experiments() -> list[Experiment]:
 # ---- issue 33: conversational memory (LongMemEval and every other set) ---------------
 
 
+def _top_time_boost(fused: Any, note_of: Any, fit: Any, weight: Any = None) -> Any:
+    """The first form of time_expressions.boost: each note gains its fit times the top
+    hit's score, so every note of the window ranks above every note outside it."""
+    scale = max((abs(f[1]) for f in fused), default=0.0) or 1.0
+    out = []
+    for cid, score, ranks, scores in fused:
+        note = note_of(cid)
+        value = fit(note) if note is not None else 0.0
+        out.append((cid, score + scale * value, ranks, {**scores, "time": value}))
+    out.sort(key=lambda f: -f[1])
+    return out
+
+
 def memory_experiments() -> list[Experiment]:
     """Time in the query, how a long note's score is built from its chunks, and
     diversity in the candidate list (issue 33). Run by ``python -m bench.eval`` with the
@@ -454,9 +467,9 @@ def memory_experiments() -> list[Experiment]:
             lambda: _patches((times, {"TIME_WEIGHT": 0.0})),
         ),
         Experiment(
-            "time: words left out of the keyword query",
+            "time: words kept in the keyword query",
             modes,
-            lambda: _patches((times, {"LEAVE_OUT_WORDS": True})),
+            lambda: _patches((times, {"LEAVE_OUT_WORDS": False})),
             "alternative",
         ),
         *(
@@ -467,6 +480,12 @@ def memory_experiments() -> list[Experiment]:
                 "alternative",
             )
             for w in (0.25, 0.5)
+        ),
+        Experiment(
+            "time: a note gains its fit times the top hit's score (not its own)",
+            modes,
+            lambda: _patches((times, {"boost": _top_time_boost})),
+            "alternative",
         ),
         *(
             Experiment(

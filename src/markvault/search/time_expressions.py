@@ -707,12 +707,17 @@ def without(query: str, windows: Sequence[TimeWindow]) -> str:
 
 # ---- as a signal in search --------------------------------------------------------------
 
-TIME_WEIGHT = 1.0  # a note inside the window gains the top hit's score: it ranks above
-# every note outside it (a note nearby gains less), and nothing is removed
-# The time words stay keyword terms: the boost already ranks the window's notes above
-# the rest, and conversation says "last Tuesday" where it happened (LongMemEval: keeping
-# them +0.011 nDCG@10 over leaving them out; bench/eval/RESULTS.md).
-LEAVE_OUT_WORDS = False
+# A note inside the window gains this share of its own score (doubled: it passes the
+# notes outside that match up to twice as well); a note nearby gains less, a note that
+# matches nothing gains nothing, and nothing is removed. Gaining a share of the top
+# hit's score instead ranked every note of the window first, related or not: in hybrid
+# mode, where every note has a score, that cost LongMemEval (bench/eval/RESULTS.md).
+TIME_WEIGHT = 1.0
+# The time words are left out of the keyword query: a note written another day that
+# says "last Tuesday" three times is not what "the deploy last Tuesday" asks for, and
+# with a boost relative to a note's own score they would outweigh it (measured both
+# ways on LongMemEval: bench/eval/RESULTS.md). The embedding model still reads them.
+LEAVE_OUT_WORDS = True
 OPEN_SLACK = 7  # days a note may lie outside an open window and still gain a little
 OUTSIDE = 0.5  # the most a note just outside the window gains (of what one inside does)
 
@@ -787,16 +792,17 @@ def boost(
     weight: float | None = None,
 ) -> list[tuple[int, float, dict[str, int], dict[str, float]]]:
     """``fused`` (chunk, score, ranks, scores), each chunk's score raised by ``weight``
-    times the top score times its note's ``fit`` (0-1), in the new order (ties keep
-    theirs); each entry's scores gain a ``time`` entry, its note's fit."""
+    times its note's ``fit`` (0-1) times itself (a score below 0 is not raised), in the
+    new order (ties keep theirs); each entry's scores gain a ``time`` entry, its note's
+    fit."""
     if not fused:
         return []
     weight = TIME_WEIGHT if weight is None else weight
-    scale = max(abs(f[1]) for f in fused) or 1.0
     out = []
     for cid, score, ranks, scores in fused:
         note = note_of(cid)
         value = fit(note) if note is not None else 0.0
-        out.append((cid, score + weight * scale * value, ranks, {**scores, "time": value}))
+        raised = score + weight * value * max(score, 0.0)
+        out.append((cid, raised, ranks, {**scores, "time": value}))
     out.sort(key=lambda f: -f[1])
     return out
