@@ -15,16 +15,23 @@ that looks at it reads and hashes it (unchanged bytes only update the record, an
 out of the window the real ctime is kept). Only files written within that window of a
 sync pay a read again: a no-op `vault reindex` re-hashes nothing else.
 
-The granularity is not assumed: each full scan measures it from the mtimes it saw
-(the coarsest unit that divides all of them), and the index keeps it (meta
-``timestamp_granularity_ns``) for the narrower syncs of a watcher or a write.
+The granularity is not assumed: the first full scan of an index measures it, from the
+mtime of a file it makes in the vault (``probe_granularity``; where it cannot write
+there, from the mtimes of the notes it saw: the coarsest unit that divides all of
+them), and the index keeps it (meta ``timestamp_granularity_ns``) for every later sync.
+The index is the vault folder's own, so a vault moved to another filesystem gets a new
+index, measured again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import secrets
 from collections.abc import Iterable
+from pathlib import Path
 
-from markvault.files.vault_files import FileStat
+from markvault.files.vault_files import TEMP_PREFIX, FileStat
 
 RACY_CTIME = -1  # stored in place of a racy file's ctime: never equal to a real one
 # Linux stamps files from a clock that ticks every few ms (1-10 ms by HZ): however fine
@@ -46,6 +53,27 @@ def measure_granularity(stats: Iterable[FileStat]) -> int | None:
         if units == [1]:
             break
     return units[0] if seen and units else None
+
+
+def probe_granularity(folder: Path) -> int | None:
+    """The granularity of the filesystem ``folder`` is on, from the mtimes of two new
+    files made in it (hidden, with the prefix every scan and watcher leaves out) and
+    removed at once; None where no file can be made there."""
+    units: list[int] = []
+    for _ in range(2):
+        probe = folder / f"{TEMP_PREFIX}probe-{secrets.token_hex(4)}"
+        try:
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError:
+            return None
+        try:
+            mtime = os.fstat(fd).st_mtime_ns
+        finally:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                probe.unlink()
+        units.append(next(u for u in _UNITS if mtime % u == 0))
+    return min(units)  # one of two landing on a round number by chance: the other
 
 
 def racy_window(granularity_ns: int | None) -> int:

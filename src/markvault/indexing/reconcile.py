@@ -24,7 +24,7 @@ from markvault.files.vault_files import FileStat, VaultFiles, VaultScan, content
 from markvault.git.repo import has_conflict_markers
 from markvault.index.rows import NoteRows, RowBlock, note_terms
 from markvault.indexing.change_feed import ChangeFeed, NoteChange
-from markvault.indexing.racy import measure_granularity, racy_window, settle
+from markvault.indexing.racy import measure_granularity, probe_granularity, racy_window, settle
 from markvault.markdown.links import LinkResolver, link_name, names_of
 from markvault.markdown.memo import Recent
 from markvault.types import Chunk, NoProgress, NoteRecord, ParsedNote, Progress, ReindexReport
@@ -346,13 +346,14 @@ class Syncer:
         return changes
 
     def _granularity(self, stats: Iterable[FileStat] | None) -> int | None:
-        """The vault's timestamp granularity (racy.py): measured from a full scan's
-        ``stats`` and remembered in the index, else the one remembered."""
+        """The vault's timestamp granularity (racy.py), remembered in the index (which
+        is the vault's: one per vault folder): measured by the first full scan, from a
+        file it makes in the vault, else from the mtimes of ``stats``."""
         kept = self.index.meta().get(GRANULARITY_KEY)
-        measured = measure_granularity(stats) if stats is not None else None
-        if measured is None:
+        if kept or stats is None:
             return int(kept) if kept else None
-        if str(measured) != kept and self.index.store.writable:
+        measured = probe_granularity(self.settings.vault_dir) or measure_granularity(stats)
+        if measured is not None and self.index.store.writable:
             with self.index.store.transaction():
                 self.index.store.set_meta(**{GRANULARITY_KEY: str(measured)})
         return measured
