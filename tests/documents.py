@@ -156,3 +156,32 @@ def epub(chapters: list[tuple[str, str]]) -> bytes:
                 f"<p>{text}</p></body></html>",
             )
     return out.getvalue()
+
+
+def heavy_docx(paragraphs: int) -> bytes:
+    """A valid Word document of ``paragraphs`` short paragraphs, written as raw XML: a
+    small file whose parsed tree takes hundreds of megabytes."""
+    main = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        archive.writestr(
+            "[Content_Types].xml",
+            '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/'
+            '2006/content-types"><Override PartName="/word/document.xml" ContentType='
+            '"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"'
+            "/></Types>",
+        )
+        archive.writestr(
+            "_rels/.rels",
+            '<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/'
+            'package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.'
+            "openxmlformats.org/officeDocument/2006/relationships/officeDocument"
+            '" Target="word/document.xml"/></Relationships>',
+        )
+        body = "<w:p><w:r><w:t>word word word</w:t></w:r></w:p>" * paragraphs
+        archive.writestr(
+            "word/document.xml",
+            f'<?xml version="1.0"?><w:document xmlns:w="{main}"><w:body>{body}'
+            "</w:body></w:document>",
+        )
+    return out.getvalue()

@@ -474,3 +474,21 @@ def test_a_pdf_dropped_into_a_watched_vault_is_searchable_and_follows_a_rename(
     watching.until(lambda: found(vault_dir, "ibexian") == {"papers/new.pdf"}, 180)
     (vault_dir / "papers/new.pdf").rename(vault_dir / "papers/moved.pdf")
     watching.until(lambda: found(vault_dir, "ibexian") == {"papers/moved.pdf"}, 180)
+
+
+def test_a_file_that_needs_too_much_memory_is_stopped_and_listed(
+    write: WriteNotes, open_with: Callable[..., Vault]
+) -> None:
+    write(
+        {
+            "heavy.docx": documents.heavy_docx(3_000_000),  # 1 MB, ~160 MB of XML
+            "light.docx": documents.docx([["a light heron document"]]),
+        }
+    )
+    v = open_with(memory_bytes=400 * 2**20)
+    v.reindex(vectors=False)
+    reasons = {p["path"]: p["reason"] for p in v.index_status()["attachments"]["not_read"]}
+    # Python's MemoryError says "memory"; libxml2 failing to allocate says less.
+    assert reasons.keys() == {"heavy.docx"}, reasons
+    assert "memory" in reasons["heavy.docx"] or "XMLSyntaxError" in reasons["heavy.docx"]
+    assert [h.path for h in v.search("heron", mode="keyword").hits] == ["light.docx"]

@@ -22,7 +22,13 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from markvault.attachments.formats import Extracted, Limits, extract, too_large_reason
+from markvault.attachments.formats import (
+    MEMORY_REASON,
+    Extracted,
+    Limits,
+    extract,
+    too_large_reason,
+)
 from markvault.config import AttachmentLimits
 from markvault.files.vault_files import content_hash
 
@@ -96,11 +102,8 @@ def _serve(conn: Connection, formats: Sequence[str], memory_bytes: int) -> None:
         try:
             outcome = read_one(job, limits)
         except MemoryError:
-            outcome = ("done", Extracted(job.fmt, "failed", reason=_MEMORY))
+            outcome = ("done", Extracted(job.fmt, "failed", reason=MEMORY_REASON))
         conn.send(outcome)
-
-
-_MEMORY = "needs more memory than one attachment may take to read"
 
 
 def _limit_memory(extra: int) -> None:
@@ -201,7 +204,10 @@ class Extractor:
                     worker.stop()
                     yield job, "done", Extracted(job.fmt, "failed", reason=_CRASHED)
                     continue
-                self._idle.append(worker)
+                if isinstance(value, Extracted) and value.reason == MEMORY_REASON:
+                    worker.stop()  # what it could not free would fail the next file too
+                else:
+                    self._idle.append(worker)
                 yield job, outcome, value
             now = time.monotonic()
             for conn, (worker, job, started) in list(running.items()):

@@ -41,6 +41,7 @@ FORMATS: dict[str, tuple[str, str]] = {
 # Formats packed as zip archives: their members' sizes are checked before anything is
 # unpacked (a "zip bomb" posing as a .docx unpacks to gigabytes).
 ZIPPED = frozenset({"docx", "pptx", "xlsx", "epub"})
+MEMORY_REASON = "needs more memory than one attachment may take to read"
 EXTRACTOR_VERSION = "1"  # bumped when an extractor's output changes: cached text is redone
 
 
@@ -103,7 +104,7 @@ def extract(data: bytes, fmt: str, limits: Limits) -> Extracted:
     except ExtractError as exc:
         return Extracted(fmt, "failed", reason=str(exc))
     except MemoryError:
-        return Extracted(fmt, "failed", reason="needs more memory than allowed to read")
+        return Extracted(fmt, "failed", reason=MEMORY_REASON)
     except RecursionError:
         return Extracted(fmt, "failed", reason="nested too deeply to read (a damaged file?)")
     except Exception as exc:  # a library's own complaint about a broken file

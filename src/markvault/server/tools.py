@@ -406,9 +406,10 @@ def _read_tools(server: MCPServer, service: VaultService) -> None:
     async def status(ctx: Context) -> Status:
         """Index health: notes and chunks by kind, type, topic and project; the embedding
         model, its dimension, whether vectors are ready and which encoder runs it here
-        and why; files changed on disk but not
-        yet indexed; notes with problems; the watcher and automatic git sync (when the
-        last sync ran, and any problem it hit). Use it when results look stale or thin."""
+        and why; files changed on disk but not yet indexed; notes with problems;
+        attachments (PDFs, Office files: how many were read, have no text or failed, each
+        one not read with why); the watcher and automatic git sync (when the last sync
+        ran, and any problem it hit). Use it when results look stale or thin."""
         return await service.run(ctx, "status", lambda v, call: v.status())
 
 
