@@ -491,4 +491,4 @@ def test_a_file_that_needs_too_much_memory_is_stopped_and_listed(
     # Python's MemoryError says "memory"; libxml2 failing to allocate says less.
     assert reasons.keys() == {"heavy.docx"}, reasons
     assert "memory" in reasons["heavy.docx"] or "XMLSyntaxError" in reasons["heavy.docx"]
-    assert [h.path for h in v.search("heron", mode="keyword").hits] == ["light.docx"]
+    assert [h.path for h in v.search(SearchRequest("heron", mode="keyword")).hits] == ["light.docx"]
