@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -165,6 +166,9 @@ def run_cli(
 
 
 def stdio_server(vault_dir: Path) -> StdioServerParameters:
-    """`vault mcp` over stdio, as Claude Code starts it."""
+    """`vault mcp` over stdio, as Claude Code starts it. The test's environment goes with
+    it (the SDK passes only a few variables by default): its cache and config folders,
+    so the server reads the trust record and the encoder verdict this test made, and
+    the sources under test (PYTHONPATH) when a worktree runs them."""
     argv = vault_argv(vault_dir, "mcp")
-    return StdioServerParameters(command=argv[0], args=argv[1:])
+    return StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))

@@ -36,8 +36,11 @@ if TYPE_CHECKING:
     from markvault.indexing.watcher import Watcher
 
 # A write or a watcher's sync embeds its new chunks at once when there are at most this
-# many; more (a first build, a checkout) are left to the background backfill.
-INLINE_EMBED_MAX = 256
+# many; more (a first build, a checkout) are left to the background backfill. Inline
+# embedding holds the call lock: a few notes' chunks take well under a second on any
+# encoder; 256 took a CPU without VNNI (fp32 or 7-bit int8) long enough that reads
+# waiting behind it were answered "busy".
+INLINE_EMBED_MAX = 32
 
 
 class IndexKeeper:
