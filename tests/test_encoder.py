@@ -157,14 +157,16 @@ def test_a_cache_that_cannot_be_written_means_torch_with_the_reason(tmp_path: Pa
     assert embedder.backend == "torch" and "cannot write" in (embedder.reason or "")
 
 
-def test_status_says_the_encoder_is_not_measured_yet(vault_dir: Path) -> None:
+def test_status_says_the_encoder_is_not_measured_yet(vault_dir: Path, tmp_path: Path) -> None:
     from .conftest import run_cli
 
     (vault_dir / "a.md").write_text("# A\n\nalpha\n")
-    done = run_cli(vault_dir, "status")
+    # A cache of its own: the session's may hold a verdict another test measured.
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "fresh-cache")}
+    done = run_cli(vault_dir, "status", env=env)
     assert done.returncode == 0, done.stderr
     assert "encoder  not measured on this machine yet" in done.stdout
-    info = json.loads(run_cli(vault_dir, "status", "--json").stdout)
+    info = json.loads(run_cli(vault_dir, "status", "--json", env=env).stdout)
     assert info["encoder"]["backend"] is None
 
 
