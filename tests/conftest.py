@@ -141,9 +141,10 @@ def bundled_copy(tmp_path: Path) -> Path:
     return target
 
 
-def vault_argv(vault_dir: Path, *args: str) -> list[str]:
-    """`vault --vault DIR --index DIR/../index ARGS` as a fresh Python process runs it."""
-    index = str(vault_dir.parent / "index")
+def vault_argv(vault_dir: Path, *args: str, index_dir: Path | None = None) -> list[str]:
+    """`vault --vault DIR --index INDEX ARGS` as a fresh Python process runs it (INDEX:
+    ``index_dir``, by default DIR/../index)."""
+    index = str(index_dir or vault_dir.parent / "index")
     return [
         sys.executable,
         "-m",

@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,22 +22,13 @@ from markvault.runtime.local_host import open_local
 from markvault.runtime.owner import lock_path
 from markvault.types import SearchRequest
 
-from .conftest import WriteNotes
+from .conftest import WriteNotes, vault_argv
 
 DEADLINE = 60.0  # seconds a rebuild may take on a loaded two-core machine
 
 
 def _argv(vault: Path, index: Path, *args: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "markvault.cli",
-        "--vault",
-        str(vault),
-        "--index",
-        str(index),
-        *args,
-    ]
+    return vault_argv(vault, *args, index_dir=index)
 
 
 def _cli(vault: Path, index: Path, *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:

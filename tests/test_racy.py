@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,22 +21,13 @@ from markvault.indexing.racy import RACY_CTIME, measure_granularity, racy_window
 from markvault.runtime.local_host import open_local
 from markvault.types import SearchRequest
 
-from .conftest import WriteNotes
+from .conftest import WriteNotes, vault_argv
 
 DEADLINE = 60.0
 
 
 def _argv(vault: Path, index: Path, *args: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "markvault.cli",
-        "--vault",
-        str(vault),
-        "--index",
-        str(index),
-        *args,
-    ]
+    return vault_argv(vault, *args, index_dir=index)
 
 
 def _hits(vault: Path, index: Path, query: str) -> list[str]:

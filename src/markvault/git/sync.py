@@ -95,18 +95,8 @@ class StagedCommit:
         if not any(c.blob for c in pending):
             yield from ((c, b"") for c in pending)
             return
-        with subprocess.Popen(
-            ["git", "-C", str(self._git.top), "cat-file", "--batch"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=self._git.env,
-        ) as batch:
-            assert batch.stdin is not None and batch.stdout is not None
-            try:
-                for change in pending:
-                    yield change, _next_blob(batch.stdin, batch.stdout, change)
-            finally:
-                batch.stdin.close()
+        for change, chunks in self.contents(pending):
+            yield change, b"".join(chunks)
 
     def contents(self, changes: Iterable[Change]) -> Iterator[tuple[Change, Iterator[bytes]]]:
         """Each change with its staged bytes in chunks of at most ``BLOB_CHUNK`` (a file
@@ -155,24 +145,6 @@ def _blob_chunks(ask: IO[bytes], answer: IO[bytes], change: Change) -> Iterator[
         left -= len(chunk)
         yield chunk
     answer.read(1)
-
-
-def _next_blob(ask: IO[bytes], answer: IO[bytes], change: Change) -> bytes:
-    """One request and answer of ``git cat-file --batch``, one object at a time so that
-    neither pipe can fill while the other side waits."""
-    if change.blob is None:
-        return b""
-    ask.write(change.blob.encode("ascii") + b"\n")
-    ask.flush()
-    header = answer.readline().split()
-    if len(header) != 3:  # "<oid> missing", or git went away
-        raise SyncError(
-            f"git could not read the staged content of {change.path}.",
-            "Run `git status` in the vault and retry `vault sync`.",
-        )
-    data = answer.read(int(header[2]))
-    answer.read(1)  # the newline after each object
-    return data
 
 
 # A check receives the staged commit and raises RefusedError to refuse it (then nothing
