@@ -246,6 +246,34 @@ def test_numpy_and_sql_scoring_give_the_same_hits(
         assert hits and "notes/expired.md" not in {h.path for h in hits}
 
 
+def test_vector_scores_in_sql_and_from_the_matrix_agree(bundled_copy: Path, tmp_path: Path) -> None:
+    """A process's first vector query is scored in DuckDB, later ones from the matrix it
+    then loads (index/vectors.py): the same chunks, in id order, the same scores."""
+    import numpy as np
+
+    with open_local(bundled_copy, tmp_path / "index") as v:
+        v.reindex(vectors=False)
+        vectors = v.host.core().keeper.open_index(write=True).vectors
+        hashes = [h for h, _ in vectors.missing("test-model")]
+        rng = np.random.default_rng(7)
+        rows = rng.normal(size=(len(hashes), 16)).astype(np.float32)
+        rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+        vectors.ensure_table("test-model", 16)
+        vectors.add("test-model", hashes, rows)
+        query = rows[3]
+        first_ids, first = vectors.scores("test-model", query)
+        assert vectors._matrix is None  # scored without loading every vector
+        second_ids, second = vectors.scores("test-model", query)
+        assert vectors._matrix is not None
+        assert len(first_ids) > len(hashes) // 2 and list(first_ids) == sorted(first_ids)
+        assert list(first_ids) == list(second_ids)
+        assert first == pytest.approx(second, abs=1e-6)
+        assert float(first.max()) == pytest.approx(1.0, abs=1e-6)
+        # After a change the next query is scored in SQL again, with the new vectors.
+        vectors.forget()
+        assert vectors.scores("other-model", query)[0].size == 0
+
+
 def test_numpy_top_chunks_break_ties_by_id_whatever_the_ids() -> None:
     """Chunks tied at the cut are kept by id, as SQL's ORDER BY score DESC, chunk_id
     does; dense ids (counted), few rows among many ids and sparse ids (both summed by

@@ -321,8 +321,7 @@ class Searcher:
         # The query's embedding is reported on its own, not inside the stage.
         embed_ms = (time.perf_counter() - started) * 1000
         run.timings["embed_query"] = run.timings.get("embed_query", 0.0) + embed_ms
-        ids, matrix = self.index.vectors.matrix(self.model)
-        scores = matrix @ qv
+        ids, scores = self.index.vectors.scores(self.model, qv)
         if stage == "vector":
             run.keep_cosines(ids, scores)
         if not filters.is_empty():
