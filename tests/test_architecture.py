@@ -45,6 +45,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "markvault.embed",
             "markvault.files",
             "markvault.sessions",
+            "markvault.sessions.sanitize",
+            "markvault.sessions.session",
+            "markvault.sessions.transcript_reader",
+            "markvault.sessions.transcript_files",
+            "markvault.sessions.session_note",
+            "markvault.sessions.session_summary",
             "markvault.attachments.extract",
             # the placeholder of a session note's summary comes from sessions/
             "markvault.markdown.template_text",

@@ -11,7 +11,7 @@ import pytest
 from markvault import errors
 from markvault.calls import declared_calls
 from markvault.runtime.wire import decode, dumps, encode, error_json, raise_error
-from markvault.sessions.transcripts import SessionSummary
+from markvault.sessions.session_summary import SessionSummary
 from markvault.types import (
     Edit,
     Filters,
