@@ -61,6 +61,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "markvault.git.repo",
             "markvault.credentials",
+            "markvault.credentials.finding",
+            "markvault.credentials.value_shapes",
+            "markvault.credentials.token_rules",
+            "markvault.credentials.key_value_rules",
+            "markvault.credentials.detection",
+            "markvault.credentials.policy",
             "markvault.markdown",
             "markvault.attachments.formats",
             "markvault.search.time_expressions",  # pure: the index reads note dates with it

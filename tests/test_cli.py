@@ -187,7 +187,7 @@ NOT_FOR_KEYWORD_SEARCH = (
     "markvault.sessions.transcript_reader",
     "markvault.sessions.session_note",
     "markvault.sessions.session_summary",
-    "markvault.credentials.rules",
+    "markvault.credentials.detection",
     "markvault.core.writing",
     "markvault.core.session_import",
     "markvault.core.session_notes",

@@ -20,17 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from markvault.config import credential_settings
-from markvault.credentials.rules import (
-    REDACTED,
-    CredentialPolicy,
-    CredentialRefused,
-    describe,
-    entropy,
-    find,
-    fingerprint,
-    redact,
-    scan,
-)
+from markvault.credentials.detection import find, redact, scan
+from markvault.credentials.finding import REDACTED, describe, fingerprint
+from markvault.credentials.policy import CredentialPolicy, CredentialRefused
+from markvault.credentials.value_shapes import entropy
 from markvault.errors import ConfigError
 from markvault.files.vault_files import content_hash
 
@@ -388,6 +381,11 @@ def test_a_key_whose_random_part_repeats_letters_is_caught() -> None:
 
 
 SRC = REPO / "src" / "markvault"
+GATE_MODULES = (  # the gate's own examples
+    "credentials/token_rules.py",
+    "credentials/key_value_rules.py",
+    "credentials/detection.py",
+)
 
 
 def test_the_starter_vault_templates_and_docs_pass() -> None:
@@ -398,7 +396,7 @@ def test_the_starter_vault_templates_and_docs_pass() -> None:
         *(REPO / "docs").glob("*.md"),
         *(REPO / "bench").rglob("*.md"),
         # Code about tokens, holding none (the gate's own examples excepted).
-        *(p for p in SRC.rglob("*.py") if p.relative_to(SRC).as_posix() != "credentials/rules.py"),
+        *(p for p in SRC.rglob("*.py") if p.relative_to(SRC).as_posix() not in GATE_MODULES),
     ]
     assert len(files) > 20
     for path in files:

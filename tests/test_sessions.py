@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from markvault.credentials.rules import REDACTED
+from markvault.credentials.finding import REDACTED
 from markvault.errors import NotFoundError, RefusedError, UsageError
 from markvault.files.vault_files import VaultFiles
 from markvault.markdown.parse import parse_note

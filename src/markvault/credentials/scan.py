@@ -24,14 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from markvault.config import read_credential_settings
-from markvault.credentials.rules import (
-    CredentialPolicy,
-    CredentialRefused,
-    Finding,
-    refusal,
-    scan,
-    unsecret,
-)
+from markvault.credentials.detection import scan, unsecret
+from markvault.credentials.finding import Finding
+from markvault.credentials.policy import CredentialPolicy, CredentialRefused, refusal
 from markvault.credentials.secret_files import scan_file_bytes
 from markvault.files.vault_files import TEMP_PREFIX, TRASH_DIR
 

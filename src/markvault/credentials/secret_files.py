@@ -35,7 +35,9 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from markvault.credentials.rules import Finding, fingerprint, is_private_key_der, scan, scan_tokens
+from markvault.credentials.detection import scan, scan_tokens
+from markvault.credentials.finding import Finding, fingerprint
+from markvault.credentials.value_shapes import is_private_key_der
 
 HEAD_BYTES = 8192  # what the kind of a file is told from
 WINDOW_CHARS = 2 * 1024 * 1024  # text read by the gate at once
