@@ -17,6 +17,7 @@ from markvault.credentials.finding import (
     Finding,
     count_of,
     describe,
+    fingerprint,
     names_of,
     redact_and_relocate,
 )
@@ -62,8 +63,16 @@ class CredentialPolicy:
     def of(cls, settings: CredentialSettings) -> CredentialPolicy:
         return cls(settings.mode, settings.allow)
 
-    def allows(self, note: str, finding: Finding) -> bool:
-        return (note, finding.fingerprint) in self.allow or ("*", finding.fingerprint) in self.allow
+    def allowed_in(self, note: str) -> frozenset[str]:
+        """The fingerprints the allowlist lets through in ``note``: those it names for
+        that note, and those it allows anywhere (``"*"``)."""
+        return frozenset(fp for where, fp in self.allow if where in (note, "*"))
+
+    def sift(
+        self, note: str, findings: Sequence[Finding], text: str = ""
+    ) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
+        """``findings`` of ``text`` in ``note`` sifted by the allowlist (see :func:`sift`)."""
+        return sift(findings, self.allowed_in(note), text)
 
     def check(
         self,
@@ -85,12 +94,27 @@ class CredentialPolicy:
         findings = scan(text, part) if findings is None else findings
         if not findings:
             return Checked(text)
-        allowed = tuple(f for f in findings if self.allows(note, f))
-        found = tuple(f for f in findings if f not in allowed)
+        found, allowed = self.sift(note, findings, text)
         if found and self.mode == "refuse":
             raise refusal(note, found)
         redacted, moved = redact_and_relocate(text, found, marker)
         return Checked(redacted, tuple(moved), allowed)
+
+
+def sift(
+    findings: Sequence[Finding], allowed: frozenset[str], text: str = ""
+) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
+    """(to act on, let through): a finding is let through when its fingerprint is one
+    ``allowed`` names. A finding without a fingerprint (``find``'s: fingerprints are
+    slow) is fingerprinted from ``text``, and only when the allowlist names any."""
+    if not allowed:
+        return tuple(findings), ()
+    found: list[Finding] = []
+    let_through: list[Finding] = []
+    for f in findings:
+        known = f.fingerprint or fingerprint(f.rule, text[f.start : f.end])
+        (let_through if known in allowed else found).append(f)
+    return tuple(found), tuple(let_through)
 
 
 def refusal(

@@ -111,8 +111,7 @@ def scan_file(policy: CredentialPolicy, path: str, data: bytes | Iterable[bytes]
 
 
 def _judged(policy: CredentialPolicy, path: str, findings: list[Finding]) -> FileFindings:
-    allowed = tuple(f for f in findings if policy.allows(path, f))
-    found = tuple(f for f in findings if f not in allowed)
+    found, allowed = policy.sift(path, findings)
     return FileFindings(unsecret(path), found, allowed)
 
 
@@ -164,7 +163,7 @@ def refuse_message(vault_dir: Path, message: str | None) -> None:
     if not message:
         return
     policy = policy_of(vault_dir)
-    found = [f for f in scan(message) if not policy.allows(MESSAGE, f)]
+    found, _ = policy.sift(MESSAGE, scan(message))
     if found:
         error = refusal(MESSAGE, found, "nothing was committed")
         raise CredentialRefused(

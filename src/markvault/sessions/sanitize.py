@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from markvault.credentials import detection as credentials
+from markvault.credentials.policy import sift
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ufeff]")
@@ -63,15 +64,9 @@ def _base64_placeholder(m: re.Match[str]) -> str:
 def redact(
     text: str, counter: RedactionCounter | None = None, allowed: frozenset[str] = frozenset()
 ) -> str:
-    """``text`` with every credential the gate finds (credentials.py) redacted, except
+    """``text`` with every credential the gate finds (credentials/detection.py) redacted, except
     those whose fingerprint is ``allowed`` (fingerprints are slow: only taken then)."""
-    findings = credentials.find(text)
-    if findings and allowed:
-        findings = [
-            f
-            for f in findings
-            if credentials.fingerprint(f.rule, text[f.start : f.end]) not in allowed
-        ]
+    findings, _ = sift(credentials.find(text), allowed, text)
     if counter is not None:
         counter.redactions += len(findings)
     return credentials.redact(text, findings) if findings else text
