@@ -82,6 +82,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "markvault.answers",
             "markvault.config",
             "markvault.trust",
+            "markvault.user_folders",
             "markvault.resources",
             "markvault.errors",
         ),
