@@ -82,6 +82,16 @@ def _rule(
     )
 
 
+def _in_context(
+    id: str, kind: str, pattern: str, keywords: Iterable[str], accept: Callable[[str], bool]
+) -> TokenRule:
+    """A rule for a secret told by what stands before it (an auth scheme, a URL's user,
+    a netrc line, a key file's label, a command's flag), not by its own format: the
+    secret is ``pattern``'s group 1, and the keyword is the context, which stands apart
+    from the long words (``ftp://a:b@c`` is shorter than a token)."""
+    return _rule(id, kind, pattern, keywords, group=1, accept=accept, in_long_word=False)
+
+
 def glued_shape(secret: str) -> bool:
     """A token found glued to a word (``tghp_...``) must look generated: a digit and a
     letter in it, as nearly every random token has and an identifier rarely does."""
@@ -400,43 +410,35 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
         ["eyj"],
         glued=True,
     ),
-    _rule(
+    _in_context(
         "bearer-token",
         "bearer token",
         r"(?:Bearer|bearer|BEARER)[ \t]+([A-Za-z0-9._~+/-]{8,}=*)",
         ["bearer"],
-        group=1,
         accept=_bearer_value,
-        in_long_word=False,
     ),
-    _rule(
+    _in_context(
         "basic-auth",
         "basic auth credentials",
         r"(?:Basic|basic|BASIC)[ \t]+([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])",
         ["basic"],
-        group=1,
         accept=_decodes_to_user_and_password,
-        in_long_word=False,
     ),
-    _rule(
+    _in_context(
         "url-password",
         "password in URL",
         r"://[^\s/?#@:'\"<>]{0,100}:([^\s/?#@'\"<>]{1,200})@",
         ["://"],
-        group=1,
         # A connection string's password is one whatever it spells ("user:pass"): only a
         # template or a mask ($PASSWORD, ${...}, <password>, ***) stands in for one.
         accept=lambda s: not is_template(s),
-        in_long_word=False,  # ftp://a:b@c is shorter than a token
     ),
-    _rule(
+    _in_context(
         "netrc-password",
         "netrc password",
         r"machine[ \t]+\S+\s+login[ \t]+\S+\s+password[ \t]+(\S+)",
         ["machine"],
-        group=1,
         accept=lambda s: not is_placeholder(s),
-        in_long_word=False,
     ),
     # A private key's body without its armour lines: base64 that decodes to a private
     # key's structure (PKCS#1, PKCS#8 plain or encrypted, SEC1, PKCS#12, OpenSSH).
@@ -451,24 +453,20 @@ TOKEN_RULES: tuple[TokenRule, ...] = (
         accept=lambda s: decodes_to_private_key(s),
         min_word=40,
     ),
-    _rule(
+    _in_context(
         "private-key",
         "private key",
         r"Private-Lines: \d+\r?\n((?:[A-Za-z0-9+/=]+\r?\n?)+)",  # a PuTTY key file
         ["private-lines:"],
-        group=1,
         accept=_always,
-        in_long_word=False,
     ),
     *(
-        _rule(
+        _in_context(
             "command-line-password",
             "password on a command line",
             pattern,
             keywords,
-            group=1,
             accept=lambda s: _command_line_password(s),
-            in_long_word=False,
         )
         for pattern, keywords in _COMMAND_LINE_PASSWORDS
     ),
