@@ -69,7 +69,7 @@ class SyncSettings:
 
 @dataclass(frozen=True)
 class CredentialSettings:
-    """The credential gate (the ``[credentials]`` table; credentials.py applies it).
+    """The credential gate (the ``[credentials]`` table; credentials/policy.py applies it).
 
     .. code-block:: toml
 

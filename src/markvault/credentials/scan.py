@@ -2,7 +2,7 @@
 check `vault sync` runs on exactly what it is about to commit (gitsync.DEFAULT_CHECKS),
 its commit message included.
 
-Both use the write gate's rules (credentials.py) and the vault's allowlist
+Both use the write gate's rules (detection.py) and the vault's allowlist
 (``[credentials] allow`` in ``.markvault.toml``, by note and fingerprint). Neither
 rewrites a file: a note a person wrote is theirs to fix, so these report and refuse,
 where the write gate redacts. The mode (redact or refuse) is for writes; a sync always

@@ -5,7 +5,7 @@ A file is read for what it is, not for its suffix:
 
 - **Text** (told by its bytes: a byte-order mark, UTF-16 or UTF-32 without one, or no
   NUL byte to speak of) is decoded and read with every rule of the gate
-  (credentials.py), a window at a time: a file of any size is read in bounded memory,
+  (detection.py), a window at a time: a file of any size is read in bounded memory,
   and a finding keeps its line number. Source code and minified files (by suffix, or
   by very long lines) are read with the gate's ``code`` rules: there a value named by
   its key counts only when it looks random (a tokenizer's token fields are code).
