@@ -4,7 +4,7 @@
     python bench/bench_credentials.py --notes 10000   # a bigger vault
     python bench/bench_credentials.py --code DIR      # also count findings in DIR's files
 
-The gate (``markvault.credentials.rules``) runs on every write and every sync, and
+The gate (``markvault.credentials``) runs on every write and every sync, and
 ``vault check`` runs it over the whole vault, so its speed is measured in megabytes
 of notes per second, against a baseline run on the same text in the same process:
 markvault's own tokenizer (``text.tokenize``), which every indexed byte goes
@@ -30,7 +30,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import gen_vault
-from markvault.credentials.rules import CredentialPolicy, find, fingerprint, redact
+from markvault.credentials.detection import find, redact
+from markvault.credentials.finding import fingerprint
+from markvault.credentials.policy import CredentialPolicy
 from markvault.credentials.scan import check_vault
 from markvault.markdown.tokens import tokenize
 

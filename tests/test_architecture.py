@@ -45,6 +45,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "markvault.embed",
             "markvault.files",
             "markvault.sessions",
+            "markvault.sessions.sanitize",
+            "markvault.sessions.session",
+            "markvault.sessions.transcript_reader",
+            "markvault.sessions.transcript_files",
+            "markvault.sessions.session_note",
+            "markvault.sessions.session_summary",
             "markvault.attachments.extract",
             # the placeholder of a session note's summary comes from sessions/
             "markvault.markdown.template_text",
@@ -55,6 +61,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "markvault.git.repo",
             "markvault.credentials",
+            "markvault.credentials.finding",
+            "markvault.credentials.value_shapes",
+            "markvault.credentials.token_rules",
+            "markvault.credentials.key_value_rules",
+            "markvault.credentials.detection",
+            "markvault.credentials.policy",
             "markvault.markdown",
             "markvault.attachments.formats",
             "markvault.search.time_expressions",  # pure: the index reads note dates with it
@@ -70,6 +82,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "markvault.answers",
             "markvault.config",
             "markvault.trust",
+            "markvault.user_folders",
             "markvault.resources",
             "markvault.errors",
         ),

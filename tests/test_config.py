@@ -17,8 +17,8 @@ from markvault.config import (
     ORIGIN_GIVEN,
     CredentialSettings,
     read_credential_settings,
-    user_cache_dir,
 )
+from markvault.user_folders import user_cache_dir
 
 from .conftest import BUNDLED_VAULT, REPO, run_cli
 

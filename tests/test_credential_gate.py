@@ -19,7 +19,8 @@ from mcp import Client
 
 from markvault import Vault
 from markvault.config import trust_vault
-from markvault.credentials.rules import CredentialRefused, scan
+from markvault.credentials.detection import scan
+from markvault.credentials.policy import CredentialRefused
 from markvault.files.vault_init import init_vault
 from markvault.runtime.local_host import open_local
 from markvault.server.tools import build_server

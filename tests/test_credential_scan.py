@@ -8,7 +8,7 @@ import random
 import subprocess
 from pathlib import Path
 
-from markvault.credentials.rules import scan
+from markvault.credentials.detection import scan
 from markvault.credentials.scan import check_vault, is_scanned
 from markvault.files.vault_init import init_vault
 

@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from markvault.credentials.rules import find
+from markvault.credentials.detection import find
 
 from .test_credentials import ALNUM, TOKENS, rand
 

@@ -20,19 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from markvault.config import credential_settings
-from markvault.credentials.rules import (
-    REDACTED,
-    CredentialPolicy,
-    CredentialRefused,
-    describe,
-    entropy,
-    find,
-    fingerprint,
-    redact,
-    scan,
-)
+from markvault.credentials.detection import find, redact, scan
+from markvault.credentials.finding import REDACTED, describe, fingerprint
+from markvault.credentials.policy import CredentialPolicy, CredentialRefused, sift
+from markvault.credentials.value_shapes import entropy
 from markvault.errors import ConfigError
 from markvault.files.vault_files import content_hash
+from markvault.sessions.sanitize import redact as redact_transcript_text
 
 from .conftest import BUNDLED_VAULT, REPO
 
@@ -388,6 +382,11 @@ def test_a_key_whose_random_part_repeats_letters_is_caught() -> None:
 
 
 SRC = REPO / "src" / "markvault"
+GATE_MODULES = (  # the gate's own examples
+    "credentials/token_rules.py",
+    "credentials/key_value_rules.py",
+    "credentials/detection.py",
+)
 
 
 def test_the_starter_vault_templates_and_docs_pass() -> None:
@@ -398,7 +397,7 @@ def test_the_starter_vault_templates_and_docs_pass() -> None:
         *(REPO / "docs").glob("*.md"),
         *(REPO / "bench").rglob("*.md"),
         # Code about tokens, holding none (the gate's own examples excepted).
-        *(p for p in SRC.rglob("*.py") if p.relative_to(SRC).as_posix() != "credentials/rules.py"),
+        *(p for p in SRC.rglob("*.py") if p.relative_to(SRC).as_posix() not in GATE_MODULES),
     ]
     assert len(files) > 20
     for path in files:
@@ -508,6 +507,27 @@ def test_the_allowlist_keeps_a_known_false_positive_in_its_note_only() -> None:
     assert anywhere.check(text, note="notes/b.md").text == text
     other, _ = token_text(seed=4)
     assert token not in other and REDACTED in anywhere.check(other, note="notes/b.md").text
+
+
+@pytest.mark.parametrize(
+    ("entry", "kept"),
+    [("notes/a.md", True), ("*", True), ("notes/b.md", False), (None, False)],
+)
+def test_every_path_applies_the_allowlist_alike(entry: str | None, kept: bool) -> None:
+    """A write's check, a scan's findings (fingerprinted) and a transcript's redaction
+    (findings fingerprinted only when the allowlist names any) let the same through."""
+    text, token = token_text()
+    [finding] = scan(text)
+    other, _ = token_text(seed=4)  # a second credential, never allowed
+    text += other
+    allow = frozenset() if entry is None else frozenset({(entry, finding.fingerprint)})
+    policy = CredentialPolicy(allow=allow)
+    allowed = policy.allowed_in("notes/a.md")
+    checked = policy.check(text, note="notes/a.md")
+    assert (token in checked.text) is kept and len(checked.redacted) == 2 - kept
+    assert [len(part) for part in policy.sift("notes/a.md", scan(text))] == [2 - kept, kept]
+    assert [len(part) for part in sift(find(text), allowed, text)] == [2 - kept, kept]
+    assert (token in redact_transcript_text(text, allowed=allowed)) is kept
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 
 from markvault.errors import ConflictError, RefusedError, UsageError
 from markvault.git.repo import check_writable
-from markvault.markdown.edit import apply_edit
+from markvault.markdown.edit import apply_edit, replace_section
 from markvault.types import Edit
 
 NOTE = (
@@ -140,3 +140,12 @@ def test_conflict_markers_refuse_writes() -> None:
     with pytest.raises(RefusedError, match="conflict markers"):
         check_writable(text, "n.md")
     check_writable("a setext heading\n=======\n", "n.md")  # plain '=' rules are fine
+
+
+def test_a_section_runs_to_the_next_heading_of_its_level_or_higher_for_every_editor() -> None:
+    """The edit tools and session notes agree on where a section ends: not at a deeper
+    heading, not at a ``#`` line inside a code fence, at the next one of its level."""
+    text = "# T\n\n## A\n\nx\n\n### A1\n\n```\n## not a heading\n```\n\n## B\n\ny\n"
+    expected = "# T\n\n## A\n\nnew\n\n## B\n\ny\n"
+    assert apply_edit(text, Edit("replace_section", heading="## A", text="new\n")) == expected
+    assert replace_section(text, "A", "## A\n\nnew\n") == expected

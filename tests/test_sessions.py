@@ -12,26 +12,25 @@ from typing import Any
 
 import pytest
 
+from markvault.credentials.finding import REDACTED
 from markvault.errors import NotFoundError, RefusedError, UsageError
 from markvault.files.vault_files import VaultFiles
 from markvault.markdown.parse import parse_note
-from markvault.sessions.transcripts import (
-    ARG_CHARS,
-    REDACTED,
-    Session,
+from markvault.sessions.sanitize import redact, sanitize
+from markvault.sessions.session import Session
+from markvault.sessions.session_note import note_path, render_note
+from markvault.sessions.session_summary import (
     SessionSummary,
-    claude_projects_dir,
-    find_transcripts,
     has_summary,
-    note_path,
-    project_folder_names,
     read_summary,
-    read_transcript,
-    redact,
-    render_note,
-    sanitize,
     set_summary,
 )
+from markvault.sessions.transcript_files import (
+    claude_projects_dir,
+    find_transcripts,
+    project_folder_names,
+)
+from markvault.sessions.transcript_reader import ARG_CHARS, read_transcript
 
 PROJECTS = Path(__file__).parent / "fixtures" / "claude" / "projects"
 SID = "5f0c2a9e-1b7d-4c3e-9a51-2d8e6f4b7c10"

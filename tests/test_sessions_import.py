@@ -20,7 +20,7 @@ from markvault import Vault
 from markvault.errors import ConflictError, NotFoundError, RefusedError, UsageError
 from markvault.runtime.local_host import local_vault, open_local
 from markvault.runtime.shared_host import connect
-from markvault.sessions.transcripts import SessionSummary, read_summary
+from markvault.sessions.session_summary import SessionSummary, read_summary
 from markvault.types import Filters, SearchRequest, SessionQuery
 
 from .conftest import checksums

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from markvault.credentials.rules import CredentialRefused
+from markvault.credentials.policy import CredentialRefused
 from markvault.credentials.scan import check_vault
 from markvault.files.vault_files import content_hash
 from markvault.files.vault_init import init_vault

@@ -115,7 +115,7 @@ try:
 except SystemExit:
     pass
 heavy = ("duckdb", "pyarrow", "torch", "sentence_transformers", "markvault.index",
-         "markvault.core", "markvault.search.searcher", "markvault.sessions.transcripts")
+         "markvault.core", "markvault.search.searcher", "markvault.sessions.transcript_reader")
 print("LOADED=" + ",".join(m for m in heavy if m in sys.modules), file=sys.stderr)
 """
 

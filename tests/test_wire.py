@@ -11,7 +11,7 @@ import pytest
 from markvault import errors
 from markvault.calls import declared_calls
 from markvault.runtime.wire import decode, dumps, encode, error_json, raise_error
-from markvault.sessions.transcripts import SessionSummary
+from markvault.sessions.session_summary import SessionSummary
 from markvault.types import (
     Edit,
     Filters,
@@ -90,7 +90,7 @@ def test_errors_keep_their_class_and_hint() -> None:
 
 def test_an_error_of_another_module_keeps_its_exit_code() -> None:
     """A refusal by the credential gate in the owner ends the client's command with 6."""
-    from markvault.credentials.rules import CredentialRefused
+    from markvault.credentials.policy import CredentialRefused
 
     refused = CredentialRefused("Refused: notes/a.md holds 1 credential.", "Allow it.", [])
     with pytest.raises(errors.RefusedError) as caught:

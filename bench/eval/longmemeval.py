@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from markvault import Vault
-from markvault.sessions.transcripts import quote
+from markvault.sessions.session_note import quote
 from markvault.types import SearchRequest
 
 from . import report, runner

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import posixpath
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from markvault.errors import ConfigError
+from markvault.user_folders import APP_NAME, user_cache_dir
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 # The names the packaged default model answers to. It reads English (Latin script)
@@ -33,7 +32,6 @@ ENV_INDEX = "MARKVAULT_INDEX"
 ENV_MODEL = "MARKVAULT_MODEL"
 ENV_DOCUMENT_ROOTS = "MARKVAULT_DOCUMENT_ROOTS"
 TOKEN_ENV = "MARKVAULT_TOKEN_FILE"
-APP_NAME = "markvault"
 PULL_MODES = ("merge", "rebase")
 ORIGIN_CACHE = "default: your cache directory"
 ORIGIN_GIVEN = "set by --index or MARKVAULT_INDEX"
@@ -71,7 +69,7 @@ class SyncSettings:
 
 @dataclass(frozen=True)
 class CredentialSettings:
-    """The credential gate (the ``[credentials]`` table; credentials.py applies it).
+    """The credential gate (the ``[credentials]`` table; credentials/policy.py applies it).
 
     .. code-block:: toml
 
@@ -259,23 +257,6 @@ def token_path() -> Path:
         return Path(override).expanduser()
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base).expanduser() / APP_NAME / "http-token"
-
-
-def user_cache_dir() -> Path:
-    """The user's cache folder for markvault, as platformdirs gives it. The common Linux
-    case is answered here by the XDG rule: importing platformdirs costs a one-shot `vault
-    search` ~10 ms. Anything else (another system, a relative or missing home or
-    XDG_CACHE_HOME) is platformdirs' to say."""
-    if sys.platform == "linux" and "ANDROID_DATA" not in os.environ:
-        xdg = os.environ.get("XDG_CACHE_HOME", "")
-        if posixpath.isabs(xdg):
-            return Path(xdg) / APP_NAME
-        home = os.environ.get("HOME", "")
-        if not xdg and posixpath.isabs(home):
-            return Path(home) / ".cache" / APP_NAME
-    import platformdirs
-
-    return platformdirs.user_cache_path(APP_NAME)
 
 
 def _sync_settings(table: Any, path: Path) -> SyncSettings:

@@ -27,33 +27,17 @@ from __future__ import annotations
 
 import json
 import os
-import posixpath
-import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from markvault.errors import ConfigError
+from markvault.user_folders import user_config_dir
 
-APP_NAME = "markvault"
 TRUST_FILE = "trusted-settings.json"
 WIDENING = ("document_roots", "index_dir", "sync.auto", "sync.trash")
 HINT = "Read them in .markvault.toml; if they are yours, run `vault trust` on this machine."
-
-
-def user_config_dir() -> Path:
-    """The user's config folder for markvault (XDG on Linux, platformdirs elsewhere)."""
-    if sys.platform == "linux" and "ANDROID_DATA" not in os.environ:
-        xdg = os.environ.get("XDG_CONFIG_HOME", "")
-        if posixpath.isabs(xdg):
-            return Path(xdg) / APP_NAME
-        home = os.environ.get("HOME", "")
-        if not xdg and posixpath.isabs(home):
-            return Path(home) / ".config" / APP_NAME
-    import platformdirs
-
-    return platformdirs.user_config_path(APP_NAME)
 
 
 def trust_path() -> Path:

@@ -67,7 +67,7 @@ from markvault.types import (
 
 if TYPE_CHECKING:
     from markvault.core import Core
-    from markvault.sessions.transcripts import SessionSummary
+    from markvault.sessions.session_summary import SessionSummary
 
 
 class Vault:

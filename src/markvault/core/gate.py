@@ -26,7 +26,8 @@ from markvault.config import CONFIG_FILE, Settings, read_credential_settings
 from markvault.types import Edit
 
 if TYPE_CHECKING:
-    from markvault.credentials.rules import CredentialPolicy, Finding
+    from markvault.credentials.finding import Finding
+    from markvault.credentials.policy import CredentialPolicy
 
 
 class CredentialGate:
@@ -45,7 +46,7 @@ class CredentialGate:
         Raises:
             ConfigError: the settings file became invalid.
         """
-        from markvault.credentials.rules import CredentialPolicy
+        from markvault.credentials.policy import CredentialPolicy
 
         stamp = _stamp(self._config)
         if self._policy is None or stamp != self._stamp:
@@ -67,7 +68,7 @@ class CredentialGate:
 def unsecret(name: str) -> str:
     """``name`` with every credential replaced (the allowlist aside): how a new note's
     path is shown in messages and matched in the allowlist, never with the secret."""
-    from markvault.credentials.rules import unsecret
+    from markvault.credentials.detection import unsecret
 
     return unsecret(name)
 
@@ -95,7 +96,7 @@ class GatedWrite:
     def name(self, value: str, part: str) -> str:
         """A title, topic, project, tag, frontmatter key or file name, checked before
         anything is named after it (a file is never named after a key)."""
-        from markvault.credentials.rules import NAME_REDACTED, REDACTED
+        from markvault.credentials.finding import NAME_REDACTED, REDACTED
 
         if not value:
             return value
@@ -111,7 +112,7 @@ class GatedWrite:
         """A frontmatter value (``set_key``), read with its key: a short value under an
         ``api_token`` key is a secret where it alone is not. Lists and mappings item by
         item."""
-        from markvault.credentials.rules import scan
+        from markvault.credentials.detection import scan
 
         if isinstance(value, str):
             label = f"{key}: "
@@ -144,7 +145,8 @@ class GatedWrite:
     def text(self, new: str, old: str = "") -> str:
         """The note's whole new text, with what this write adds to ``old`` checked (a
         new note: all of it). Findings name the lines of the text written."""
-        from markvault.credentials.rules import find, fingerprint
+        from markvault.credentials.detection import find
+        from markvault.credentials.finding import fingerprint
 
         added = _added(find(new), new, old)
         if not added:
@@ -160,7 +162,7 @@ class GatedWrite:
         """What a write's result carries: nothing when nothing was redacted, else
         ``credentials`` (a sentence) and ``redacted`` (where, what, fingerprint; never
         the secret)."""
-        from markvault.credentials.rules import describe
+        from markvault.credentials.finding import describe
 
         if not self.redacted:
             return {}
@@ -177,7 +179,8 @@ def _added(found: list[Finding], new: str, old: str) -> list[Finding]:
     changed span of ``new`` holds a finding (most edits add none)."""
     if not old or not found:
         return found
-    from markvault.credentials.rules import find, fingerprint
+    from markvault.credentials.detection import find
+    from markvault.credentials.finding import fingerprint
 
     start = _common_prefix(old, new)
     tail = _common_prefix(old[start:][::-1], new[start:][::-1])

@@ -30,15 +30,11 @@ from markvault.git.repo import check_writable
 from markvault.indexing.pool import in_workers
 from markvault.indexing.racy import RACY_CTIME
 from markvault.markdown.frontmatter import read_frontmatter
-from markvault.sessions import transcripts as sessions_module
-from markvault.sessions.transcripts import (
-    Session,
-    TranscriptFile,
-    note_path,
-    read_transcript,
-    render_note,
-    transcripts_at,
-)
+from markvault.sessions import session_note as sessions_module
+from markvault.sessions.session import Session
+from markvault.sessions.session_note import note_path, render_note
+from markvault.sessions.transcript_files import TranscriptFile, transcripts_at
+from markvault.sessions.transcript_reader import read_transcript
 from markvault.types import NoProgress, Progress, SessionImportReport
 
 

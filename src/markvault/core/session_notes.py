@@ -31,7 +31,7 @@ from markvault.identity import note_uri, recite
 from markvault.index import Index
 from markvault.markdown.frontmatter import split_frontmatter
 from markvault.markdown.tokens import tokenize
-from markvault.sessions.transcripts import SessionSummary, read_summary, set_summary
+from markvault.sessions.session_summary import SessionSummary, read_summary, set_summary
 from markvault.types import PAGE_CHARS, SessionQuery
 
 

@@ -357,7 +357,7 @@ class NoteWriter:
         gate.note = rel
         text = "\n\n".join(page[2] for page in extracted.pages)
         if gate.text(text) != text:
-            from markvault.credentials.rules import describe
+            from markvault.credentials.finding import describe
 
             raise RefusedError(
                 f"Refused: {full.name} holds a credential ({describe(gate.redacted)}), and "

@@ -1,1 +1,2 @@
-"""What counts as a credential (rules.py) and the scan of files already written (scan.py)."""
+"""What counts as a credential (the rule tables, ``detection``), what a vault allows
+(``policy``), and the scan of files already written (``scan``)."""

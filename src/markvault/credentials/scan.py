@@ -2,7 +2,7 @@
 check `vault sync` runs on exactly what it is about to commit (gitsync.DEFAULT_CHECKS),
 its commit message included.
 
-Both use the write gate's rules (credentials.py) and the vault's allowlist
+Both use the write gate's rules (detection.py) and the vault's allowlist
 (``[credentials] allow`` in ``.markvault.toml``, by note and fingerprint). Neither
 rewrites a file: a note a person wrote is theirs to fix, so these report and refuse,
 where the write gate redacts. The mode (redact or refuse) is for writes; a sync always
@@ -24,14 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from markvault.config import read_credential_settings
-from markvault.credentials.rules import (
-    CredentialPolicy,
-    CredentialRefused,
-    Finding,
-    refusal,
-    scan,
-    unsecret,
-)
+from markvault.credentials.detection import scan, unsecret
+from markvault.credentials.finding import Finding
+from markvault.credentials.policy import CredentialPolicy, CredentialRefused, refusal
 from markvault.credentials.secret_files import scan_file_bytes
 from markvault.files.vault_files import TEMP_PREFIX, TRASH_DIR
 
@@ -116,8 +111,7 @@ def scan_file(policy: CredentialPolicy, path: str, data: bytes | Iterable[bytes]
 
 
 def _judged(policy: CredentialPolicy, path: str, findings: list[Finding]) -> FileFindings:
-    allowed = tuple(f for f in findings if policy.allows(path, f))
-    found = tuple(f for f in findings if f not in allowed)
+    found, allowed = policy.sift(path, findings)
     return FileFindings(unsecret(path), found, allowed)
 
 
@@ -169,7 +163,7 @@ def refuse_message(vault_dir: Path, message: str | None) -> None:
     if not message:
         return
     policy = policy_of(vault_dir)
-    found = [f for f in scan(message) if not policy.allows(MESSAGE, f)]
+    found, _ = policy.sift(MESSAGE, scan(message))
     if found:
         error = refusal(MESSAGE, found, "nothing was committed")
         raise CredentialRefused(

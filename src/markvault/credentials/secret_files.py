@@ -5,7 +5,7 @@ A file is read for what it is, not for its suffix:
 
 - **Text** (told by its bytes: a byte-order mark, UTF-16 or UTF-32 without one, or no
   NUL byte to speak of) is decoded and read with every rule of the gate
-  (credentials.py), a window at a time: a file of any size is read in bounded memory,
+  (detection.py), a window at a time: a file of any size is read in bounded memory,
   and a finding keeps its line number. Source code and minified files (by suffix, or
   by very long lines) are read with the gate's ``code`` rules: there a value named by
   its key counts only when it looks random (a tokenizer's token fields are code).
@@ -35,7 +35,9 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from markvault.credentials.rules import Finding, fingerprint, is_private_key_der, scan, scan_tokens
+from markvault.credentials.detection import scan, scan_tokens
+from markvault.credentials.finding import Finding, fingerprint
+from markvault.credentials.value_shapes import is_private_key_der
 
 HEAD_BYTES = 8192  # what the kind of a file is told from
 WINDOW_CHARS = 2 * 1024 * 1024  # text read by the gate at once

@@ -74,7 +74,7 @@ def default_cache_dir() -> Path:
     """``encoders/`` in the user's cache folder, beside the default index folders."""
     import platformdirs
 
-    from markvault.config import APP_NAME
+    from markvault.user_folders import APP_NAME
 
     return platformdirs.user_cache_path(APP_NAME) / "encoders"
 

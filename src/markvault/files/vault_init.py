@@ -9,6 +9,7 @@ lacks instead of being edited.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 from dataclasses import dataclass, field
@@ -95,14 +96,10 @@ class InitReport:
     git_repo: Path | None = None  # the repository the vault is in, if any
 
     def to_json(self) -> dict[str, Any]:
+        """Every field, paths as text."""
         return {
-            "vault": str(self.vault),
-            "created": self.created,
-            "kept": self.kept,
-            "gitignore_missing": self.gitignore_missing,
-            "notes_found": self.notes_found,
-            "obsidian": self.obsidian,
-            "git_repo": str(self.git_repo) if self.git_repo else None,
+            key: str(value) if isinstance(value, Path) else value
+            for key, value in dataclasses.asdict(self).items()
         }
 
 

@@ -4,15 +4,18 @@ A person's file is never round-tripped through a YAML or Markdown library: the
 BOM, line endings, a missing final newline, comments, key order and quoting all
 survive. Frontmatter keys are changed line by line (``frontmatter.set_keys``); sections
 are found by the headings markdown-it sees (so a ``#`` inside a code fence is not a
-heading).
+heading). A section runs from its heading to the next heading of its level or higher
+(:func:`section_end`): one rule for the edit tools and for session notes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from markvault.errors import ConflictError, UsageError
 from markvault.markdown.frontmatter import is_plain_key, set_keys, split_frontmatter
 from markvault.markdown.parse import parse_note
-from markvault.types import OPS, Edit
+from markvault.types import OPS, Edit, Section
 
 
 def apply_edit(text: str, edit: Edit, path: str = "note") -> str:
@@ -94,10 +97,10 @@ def _section_edit(
             "Add the level, e.g. '## Notes', or edit by replace_text.",
         )
     target = matches[0]
-    after = [s for s in sections if s.line > target.line and s.level <= target.level]
+    stop = section_end(sections, sections.index(target))
     lines = body.splitlines(keepends=True)
     first = target.line - body_line  # index of the heading line within body lines
-    end = (after[0].line - body_line) if after else len(lines)
+    end = (stop - body_line) if stop is not None else len(lines)
     block = new_text if new_text.endswith(nl) or not new_text else new_text + nl
     if edit.op == "insert_before":
         return "".join(lines[:first]) + block + "".join(lines[first:])
@@ -119,3 +122,42 @@ def _section_edit(
     while start < tail and not lines[start].strip():
         start += 1  # keep the blank line(s) under the heading
     return "".join(lines[:start]) + block + "".join(lines[tail:])
+
+
+def section_end(sections: Sequence[Section], index: int) -> int | None:
+    """The line (1-based) of the heading that ends ``sections[index]``'s section: the
+    next heading of its level or higher; ``None`` when it runs to the note's end."""
+    level = sections[index].level
+    return next((s.line for s in sections[index + 1 :] if s.level <= level), None)
+
+
+def section_spans(text: str) -> dict[tuple[int, str], tuple[int, int]]:
+    """(level, casefolded heading) -> character range [start, stop) of the last such
+    section (see :func:`section_end`)."""
+    sections = parse_note("note.md", text).sections
+    offsets = [0]
+    for line in text.split("\n"):
+        offsets.append(offsets[-1] + len(line) + 1)
+    spans: dict[tuple[int, str], tuple[int, int]] = {}
+    for i, section in enumerate(sections):
+        stop = section_end(sections, i)
+        spans[(section.level, section.text.casefold())] = (
+            offsets[section.line - 1],
+            len(text) if stop is None else min(offsets[stop - 1], len(text)),
+        )
+    return spans
+
+
+def replace_section(text: str, heading: str, section: str) -> str:
+    """``text`` with the last ``## heading`` section replaced by ``section``.
+
+    ``section`` includes its heading line. The section runs to the next heading of
+    level 1 or 2 (so a person's ``## Notes`` after it is kept). Without such a
+    section, ``section`` is appended.
+    """
+    span = section_spans(text).get((2, heading.casefold()))
+    if span is None:
+        return text.rstrip("\n") + "\n\n" + section
+    start, stop = span
+    after = text[stop:]
+    return text[:start] + section + ("\n" + after if after else "")

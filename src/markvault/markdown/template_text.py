@@ -26,7 +26,7 @@ _TEMPLATES = ("note", "knowledge", "session", "document")
 def placeholders() -> frozenset[str]:
     """Every placeholder comment of markvault's templates (and of the session note's
     summary), whitespace folded."""
-    from markvault.sessions.transcripts import SUMMARY_PLACEHOLDER
+    from markvault.sessions.session_note import SUMMARY_PLACEHOLDER
 
     found = {_folded(SUMMARY_PLACEHOLDER)}
     folder = files("markvault") / "templates"
