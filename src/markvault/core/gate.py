@@ -1,9 +1,9 @@
 """The credential gate where the core writes: every title, name, frontmatter value and
-note text a write brings passes the vault's policy (credentials.py, ``[credentials]`` in
+note text a write brings passes the vault's policy (credentials/policy.py, ``[credentials]`` in
 ``.markvault.toml``) before anything is named or written, and the write's result says
 what was redacted. Every write path of the core (create, edit, move, restore, learn,
 store, session summaries) goes through ``CredentialGate.write``; transcript import
-redacts on its own, always (sessions.py, with the allowlist's fingerprints from
+redacts on its own, always (sessions/sanitize.py, with the allowlist's fingerprints from
 core/session_import.py), so that automatic capture never loses a session to refuse mode.
 
 An edit answers only for what it adds: a credential already in the note (a person's,

@@ -30,7 +30,8 @@ from markvault.git.repo import check_writable
 from markvault.indexing.pool import in_workers
 from markvault.indexing.racy import RACY_CTIME
 from markvault.markdown.frontmatter import read_frontmatter
-from markvault.sessions import session_note as sessions_module
+from markvault.sessions import sanitize, session_note, session_summary, transcript_reader
+from markvault.sessions import session as session_model
 from markvault.sessions.session import Session
 from markvault.sessions.session_note import note_path, render_note
 from markvault.sessions.transcript_files import TranscriptFile, transcripts_at
@@ -110,14 +111,8 @@ class SessionImporter:
         self, known: Mapping[str, Mapping[str, Any]]
     ) -> Callable[[str], frozenset[str]]:
         """session id -> the fingerprints the allowlist lets through in its transcript."""
-        allow = self.gate.policy().allow
-        anywhere = frozenset(fp for note, fp in allow if note == "*")
-
-        def allowed(session_id: str) -> frozenset[str]:
-            path = known.get(session_id, {}).get("path")
-            return anywhere | frozenset(fp for note, fp in allow if note == path)
-
-        return allowed
+        policy = self.gate.policy()
+        return lambda session_id: policy.allowed_in(known.get(session_id, {}).get("path") or "*")
 
     def _import_state(self, report: SessionImportReport) -> _ImportState:
         """What the import needs to know before reading transcripts: session_id -> the
@@ -312,15 +307,22 @@ def _source_key(path: Path) -> str:
     return os.path.abspath(path)
 
 
+# Every module whose code decides a session note's text: reading the transcript,
+# cleaning it, the session's model, rendering the note and its summary.
+RENDERER_MODULES = (transcript_reader, sanitize, session_model, session_note, session_summary)
+
+
 @functools.cache
 def renderer_fingerprint() -> str:
     """Identifies the code that turns transcripts into notes: a transcript recorded
     under another renderer is read again, so a new markvault re-renders its notes."""
-    source = Path(sessions_module.__file__ or "sessions.py")
+    digest = hashlib.sha256()
     try:
-        return hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+        for module in RENDERER_MODULES:
+            digest.update(Path(module.__file__ or module.__name__).read_bytes())
     except OSError:  # no source beside the code (a zipped install): go by version
         return "version-" + importlib.metadata.version("markvault")
+    return digest.hexdigest()[:16]
 
 
 def _read_transcript_batch(
