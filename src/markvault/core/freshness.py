@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from markvault.errors import MarkvaultError
+from markvault.files.atomic import write_replacing
 from markvault.files.find_walk import FindListing, FindWalk
 from markvault.files.vault_files import IGNORE_FILE
 from markvault.git.repo import find_repo
@@ -291,10 +292,9 @@ class Freshness:
         return changed_attachments(self.keeper.files, on_disk, index, self.keeper.settings)
 
     def _save(self, state: dict[str, Any]) -> None:
-        tmp = self.state_path.with_name(self.state_path.name + f".{os.getpid()}.tmp")
+        # A cache (losing it costs one stat walk): atomic, but not worth an fsync.
         with contextlib.suppress(OSError):
-            tmp.write_text(json.dumps(state), encoding="utf-8")
-            os.replace(tmp, self.state_path)
+            write_replacing(self.state_path, json.dumps(state).encode("utf-8"), durable=False)
 
 
 def state_path(settings: Settings) -> Path:

@@ -33,7 +33,8 @@ from markvault.credentials.rules import (
     unsecret,
 )
 from markvault.credentials.secret_files import scan_file_bytes
-from markvault.files.vault_files import TEMP_PREFIX, TRASH_DIR
+from markvault.files.atomic import TEMP_PREFIX
+from markvault.types import TRASH_DIR
 
 READ_CHUNK = 1024 * 1024  # bytes read from a file at a time: any size in bounded memory
 _NEVER = frozenset({".git"})

@@ -1,9 +1,9 @@
 """The vault's files: which ones are notes, reading them, and the only writes.
 
 Reads refuse what cannot be a note (binary, not UTF-8, over the size limit).
-Writes go to a temporary file in the same folder, are fsynced, and are moved
-into place with a hard link (creation must never overwrite) or ``os.replace``;
-then the folder is fsynced so the rename survives a power cut.
+Writes go through the atomic writer (atomic.py): a temporary file in the same folder,
+fsynced, moved into place with a hard link (creation must never overwrite) or
+``os.replace``, then the folder fsynced so the rename survives a power cut.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from urllib.parse import unquote
 
 from markvault.answers import TrashItem
 from markvault.errors import ConflictError, NotFoundError, RefusedError
+from markvault.files.atomic import TEMP_PREFIX, fsync_dir, write_new, write_temp
 from markvault.git.repo import WRITE_WAIT_SECONDS, find_repo
 from markvault.types import TRASH_DIR
 
@@ -40,7 +41,6 @@ R = TypeVar("R")
 IGNORE_FILE = ".markvaultignore"
 DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt", ".json")
 _TRASH_STAMP = re.compile(r"~\d{8}-\d{6}-[0-9a-f]{4}\.md$")
-TEMP_PREFIX = ".mv-tmp-"
 STALE_TEMP_SECONDS = 600.0  # a write takes milliseconds; older temp files are crash leftovers
 # What editors and systems leave beside notes (backups, swap and probe files): never
 # attachments, so neither indexed nor listed.
@@ -389,7 +389,7 @@ class VaultFiles:
         data = self._checked_size(rel, text)
         full.parent.mkdir(parents=True, exist_ok=True)
         try:
-            _write_new(full, data)
+            write_new(full, data)
         except FileExistsError:
             raise ConflictError(
                 f"{rel} already exists; nothing was written.",
@@ -411,7 +411,7 @@ class VaultFiles:
             raise RefusedError(f"Refused path {rel!r}: it is a symbolic link.")
         full.parent.mkdir(parents=True, exist_ok=True)
         try:
-            _write_new(full, data)
+            write_new(full, data)
         except FileExistsError:
             raise ConflictError(
                 f"{rel} already exists; nothing was written.", "Choose another title."
@@ -436,7 +436,7 @@ class VaultFiles:
         if full.exists() or full.is_symlink():
             return False
         try:
-            _write_new(full, data)
+            write_new(full, data)
         except FileExistsError:
             return False
         return True
@@ -459,7 +459,7 @@ class VaultFiles:
         data = self._checked_size(rel, text)
         tmp: Path | None = None
         try:
-            tmp = _write_temp(full.parent, data)
+            tmp = write_temp(full.parent, data)
             os.chmod(tmp, stat_mod.S_IMODE(full.stat().st_mode))
             # Checked again right before the swap to keep the window for a lost edit small.
             if content_hash(full.read_bytes()) != expected_hash:
@@ -468,7 +468,7 @@ class VaultFiles:
                     "Read it again and retry.",
                 )
             os.replace(tmp, full)
-            _fsync_dir(full.parent)
+            fsync_dir(full.parent)
         except OSError as exc:
             raise RefusedError(
                 f"Could not write {rel}: {exc.strerror or exc}. The note is unchanged.",
@@ -505,9 +505,9 @@ class VaultFiles:
                 f"{new_rel} already exists; nothing was moved.",
                 "Choose another path, or delete that note first.",
             ) from None
-        _fsync_dir(dst.parent)
+        fsync_dir(dst.parent)
         if src.parent != dst.parent:
-            _fsync_dir(src.parent)
+            fsync_dir(src.parent)
         return dst
 
     @_guarded
@@ -534,8 +534,8 @@ class VaultFiles:
         os.link(src, dst)
         os.unlink(src)
         os.utime(dst)  # the trash lists notes by when they were deleted
-        _fsync_dir(dst.parent)
-        _fsync_dir(src.parent)
+        fsync_dir(dst.parent)
+        fsync_dir(src.parent)
         return trash_rel
 
     @_guarded
@@ -566,7 +566,7 @@ class VaultFiles:
                 "Restore it to another path.",
             ) from None
         os.unlink(src)
-        _fsync_dir(dst.parent)
+        fsync_dir(dst.parent)
         return target
 
     def trash_listing(self) -> list[TrashItem]:
@@ -808,42 +808,3 @@ def safe_file_name(title: str) -> str:
     if _RESERVED.match(name):
         name += " note"
     return name + ".md"
-
-
-def _write_new(full: Path, data: bytes) -> None:
-    """Write ``data`` to a new file at ``full``, atomically: a temporary file in the same
-    folder, fsynced, then hard-linked into place, so the name shows the whole content or
-    nothing.
-
-    Raises:
-        FileExistsError: something is already at ``full`` (it is left as it was).
-    """
-    tmp = _write_temp(full.parent, data)
-    try:
-        os.link(tmp, full)  # atomic, and fails if the name exists
-        _fsync_dir(full.parent)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _write_temp(folder: Path, data: bytes) -> Path:
-    """A new temporary file in ``folder`` holding ``data``, fsynced (removed again if
-    the write fails). Its name marks it as never a note, and never to be committed."""
-    tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
-    try:
-        with open(tmp, "xb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return tmp
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -42,7 +42,8 @@ import watchfiles
 
 from markvault.answers import WatcherStatus
 from markvault.errors import CallCancelled
-from markvault.files.vault_files import IGNORE_FILE, TEMP_PREFIX, VaultFiles, is_attachment_name
+from markvault.files.atomic import TEMP_PREFIX
+from markvault.files.vault_files import IGNORE_FILE, VaultFiles, is_attachment_name
 from markvault.types import StopsWhen
 
 if TYPE_CHECKING:
