@@ -10,7 +10,7 @@ import pytest
 import regex
 
 from markvault.config import ChunkParams, Settings
-from markvault.files.vault_files import FileStat
+from markvault.files.vault_scan import FileStat
 from markvault.indexing import reconcile as sync
 from markvault.indexing.reconcile import build_record
 from markvault.markdown import chunk

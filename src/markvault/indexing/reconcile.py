@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 from markvault.config import ChunkParams, Settings
 from markvault.embed.embedder import Embedder
 from markvault.errors import MarkvaultError, RefusedError
-from markvault.files.vault_files import FileStat, VaultFiles, VaultScan, content_hash
+from markvault.files.vault_files import VaultFiles, content_hash
+from markvault.files.vault_scan import FileStat, VaultScan
 from markvault.git.repo import has_conflict_markers
 from markvault.index.rows import NoteRows, RowBlock, note_terms
 from markvault.indexing.change_feed import ChangeFeed, NoteChange
