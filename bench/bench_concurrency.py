@@ -72,7 +72,8 @@ from mcp.client.stdio import stdio_client
 import gen_vault
 from markvault.config import Settings
 from markvault.errors import MarkvaultError
-from markvault.files.vault_files import TEMP_PREFIX, content_hash
+from markvault.files.atomic import TEMP_PREFIX
+from markvault.files.vault_files import content_hash
 from markvault.runtime.shared_host import connect
 from markvault.types import Filters, SearchRequest
 from markvault.vault import Vault

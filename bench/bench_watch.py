@@ -42,7 +42,8 @@ from pathlib import Path
 
 import gen_vault
 from markvault.config import Settings
-from markvault.indexing.watcher import GIT, WatchBatch, Watcher, vault_callback
+from markvault.indexing.watch_batches import GIT, WatchBatch, vault_callback
+from markvault.indexing.watcher import Watcher
 from markvault.types import Filters, ReindexReport, SearchRequest
 from markvault.vault import Vault
 

@@ -5,7 +5,7 @@
 
 Each run does what a worker of a cold build does, in one process and without a pool:
 imports the worker's modules, then (in the "setup" runs) calls ``pool.worker_setup``,
-then reads the corpus's notes ``READ_BATCH`` at a time through ``sync._read_batch`` and
+then reads the corpus's notes ``READ_BATCH`` at a time through ``note_reading._read_batch`` and
 pickles each batch's results as the pool sends them back. Prints the CPU seconds of the
 reading loop per run, the ratio per pair and their median, and the load average.
 Measures and prints; never asserts.
@@ -32,10 +32,9 @@ def one_run(corpus: Path, setup: bool, notes: int) -> float:
 
     from markvault.config import Settings
     from markvault.files.vault_files import VaultFiles
-    from markvault.indexing import pool
-    from markvault.indexing import reconcile as sync
+    from markvault.indexing import note_reading, pool
 
-    for name in sync.WORKER_MODULES:
+    for name in note_reading.WORKER_MODULES:
         __import__(name)
     with tempfile.TemporaryDirectory() as index:
         settings = Settings.load(corpus, Path(index), env={})
@@ -44,9 +43,9 @@ def one_run(corpus: Path, setup: bool, notes: int) -> float:
         if setup:
             pool.worker_setup()
         started = time.process_time()
-        for i in range(0, len(stats), sync.READ_BATCH):
-            batch = [(st, None) for st in stats[i : i + sync.READ_BATCH]]
-            pickle.dumps(sync._read_batch(settings, batch), pickle.HIGHEST_PROTOCOL)
+        for i in range(0, len(stats), note_reading.READ_BATCH):
+            batch = [(st, None) for st in stats[i : i + note_reading.READ_BATCH]]
+            pickle.dumps(note_reading._read_batch(settings, batch), pickle.HIGHEST_PROTOCOL)
         return time.process_time() - started
 
 

@@ -44,8 +44,7 @@ from markvault.config import Settings
 from markvault.core.lifecycle import chunk_fingerprint
 from markvault.files.vault_files import VaultFiles, content_hash
 from markvault.index import Index
-from markvault.index.rows import RowBlock
-from markvault.indexing.reconcile import note_terms
+from markvault.index.rows import RowBlock, note_terms
 from markvault.markdown.chunk import chunk_note
 from markvault.markdown.links import LinkResolver
 from markvault.markdown.parse import parse_note
@@ -367,7 +366,7 @@ def alternative_counting(
     """The count terms stage with the tree whose text module is ``tokenizer`` (its
     ``sync.note_terms``), on that tree's token lists; prints whether every note's terms
     and postings are those of this tree's ``note_terms`` on the same lists."""
-    from markvault.indexing import reconcile as sync
+    from markvault.indexing import note_reading as sync
 
     tree = importlib.import_module(tokenizer.__name__.rsplit(".", 1)[0] + ".sync")
     words = [
@@ -386,7 +385,7 @@ def alternative_note_build(raw: list[Any], settings: Settings, stages: Stages) -
     ``alternative_chunking``) and this tree's, pair by pair, a batch of 64 notes at a
     time as a worker holds them; then counts the notes whose rows differ (0: none)."""
     from markvault.index import rows
-    from markvault.indexing import reconcile as sync
+    from markvault.indexing import note_reading as sync
     from markvault.markdown import chunk
     from markvault.markdown import tokens as text
 

@@ -77,6 +77,7 @@ def instrument(marks: list[tuple[float, str]]) -> None:
     """Wrap the build's phases to note when each starts (">") and ends ("<")."""
     from markvault.index import keyword
     from markvault.indexing import reconcile as sync
+    from markvault.indexing import sync_changes
 
     def wrap(owner: Any, name: str) -> None:
         f = getattr(owner, name)
@@ -104,7 +105,7 @@ def instrument(marks: list[tuple[float, str]]) -> None:
     for owner, name in (
         (sync.Syncer, "run"),
         (sync.Syncer, "scan_changes"),
-        (sync.StoredNotes, "store"),
+        (sync_changes.StoredNotes, "store"),
         (sync.Syncer, "_resolve_links"),
         (keyword.KeywordIndex, "rebuild"),
         (keyword._Staged, "write_postings"),

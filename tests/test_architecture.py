@@ -79,6 +79,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "plain",
         (
             "markvault.types",
+            "markvault.files.atomic",  # the one atomic writer: trust.py writes through it
             "markvault.answers",
             "markvault.config",
             "markvault.trust",

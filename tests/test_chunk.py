@@ -10,9 +10,9 @@ import pytest
 import regex
 
 from markvault.config import ChunkParams, Settings
-from markvault.files.vault_files import FileStat
-from markvault.indexing import reconcile as sync
-from markvault.indexing.reconcile import build_record
+from markvault.files.vault_scan import FileStat
+from markvault.indexing import note_reading as reading
+from markvault.indexing.note_reading import build_record
 from markvault.markdown import chunk
 from markvault.markdown.chunk import chunk_note, estimate_pieces, fingerprint
 from markvault.markdown.parse import parse_note
@@ -262,15 +262,15 @@ def test_a_worker_builds_a_repeated_page_once_and_the_same_records(monkeypatch) 
         ]
         return [(r.chunks, r.terms, r.term_counts, r.note_len, r.hash) for r in records]
 
-    assert not sync._in_worker()  # the test process keeps nothing between notes
+    assert not reading._in_worker()  # the test process keeps nothing between notes
     fresh = built()
-    assert len(sync._built) == len(sync._shapes) == 0
-    monkeypatch.setattr(sync, "_in_worker", lambda: True)
-    monkeypatch.setattr(sync, "_built", sync.Recent(sync.RECENT_CHARS))
-    monkeypatch.setattr(sync, "_shapes", sync.Recent(sync.RECENT_CHARS))
+    assert len(reading._built) == len(reading._shapes) == 0
+    monkeypatch.setattr(reading, "_in_worker", lambda: True)
+    monkeypatch.setattr(reading, "_built", reading.Recent(reading.RECENT_CHARS))
+    monkeypatch.setattr(reading, "_shapes", reading.Recent(reading.RECENT_CHARS))
     assert built() == fresh
-    assert len(sync._built) == 4  # the second page was the first's
-    assert (len(sync._shapes), sync._shapes.hits) == (3, 2)  # its body, another title too
+    assert len(reading._built) == 4  # the second page was the first's
+    assert (len(reading._shapes), reading._shapes.hits) == (3, 2)  # its body, another title too
     assert fresh[0][1:4] == fresh[1][1:4] and fresh[0][4] != fresh[1][4]
 
 

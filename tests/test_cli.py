@@ -183,6 +183,7 @@ NOT_FOR_KEYWORD_SEARCH = (
     "watchfiles",
     "yaml",
     "markvault.indexing.reconcile",
+    "markvault.indexing.note_reading",
     "markvault.markdown.parse",
     "markvault.sessions.transcript_reader",
     "markvault.sessions.session_note",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from markvault.config import Settings
 from markvault.errors import ConflictError
-from markvault.files.vault_files import TEMP_PREFIX
+from markvault.files.atomic import TEMP_PREFIX
 from markvault.runtime.shared_host import connect
 from markvault.types import Edit
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from markvault.errors import RefusedError, UsageError
-from markvault.files.vault_files import TEMP_PREFIX
+from markvault.files.atomic import TEMP_PREFIX
 from markvault.runtime.local_host import open_local
 from markvault.types import SearchRequest
 

@@ -15,7 +15,8 @@ import pytest
 from markvault.config import Settings
 from markvault.core.lifecycle import IndexKeeper
 from markvault.files.find_walk import FindListing, FindWalk
-from markvault.files.vault_files import VaultFiles, VaultScan
+from markvault.files.vault_files import VaultFiles
+from markvault.files.vault_scan import VaultScan
 
 from .conftest import run_cli
 

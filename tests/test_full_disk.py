@@ -19,7 +19,7 @@ import pytest
 from mcp import Client
 
 from markvault.config import trust_vault
-from markvault.files.vault_files import TEMP_PREFIX
+from markvault.files.atomic import TEMP_PREFIX
 from markvault.runtime.local_host import open_local
 from markvault.server.tools import build_server
 

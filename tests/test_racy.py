@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from markvault.files.vault_files import FileStat
+from markvault.files.vault_scan import FileStat
 from markvault.indexing.racy import RACY_CTIME, measure_granularity, racy_window, settle
 from markvault.runtime.local_host import open_local
 from markvault.types import SearchRequest

@@ -9,7 +9,7 @@ from pathlib import Path
 from markvault.config import Settings
 from markvault.files.vault_files import VaultFiles
 from markvault.index.rows import NoteRows, RowBlock, row_tables
-from markvault.indexing import reconcile as sync
+from markvault.indexing import note_reading
 from markvault.types import NoteRecord
 
 from .conftest import WriteNotes
@@ -27,7 +27,7 @@ def built(vault: Path) -> list[NoteRecord]:
     settings = Settings.load(vault, vault.parent / "index", env={})
     files = VaultFiles(settings.vault_dir, settings.index_dir)
     stats = sorted(files.scan_all().notes.values(), key=lambda st: st.path)
-    out = [sync._build_file(files, settings, st, None) for st in stats]
+    out = [note_reading._build_file(files, settings, st, None) for st in stats]
     assert [outcome for outcome, _ in out] == ["record"] * len(NOTES)
     return [value for _, value in out]  # type: ignore[misc]
 

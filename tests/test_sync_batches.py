@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 from markvault.index import keyword, store
+from markvault.indexing import note_reading
 from markvault.indexing import reconcile as sync
 from markvault.indexing.change_feed import FeedItem
 from markvault.markdown import chunk
@@ -273,8 +274,8 @@ def test_notes_read_in_workers_make_the_index_notes_read_here_make(
         monkeypatch.setattr(keyword, "KW_DELTA_MIN", 0)
     monkeypatch.setattr(sync, "APPLY_BATCH", 5)
     here, here_report, here_heard = first_build_then_more(tmp_path / "here")
-    monkeypatch.setattr(sync, "PARALLEL_MIN_FILES", 10)
-    monkeypatch.setattr(sync, "READ_BATCH", 8)
+    monkeypatch.setattr(note_reading, "PARALLEL_MIN_FILES", 10)
+    monkeypatch.setattr(note_reading, "READ_BATCH", 8)
     there, there_report, there_heard = first_build_then_more(tmp_path / "there")
     assert_same_tables(there, here)
     assert there_report.to_json() == here_report.to_json() | {

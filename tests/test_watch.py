@@ -16,22 +16,20 @@ from pathlib import Path
 
 import pytest
 
-from markvault.indexing.watcher import (
+from markvault.indexing.watch_batches import (
     FOLDER,
     GIT,
     IGNORE_RULES,
     MANY,
     PERIODIC,
-    POLLING,
     RETRY,
     START,
     VAULT_BACK,
     WatchBatch,
-    Watcher,
-    no_event_filesystem,
-    read_mounts,
     vault_callback,
 )
+from markvault.indexing.watch_limits import no_event_filesystem, read_mounts
+from markvault.indexing.watcher import POLLING, Watcher
 from markvault.types import SearchRequest
 
 from .conftest import OpenVault

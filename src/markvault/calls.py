@@ -31,7 +31,7 @@ from markvault.types import ReindexReport
 if TYPE_CHECKING:
     from markvault.core import Core
     from markvault.indexing.change_feed import Listener
-    from markvault.indexing.watcher import WatchBatch
+    from markvault.indexing.watch_batches import WatchBatch
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -26,13 +26,12 @@ no trust.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from markvault.errors import ConfigError
+from markvault.files.atomic import write_replacing
 from markvault.user_folders import user_config_dir
 
 TRUST_FILE = "trusted-settings.json"
@@ -140,10 +139,8 @@ def trust(vault_dir: Path, file_cfg: Mapping[str, Any]) -> dict[str, Any]:
     path = trust_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".trust-")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(records, fh, indent=2, sort_keys=True)
-        os.replace(tmp, path)
+        data = json.dumps(records, indent=2, sort_keys=True).encode("utf-8")
+        write_replacing(path, data, mode=0o600)
     except OSError as exc:
         raise ConfigError(
             f"Cannot write {path}: {exc.strerror or exc}.", "Check that folder's permissions."

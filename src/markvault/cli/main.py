@@ -1852,7 +1852,7 @@ def watch(ctx: click.Context, poll: bool | None, as_json: bool, quiet: bool) -> 
     import signal
     import threading
 
-    from markvault.indexing.watcher import WatchBatch
+    from markvault.indexing.watch_batches import WatchBatch
 
     obj = ctx.find_root().obj
     settings = Settings.load(vault=obj["vault"], index=obj["index"], model=obj["model"])

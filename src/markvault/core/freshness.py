@@ -49,8 +49,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from markvault.errors import MarkvaultError
+from markvault.files.atomic import write_replacing
 from markvault.files.find_walk import FindListing, FindWalk
-from markvault.files.vault_files import IGNORE_FILE
+from markvault.files.walk import IGNORE_FILE
 from markvault.git.repo import find_repo
 from markvault.indexing.racy import same_file
 
@@ -291,10 +292,9 @@ class Freshness:
         return changed_attachments(self.keeper.files, on_disk, index, self.keeper.settings)
 
     def _save(self, state: dict[str, Any]) -> None:
-        tmp = self.state_path.with_name(self.state_path.name + f".{os.getpid()}.tmp")
+        # A cache (losing it costs one stat walk): atomic, but not worth an fsync.
         with contextlib.suppress(OSError):
-            tmp.write_text(json.dumps(state), encoding="utf-8")
-            os.replace(tmp, self.state_path)
+            write_replacing(self.state_path, json.dumps(state).encode("utf-8"), durable=False)
 
 
 def state_path(settings: Settings) -> Path:
@@ -404,7 +404,11 @@ def stat_sum(root: str, skip: set[str]) -> list[int]:
     freshness check's one pass over the disk: written for speed (plain locals, no
     context manager per file), as it runs before every call on a vault without git.
     Each folder is listed through its descriptor, so each file's stat is relative to
-    it (``fstatat``) rather than a lookup of its whole path."""
+    it (``fstatat``) rather than a lookup of its whole path.
+
+    Not the vault's walk (files/walk.py) for speed, but its pruning rule: hidden names
+    and the index folder, as ``VaultRules.enters`` (the ignore rules aside: the ignore
+    file's mtime is summed instead); tests/test_walk.py holds the two equal."""
     files = mtimes = sizes = folders = folder_mtimes = 0
     ctimes = 0  # ctime and inode: a restored mtime (`cp -p`) changes them (racy.py)
     stack = [root]

@@ -289,7 +289,12 @@ class IndexKeeper:
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
         index = self.open_index(write=True)
-        self.files.remove_stale_temp_files()
+        # A write's refresh cleans only the folders it wrote in (its temp file sits beside
+        # the note); a full sync, as at a reindex or start, the whole vault.
+        paths = None if paths is None else list(paths)
+        self.files.remove_stale_temp_files(
+            folders=None if paths is None else {p.rpartition("/")[0] for p in paths}
+        )
         tracked = ActivityProgress(progress, self)
         # Imported here: a process that only reads an index it finds ready never loads
         # the sync (parsing, chunking, worker processes).

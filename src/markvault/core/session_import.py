@@ -25,7 +25,8 @@ from markvault.core.common import moment
 from markvault.core.gate import CredentialGate
 from markvault.core.lifecycle import IndexKeeper
 from markvault.errors import ConflictError, IndexBusyError, MarkvaultError, NotFoundError
-from markvault.files.vault_files import FileStat, content_hash
+from markvault.files.vault_files import content_hash
+from markvault.files.vault_scan import FileStat
 from markvault.git.repo import check_writable
 from markvault.indexing.pool import in_workers
 from markvault.indexing.racy import RACY_CTIME

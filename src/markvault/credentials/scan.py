@@ -17,7 +17,6 @@ markvault's half-written files, and the trash unless ``[sync] trash = true`` com
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,10 +27,12 @@ from markvault.credentials.detection import scan, unsecret
 from markvault.credentials.finding import Finding
 from markvault.credentials.policy import CredentialPolicy, CredentialRefused, refusal
 from markvault.credentials.secret_files import scan_file_bytes
-from markvault.files.vault_files import TEMP_PREFIX, TRASH_DIR
+from markvault.files.atomic import TEMP_PREFIX
+from markvault.files.walk import GIT_DIR, enters_checked, walk_files
+from markvault.types import TRASH_DIR
 
 READ_CHUNK = 1024 * 1024  # bytes read from a file at a time: any size in bounded memory
-_NEVER = frozenset({".git"})
+_NEVER = frozenset({GIT_DIR})
 _SHOWN_NOTES = 5  # notes named in a sync's refusal before "and N more"
 MESSAGE = "the commit message"  # how a refusal names it, and its allowlist "note"
 
@@ -116,16 +117,13 @@ def _judged(policy: CredentialPolicy, path: str, findings: list[Finding]) -> Fil
 
 
 def vault_files(vault_dir: Path, trash: bool = False) -> Iterator[str]:
-    """The vault-relative paths of the files the scans read, in a stable order; symlinks
-    are not followed (what they point at is not in the vault)."""
-    never = _NEVER if trash else _NEVER | {TRASH_DIR}
-    for folder, dirs, names in os.walk(vault_dir):
-        dirs[:] = sorted(d for d in dirs if d not in never)
-        rel = Path(folder).relative_to(vault_dir).as_posix()
-        for name in sorted(names):
-            path = name if rel == "." else f"{rel}/{name}"
-            if is_scanned(path) and not (Path(folder) / name).is_symlink():
-                yield path
+    """The vault-relative paths of the files the scans read, in a stable order (the
+    vault's walk, walk.py); symlinks are not followed (what they point at is not in
+    the vault)."""
+    for rel_dir, entry in walk_files(str(vault_dir), "", enters_checked(trash)):
+        path = rel_dir + entry.name
+        if is_scanned(path) and not entry.is_symlink():
+            yield path
 
 
 def check_vault(

@@ -60,6 +60,7 @@ from markvault.embed.encoder import (
     export_folder,
     read_layout,
 )
+from markvault.files.atomic import write_replacing
 
 ENV_ENCODER = "MARKVAULT_ENCODER"
 ENV_BAR = "MARKVAULT_ENCODER_BAR"
@@ -503,18 +504,7 @@ def decide(results: list[dict[str, Any]], alone: bool) -> Verdict:
 
 
 def _write_atomically(target: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    os.chmod(tmp, 0o644)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_replacing(target, text.encode("utf-8"), mode=0o644)
 
 
 def describe(embedder: Any, model_dir_of: Callable[[], str]) -> dict[str, Any]:

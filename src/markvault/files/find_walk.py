@@ -7,7 +7,7 @@ index layer is imported. Its listing serves twice: the freshness check's digest
 turns it into what ``VaultFiles.scan_all`` would find). Where find is missing (not
 Linux) or fails, the callers walk in Python.
 
-Kept apart from ``files.py`` (which parses the listing) and ``core/freshness.py``
+Kept apart from ``vault_scan.py`` (which parses the listing) and ``core/freshness.py``
 (which digests it): both the freshness look and a one-shot `vault reindex` start it,
 before anything heavy is imported, so it imports nothing of markvault.
 """
@@ -24,9 +24,10 @@ import tempfile
 from dataclasses import dataclass
 
 # GNU find's look at the vault, as ``stat_sum``'s: hidden entries and the index folder
-# pruned, a line per entry (type, mtime, ctime, inode, size, path: ctime and inode see
-# a restored mtime, racy.py), links by path alone (statted after, following them as
-# ``stat_sum`` does).
+# pruned (walk.py's rule but the ignore rules, as ``stat_sum``: tests/test_walk.py), a
+# line per entry (type, mtime, ctime, inode, size, path: ctime and inode see a restored
+# mtime, racy.py), links by path alone (statted after, following them as ``stat_sum``
+# does).
 FIND_ARGS = (
     "(", "-name", ".*", "-o", "-path", "{skip}", ")", "-prune",
     "-o", "-type", "l", "-printf", "l %P\\0",

@@ -18,10 +18,12 @@ from typing import Any
 
 from markvault.config import CONFIG_FILE
 from markvault.errors import ConfigError
-from markvault.files.vault_files import TEMP_PREFIX, TRASH_DIR, VaultFiles
+from markvault.files.atomic import TEMP_PREFIX
+from markvault.files.vault_files import VaultFiles
 from markvault.git.repo import exclude_trash, find_repo
 from markvault.markdown.parse import FOLDER_KINDS
 from markvault.resources import VAULT_TEMPLATES, packaged_templates, starter_vault, walk_files
+from markvault.types import TRASH_DIR
 
 GITIGNORE = ".gitignore"
 # What must not be committed, one entry per line (comments explain each group).

@@ -37,8 +37,9 @@ from typing import IO, Any, Literal
 from markvault.answers import SyncJSON
 from markvault.config import CONFIG_FILE
 from markvault.errors import ConfigError, MarkvaultError, RefusedError, SyncConflict, SyncError
-from markvault.files.vault_files import TEMP_PREFIX, TRASH_DIR
+from markvault.files.atomic import TEMP_PREFIX, write_replacing
 from markvault.git.repo import GitRepo, check_writable, exclude_trash, find_repo
+from markvault.types import TRASH_DIR
 
 # How long a sync waits for in-flight markvault writes before each git step.
 LOCK_WAIT_SECONDS = 30.0
@@ -423,9 +424,7 @@ def _restore_index(index_file: Path, saved: bytes | None) -> None:
     if saved is None:
         index_file.unlink(missing_ok=True)
         return
-    tmp = index_file.with_name("index.markvault-restore")
-    tmp.write_bytes(saved)
-    os.replace(tmp, index_file)
+    write_replacing(index_file, saved)
 
 
 def _staged_changes(git: Git, whole_index: bool = False) -> list[Change]:

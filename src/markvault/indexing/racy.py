@@ -31,7 +31,8 @@ import secrets
 from collections.abc import Iterable
 from pathlib import Path
 
-from markvault.files.vault_files import TEMP_PREFIX, FileStat
+from markvault.files.atomic import TEMP_PREFIX
+from markvault.files.vault_scan import FileStat
 
 RACY_CTIME = -1  # stored in place of a racy file's ctime: never equal to a real one
 # Linux stamps files from a clock that ticks every few ms (1-10 ms by HZ): however fine

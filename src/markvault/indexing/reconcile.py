@@ -1,4 +1,6 @@
-"""Reconcile the vault's files into the index, whole or incrementally.
+"""Reconcile the vault's files into the index, whole or incrementally (the Syncer).
+Reading notes into records is note_reading.py's; writing them and telling the change
+feed, sync_changes.py's.
 
 Change detection is cheap first: a file whose (name, mtime, size) match the
 index is not read. A file that is read but hashes the same is only touched.
@@ -9,30 +11,33 @@ notes and renamed files reuse their vectors.
 from __future__ import annotations
 
 import contextlib
-import functools
-import sys
 import time
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from markvault.config import ChunkParams, Settings
+from markvault.config import Settings
 from markvault.embed.embedder import Embedder
-from markvault.errors import MarkvaultError, RefusedError
-from markvault.files.vault_files import FileStat, VaultFiles, VaultScan, content_hash
-from markvault.git.repo import has_conflict_markers
-from markvault.index.rows import NoteRows, RowBlock, note_terms
-from markvault.indexing.change_feed import ChangeFeed, NoteChange
+from markvault.files.vault_files import VaultFiles
+from markvault.files.vault_scan import FileStat, VaultScan
+from markvault.index.rows import NoteRows
+from markvault.indexing import note_reading
+from markvault.indexing.change_feed import ChangeFeed
+from markvault.indexing.note_reading import read_files
 from markvault.indexing.racy import measure_granularity, probe_granularity, racy_window, settle
+from markvault.indexing.sync_changes import (
+    Changes,
+    StoredNotes,
+    note_changes,
+    tell_conflicts,
+    tell_skipped,
+)
 from markvault.markdown.links import LinkResolver, link_name, names_of
-from markvault.markdown.memo import Recent
-from markvault.types import Chunk, NoProgress, NoteRecord, ParsedNote, Progress, ReindexReport
+from markvault.types import NoProgress, Progress, ReindexReport
 
 if TYPE_CHECKING:  # the workers that read notes import this module: not DuckDB
     from markvault.files.find_walk import FindWalk
     from markvault.index import Index
-    from markvault.markdown.outline import Outline
 
 GRANULARITY_KEY = "timestamp_granularity_ns"  # the index's meta: racy.py
 # Vectors are committed this many at a time: progress moves and an interrupted run
@@ -40,210 +45,9 @@ GRANULARITY_KEY = "timestamp_granularity_ns"  # the index's meta: racy.py
 EMBED_GROUP = 256
 
 
-@dataclass
-class Changes:
-    """What a scan found and has not written yet (a large scan writes its records as
-    it reads them: see ``Syncer.scan_changes``)."""
-
-    records: list[NoteRows]
-    removed: list[str]
-    skipped: list[tuple[str, str, int, int]]
-    touched: list[tuple[str, str, int, int, int, int]]
-    unchanged: int
-    # The index's view before the change: (file, mtime, size, hash, ctime, inode).
-    known: dict[str, tuple[str, int, int, str, int | None, int | None]]
-    warnings: list[str]
-    files_added: set[str] = field(default_factory=set)  # attachments (files not notes)
-    files_removed: set[str] = field(default_factory=set)
-
-
-def build_record(stat: FileStat, data: bytes, text: str, settings: Settings) -> NoteRecord:
-    # Imported here: a sync that reads no file (nothing changed) never loads the parser.
-    from markvault.markdown.parse import parse_note
-    from markvault.markdown.template_text import without_placeholders
-
-    worker = _in_worker()
-    text = without_placeholders(text)  # a template's placeholders are never content
-    note = parse_note(
-        stat.path,
-        text,
-        max_frontmatter_bytes=settings.max_frontmatter_bytes,
-        shapes=_shapes if worker else None,
-    )
-    # What decides the chunks and their terms (the blocks are the body's, from its line).
-    key = (note.title, note.frontmatter_title, note.body_line, note.body, settings.chunk)
-    built = _built.find(key) if worker else None
-    if built is None:
-        built = _chunks_and_terms(note, text, settings.chunk)
-        if worker:
-            _built.keep(key, built, len(note.body))
-    chunks, terms, counts, note_len = built
-    return NoteRecord(
-        note,
-        list(chunks),
-        note_len,
-        stat.file,
-        content_hash(data),
-        stat.mtime_ns,
-        stat.size,
-        terms=terms,
-        term_counts=counts,
-        ctime_ns=stat.ctime_ns,
-        ino=stat.ino,
-    )
-
-
-def _chunks_and_terms(note: ParsedNote, text: str, params: ChunkParams) -> _Built:
-    """The chunks of ``note`` (``text`` its file's text), their terms and postings
-    (``note_terms``) and the note's number of tokens."""
-    from markvault.markdown.chunk import chunk_note
-    from markvault.markdown.tokens import chunk_words
-
-    lines = (text[1:] if text.startswith("\ufeff") else text).split("\n")
-    if "\r" in text:  # only then a pass over every line
-        lines = [line.rstrip("\r") for line in lines]
-    chunks = chunk_note(note, lines, params)
-    # Title and heading path are searchable with every chunk of the note.
-    words = [chunk_words(note.title, c.context, c.text) for c in chunks]
-    terms, counts = note_terms(words)
-    return tuple(chunks), terms, counts, sum(map(len, words))
-
-
-_Built = tuple[tuple[Chunk, ...], tuple[str, ...], bytes, int]
-
-
-# What a worker remembers of the pages it built last (``_in_worker``; a long-lived process
-# keeps nothing), by characters of body: a collection of document sets in several
-# versions repeats whole pages under other frontmatter, and a large sync hands a page's
-# versions to the workers side by side (``read_files``), so a page seen a few notes
-# before costs no outline, chunking or tokenizing. Chunks and outlines are immutable
-# (named tuples, frozen dataclasses; the outline's lists are only read), so two records
-# may share them.
-RECENT_CHARS = 1_000_000
-_built: Recent[tuple[object, ...], _Built] = Recent(RECENT_CHARS)
-_shapes: Recent[tuple[str, int], Outline] = Recent(RECENT_CHARS)
-
-
-def _in_worker() -> bool:
-    """Whether this is a worker process (``pool.in_workers``: it ends with its sync),
-    the only kind that remembers built notes; a long-lived process keeps none."""
-    process = sys.modules.get("multiprocessing.process")
-    return process is not None and process.parent_process() is not None
-
-
 # A sync reading more notes than this (a first build, a large checkout) writes them this
 # many at a time as they are read, instead of holding them all (see scan_changes).
 APPLY_BATCH = 500
-
-# Below this many files to read, worker processes cost more than they save.
-PARALLEL_MIN_FILES = 200
-READ_BATCH = 64  # files a worker reads per turn
-# What a worker reading notes imports, imported once where the workers fork from
-# (pyarrow: a batch's rows go back as Arrow tables, rows.RowBlock).
-WORKER_MODULES = (
-    "markvault.indexing.reconcile",
-    "markvault.markdown.parse",
-    "markvault.markdown.chunk",
-    "markvault.markdown.tokens",
-    "pyarrow",
-)
-
-
-def read_file(
-    files: VaultFiles, settings: Settings, st: FileStat, known_hash: str | None
-) -> tuple[str, object]:
-    """Read and build one note: ("record", NoteRows), ("touched", None) when the bytes
-    are unchanged, ("skipped", reason) or ("retry", message)."""
-    outcome, value = _build_file(files, settings, st, known_hash)
-    if outcome == "record":
-        return outcome, NoteRows.of(value)  # type: ignore[arg-type]
-    return outcome, value
-
-
-def _build_file(
-    files: VaultFiles, settings: Settings, st: FileStat, known_hash: str | None
-) -> tuple[str, object]:
-    """read_file, its record a NoteRecord."""
-    try:
-        data, text = files.read(st.file, settings.max_note_bytes)
-    except RefusedError as exc:
-        return "skipped", str(exc)
-    except (OSError, MarkvaultError) as exc:
-        return "retry", f"{st.file}: cannot read ({exc}); will retry"
-    if known_hash is not None and known_hash == content_hash(data):
-        return "touched", None
-    record = build_record(st, data, text, settings)
-    return "record", replace(record, conflicted=has_conflict_markers(text))
-
-
-def _read_batch(
-    settings: Settings, batch: list[tuple[FileStat, str | None]]
-) -> tuple[list[tuple[str, object]], RowBlock | None]:
-    """read_file over a batch, in a worker process (its own VaultFiles): the outcomes,
-    the records' rows in one block of Arrow tables, which pickle as a few buffers
-    instead of an object per value (see ``_unpack_batch``)."""
-    files = VaultFiles(settings.vault_dir, settings.index_dir)
-    results = [_build_file(files, settings, st, known) for st, known in batch]
-    records = [value for outcome, value in results if outcome == "record"]
-    if not records:
-        return results, None
-    block = RowBlock.of(records)  # type: ignore[arg-type]
-    return [(o, None if o == "record" else v) for o, v in results], block
-
-
-def _unpack_batch(
-    done: tuple[list[tuple[str, object]], RowBlock | None],
-) -> list[tuple[str, object]]:
-    """A worker's batch (``_read_batch``) as read_file's outcomes, in the parent."""
-    results, block = done
-    if block is None:
-        return results
-    records = iter(block.records())
-    return [(o, next(records) if o == "record" else v) for o, v in results]
-
-
-def read_files(
-    files: VaultFiles,
-    settings: Settings,
-    todo: list[tuple[FileStat, str | None]],
-    progress: Progress,
-) -> Iterator[tuple[FileStat, tuple[str, object]]]:
-    """read_file over ``todo``, in worker processes when there are many (parsing
-    Markdown is CPU-bound Python). What this process's chunker learnt of the texts it
-    read is forgotten at the end (``chunk.forget_pieces``)."""
-    from markvault.markdown.chunk import forget_pieces
-
-    try:
-        if len(todo) < PARALLEL_MIN_FILES:  # here, without importing the process pool
-            for st, known in todo:
-                yield st, read_file(files, settings, st, known)
-                progress.advance(1)
-            return
-        from markvault.indexing.pool import in_workers
-
-        # A page's versions side by side (docset/v1/x.md, docset/v2/x.md, ...): mostly in
-        # one batch, so its worker builds the page once (see RECENT_CHARS).
-        for done in in_workers(
-            sorted(todo, key=_page_order),
-            lambda item: read_file(files, settings, *item),
-            functools.partial(_read_batch, settings),
-            unpack=_unpack_batch,
-            batch_size=READ_BATCH,
-            min_items=PARALLEL_MIN_FILES,
-            preload=WORKER_MODULES,
-            weight=lambda item: item[0].size,
-        ):
-            for (st, _), result in done:
-                yield st, result
-            progress.advance(len(done))
-    finally:
-        forget_pieces()
-
-
-def _page_order(item: tuple[FileStat, str | None]) -> tuple[str, str]:
-    """A file's place in a large read: by its name, then its path."""
-    path = item[0].path
-    return path.rpartition("/")[2], path
 
 
 def _files_order(
@@ -396,7 +200,7 @@ class Syncer:
                 retries.append((st.path, str(value)))
         if batch and stored is not None:
             stored.store(batch, changes.known)
-        if len(todo) >= PARALLEL_MIN_FILES:  # read in page order (read_files)
+        if len(todo) >= note_reading.PARALLEL_MIN_FILES:  # read in page order (read_files)
             _files_order(todo, changes, retries, stored)
         changes.warnings += [message for _, message in retries]
 
@@ -488,8 +292,8 @@ class Syncer:
                 self._resolve_links(changes, stored, links_pending, alongside)
             if told is not None:
                 told.publish(note_changes(changes, stored.written, stored.before))
-                _tell_skipped(told, changes.skipped)
-                _tell_conflicts(told, stored.written)
+                tell_skipped(told, changes.skipped)
+                tell_conflicts(told, stored.written)
         report.removed = len(changes.removed) - report.renamed
         report.unchanged = changes.unchanged + len(changes.touched)
         if self.index.keyword.dirty():
@@ -569,81 +373,6 @@ class Syncer:
         self.index.vectors.prune()
 
 
-@dataclass(frozen=True)
-class Written:
-    """What a sync keeps of a note it wrote: enough for the report, link resolution and
-    the change feed, not its text (a first build holds one batch of records at a time)."""
-
-    path: str
-    note_id: str
-    topic: str | None
-    hash: str
-    aliases: tuple[str, ...]
-    conflicted: bool
-
-    @classmethod
-    def of(cls, rec: NoteRows) -> Written:
-        return cls(rec.path, rec.note_id, rec.topic, rec.hash, rec.aliases, rec.conflicted)
-
-
-class StoredNotes:
-    """Writes a sync's records, all at once or batch by batch as they are read, counting
-    them into the report and keeping what link resolution and the change feed need."""
-
-    def __init__(self, index: Index, report: ReindexReport, feed_listening: bool) -> None:
-        self.index = index
-        self.report = report
-        self.feed_listening = feed_listening
-        self.written: list[Written] = []
-        self.before: dict[str, tuple[str, str | None]] = {}  # (id, topic) replaced or gone
-        self.batched = False
-        self.wrote = False
-        self._aliases_before: dict[str, list[str]] | None = None
-
-    def aliases_before(self) -> dict[str, list[str]]:
-        """The aliases the index had, before this sync's first write, of the notes it
-        rewrote (and of every other note when it wrote batch by batch)."""
-        return self._aliases_before or {}
-
-    def begin_batches(self, notes: int) -> None:
-        """About ``notes`` records are coming in several transactions."""
-        self._aliases_before = dict(self.index.writes.note_link_keys())
-        self.index.writes.begin_batches(notes)
-        self.batched = True
-
-    def store(
-        self,
-        records: Sequence[NoteRows],
-        known: dict[str, tuple[str, int, int, str, int | None, int | None]],
-        removed: Sequence[str] = (),
-        skipped: Sequence[tuple[str, str, int, int]] = (),
-    ) -> None:
-        """Write ``records``, drop ``removed`` and note ``skipped`` in one transaction;
-        ``known``: the index's file states before the sync."""
-        if self._aliases_before is None:  # one write: only the notes it replaces
-            rewritten = [r.path for r in records if r.path in known]
-            self._aliases_before = dict(self.index.writes.note_link_keys(rewritten))
-        paths = [r.path for r in records] + [*removed] + [s[0] for s in skipped]
-        replaced = [p for p in paths if p in known]
-        if self.feed_listening:
-            self.before.update(self.index.reads.note_keys(replaced))
-        removed_hashes = {known[p][3] for p in removed if p in known}
-        report = self.report
-        for rec in records:
-            path = rec.path
-            if path in known:
-                report.updated += 1
-            elif rec.hash in removed_hashes:
-                report.renamed += 1
-            else:
-                report.added += 1
-            report.warnings.extend({"path": path, "message": p} for p in rec.problems)
-            self.written.append(Written.of(rec))
-        # None of them in the index (a first build): nothing there to look up or delete.
-        self.index.writes.apply(records, removed, skipped, unindexed=not replaced)
-        self.wrote = True
-
-
 @contextlib.contextmanager
 def _alongside(work: Callable[[], None] | None) -> Iterator[None]:
     """Run ``work`` on a thread while the body runs, and wait for it. DuckDB releases
@@ -667,58 +396,3 @@ def _within(path: str, hints: list[str]) -> bool:
     """Whether ``path`` is one of the hinted files or lies in a hinted folder (hints
     in NFC, as index paths are)."""
     return any(not h or path == h or path.startswith(h + "/") for h in hints)
-
-
-# ---- what a sync tells the change feed -------------------------------------------------
-
-SKIPPED_TOLD = 20  # skipped files named one by one; more are counted
-
-
-def note_changes(
-    changes: Changes, written: Sequence[Written], before: dict[str, tuple[str, str | None]]
-) -> list[NoteChange]:
-    """The notes a sync added, changed, moved (matched by content hash, as the report
-    counts them) or removed; ``before``: the (id, topic) the index had for each path."""
-    removed_by_hash = {changes.known[p][3]: p for p in changes.removed if p in changes.known}
-    told: list[NoteChange] = []
-    moved_from: set[str] = set()
-    for w in written:
-        path, note_id, topic = w.path, w.note_id, w.topic
-        if path in changes.known:
-            old_id, old_topic = before.get(path, (None, None))
-            told.append(NoteChange("changed", path, note_id, topic, None, old_id, old_topic))
-        elif w.hash in removed_by_hash and removed_by_hash[w.hash] not in moved_from:
-            old = removed_by_hash[w.hash]
-            moved_from.add(old)
-            old_id, old_topic = before.get(old, (None, None))
-            told.append(NoteChange("moved", path, note_id, topic, old, old_id, old_topic))
-        else:
-            told.append(NoteChange("added", path, note_id, topic))
-    gone = [p for p in changes.removed if p not in moved_from]
-    gone += [s[0] for s in changes.skipped if s[0] in changes.known]  # no longer indexed
-    for path in gone:
-        old_id, old_topic = before.get(path, (None, None))
-        told.append(NoteChange("removed", path, old_id, old_topic))
-    return told
-
-
-def _tell_skipped(feed: ChangeFeed, skipped: list[tuple[str, str, int, int]]) -> None:
-    """Files a sync could not index, and why (newly so: unchanged bad files are not read
-    again)."""
-    for path, reason, _, _ in skipped[:SKIPPED_TOLD]:
-        feed.event("warning", "skipped", reason, [path])  # names the file, says why
-    if len(skipped) > SKIPPED_TOLD:
-        more = [s[0] for s in skipped[SKIPPED_TOLD:]]
-        feed.event("warning", "skipped", f"{len(more):,} more files not indexed", more)
-
-
-def _tell_conflicts(feed: ChangeFeed, written: Sequence[Written]) -> None:
-    """Notes that now hold git's conflict markers: a sync (``vault sync``, a ``git pull``)
-    stopped on a conflict, and markvault refuses to edit them until it is resolved."""
-    for w in written:
-        if w.conflicted:
-            message = (
-                f"{w.path} holds git conflict markers: a sync stopped on a conflict. "
-                "Keep the text you want between <<<<<<< and >>>>>>>, then run `vault sync`."
-            )
-            feed.event("warning", "sync_conflict", message, [w.path])

@@ -6,13 +6,15 @@ kernel queue overflows, and gets none from some network filesystems. So a batch 
 names the vault-relative paths worth a look (notes, and the other files links may name),
 and asks for a full reconcile scan (``full=True``) whenever hints cannot be trusted: at
 start, after a git operation, when a folder appears or goes, when ``.markvaultignore``
-changes, after a failed callback, and every few minutes. The consumer re-stats and syncs (the Syncer
+changes, after a failed callback, and every few minutes (watch_batches.py: the batches
+and the callback that syncs them). The consumer re-stats and syncs (the Syncer
 compares mtime and size, then content hashes, and recognises renames by hash).
 
 Two sources feed one loop:
 
 - ``events``: watchfiles (inotify on Linux) with a short debounce;
-- ``polling``: a stat walk of the vault that prunes hidden and ignored folders, every
+- ``polling``: a stat walk of the vault (walk.py's, with the vault's rules:
+  watch_rules.py) that prunes hidden and ignored folders, every
   ``poll_interval`` seconds. Used when asked for, when the vault sits on a filesystem
   that reports no changes made elsewhere (NFS, SMB, 9p, FUSE, ...), when the vault has
   more folders than the inotify watch limit, and when events fail to start.
@@ -28,401 +30,52 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
-import stat as stat_mod
 import sys
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
 
 import watchfiles
 
 from markvault.answers import WatcherStatus
-from markvault.errors import CallCancelled
-from markvault.files.vault_files import IGNORE_FILE, TEMP_PREFIX, VaultFiles, is_attachment_name
-from markvault.types import StopsWhen
-
-if TYPE_CHECKING:
-    from markvault.types import ReindexReport
+from markvault.indexing.watch_batches import (
+    FOLDER,
+    GIT,
+    IGNORE_RULES,
+    MODE,
+    PERIODIC,
+    RETRY,
+    START,
+    VAULT_BACK,
+    Observed,
+    OnChange,
+    Pending,
+)
+from markvault.indexing.watch_git import GitWatch
+from markvault.indexing.watch_limits import (
+    MOUNTS_FILE,
+    count_folders,
+    max_user_watches,
+    no_event_filesystem,
+)
+from markvault.indexing.watch_rules import WatchRules, relative_path, scan_files, scan_folders
 
 logger = logging.getLogger(__name__)
 
 EVENTS = "events"
 POLLING = "polling"
 
-# Why a batch asks for a full reconcile (WatchBatch.reasons).
-START = "start"  # the watcher started: anything may have changed while nobody looked
-GIT = "git"  # HEAD or the git index changed: a checkout, pull, reset or stash
-PERIODIC = "periodic"  # the safety net for lost events (queue overflow, odd filesystems)
-FOLDER = "folder"  # a folder appeared or went: its notes send no events of their own
-IGNORE_RULES = "ignore-file"  # .markvaultignore changed: the set of notes changed
-MANY = "many-changes"  # more paths than are worth listing; the kernel may have dropped some
-RETRY = "retry"  # the previous callback failed
-MODE = "mode-change"  # events broke down and polling took over
-VAULT_BACK = "vault-back"  # the vault folder was missing (unmounted?) and is back
-
 # The loop wakes this often with nothing to do, to run its timers (held batches, git
 # state, periodic reconcile). A few stats each time: idle CPU stays near zero.
 TICK_S = 0.2
 # After a git operation, wait for this much quiet before the one full reconcile.
 GIT_SETTLE_S = 0.25
-# Past this many paths a batch stops listing them and asks for a full reconcile.
-MAX_HINTS = 1000
 # Polling slows down when its scans would take more than this share of a core.
 POLL_CPU_SHARE = 0.05
 # A failing callback is retried after min_interval, doubling up to this.
 MAX_RETRY_S = 60.0
 MAX_WARNINGS = 20
-
-MOUNTS_FILE = Path("/proc/mounts")
-MAX_WATCHES_FILE = Path("/proc/sys/fs/inotify/max_user_watches")
-# Filesystems where inotify sees only changes made through this kernel: an edit on
-# the server, on another client, or on the host of a VM or container sends nothing.
-_NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "afs")
-_CLUSTER_FS = ("ceph", "glusterfs", "lustre", "gpfs", "beegfs")
-_VM_SHARE_FS = ("9p", "virtiofs", "vboxsf", "vmhgfs", "prl_fs", "drvfs")
-_FUSE_FS = ("fuse", "fuseblk", "sshfs", "davfs")  # and every "fuse.<name>"
-NO_EVENT_FILESYSTEMS = frozenset(_NETWORK_FS + _CLUSTER_FS + _VM_SHARE_FS + _FUSE_FS)
-
-Signature = tuple[int, int, int] | None  # (mtime_ns, size, inode) of a file, None if absent
-
-
-@dataclass(frozen=True)
-class WatchBatch:
-    """What may have changed since the previous batch.
-
-    ``paths`` are vault-relative POSIX paths (as named on disk) of notes (``.md``) and
-    other files links may name (attachments) that were added, modified, deleted or
-    renamed (a rename lists both names). They are
-    hints: a path may be gone or unchanged by the time the consumer looks. ``full``
-    means the hints are incomplete and every file must be re-statted; ``reasons`` says
-    why (``start``, ``git``, ``periodic``, ``folder``, ``ignore-file``,
-    ``many-changes``, ``retry``, ``mode-change``, ``vault-back``). ``since`` is the
-    ``time.monotonic()`` at which the oldest change in the batch was seen.
-    """
-
-    paths: frozenset[str]
-    full: bool
-    reasons: tuple[str, ...]
-    since: float
-
-
-OnChange = Callable[[WatchBatch], None]
-IgnoreRule = Callable[[str, bool], bool]  # (vault-relative path, is a folder) -> ignored
-
-
-# ---- what the kernel and the disk say ------------------------------------------------------
-
-
-def file_signature(path: Path) -> Signature:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-
-def max_user_watches(path: Path = MAX_WATCHES_FILE) -> int | None:
-    """The per-user inotify watch limit, or None where there is none to read."""
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def count_folders(root: Path, stop_at: int) -> int:
-    """Folders under ``root`` (itself included), counted up to ``stop_at``.
-
-    Every one costs an inotify watch, hidden and ignored ones too: the watcher below
-    watches the whole tree and filters afterwards.
-    """
-    count = 0
-    stack = [str(root)]
-    while stack and count < stop_at:
-        folder = stack.pop()
-        count += 1
-        with contextlib.suppress(OSError), os.scandir(folder) as entries:
-            stack.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
-    return count
-
-
-_OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
-
-
-def read_mounts(mounts_file: Path = MOUNTS_FILE) -> list[tuple[str, str]]:
-    """(mount point, filesystem type) of every mount, from /proc/mounts."""
-    try:
-        text = mounts_file.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    mounts = []
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) >= 3:
-            # Spaces and tabs in mount points are written as octal escapes (\040).
-            point = _OCTAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), fields[1])
-            mounts.append((point, fields[2]))
-    return mounts
-
-
-def no_event_filesystem(root: Path, mounts_file: Path = MOUNTS_FILE) -> str | None:
-    """A description ("nfs4 at /mnt/notes") of a filesystem that holds ``root`` or lies
-    inside it and sends no events for changes made elsewhere; None if there is none.
-
-    Read from /proc/mounts, never by writing a probe file: the vault is not ours to write.
-    """
-    where = str(root)
-    holder: tuple[str, str] | None = None
-    inside: list[tuple[str, str]] = []
-    for point, fstype in read_mounts(mounts_file):
-        if where == point or where.startswith(point.rstrip("/") + "/"):
-            if holder is None or len(point) >= len(holder[0]):
-                holder = (point, fstype)
-        elif point.startswith(where.rstrip("/") + "/"):
-            inside.append((point, fstype))
-    for point, fstype in ([holder] if holder else []) + inside:
-        if fstype in NO_EVENT_FILESYSTEMS or fstype.startswith("fuse."):
-            return f"{fstype} at {point}"
-    return None
-
-
-def find_git_dir(root: Path) -> Path | None:
-    """The git folder of the repository holding ``root``: the vault may be its own
-    repository, a folder inside a project's, or a worktree whose ``.git`` is a file."""
-    for folder in (root, *root.parents):
-        dot = folder / ".git"
-        if dot.is_dir():
-            return dot
-        if dot.is_file():
-            try:
-                text = dot.read_text(encoding="utf-8", errors="replace").strip()
-            except OSError:
-                return None
-            if not text.startswith("gitdir:"):
-                return None
-            return (folder / text.removeprefix("gitdir:").strip()).resolve()
-    return None
-
-
-# ---- which paths can be notes --------------------------------------------------------------
-
-
-class _Rules:
-    """The rules of ``VaultFiles.scan``: ``.md`` files outside hidden folders and not
-    matched by ``.markvaultignore``; never temp files or the index folder.
-
-    Answers come from the path alone (the stat the consumer makes anyway is the
-    truth); folder answers are cached, and the rules reload when the ignore file
-    changes on disk.
-    """
-
-    def __init__(self, root: Path, index_dir: Path | None, ignore: IgnoreRule | None) -> None:
-        self.root = root
-        self.index_rel = _relative(index_dir, root) if index_dir else None
-        self._custom = ignore
-        self._signature = file_signature(root / IGNORE_FILE)
-        self._ignored = self._load()
-        self._folders: dict[str, bool] = {}
-
-    def _load(self) -> IgnoreRule:
-        return self._custom or VaultFiles(self.root).is_ignored
-
-    def reload_if_changed(self) -> bool:
-        """Reload the ignore rules if the ignore file changed; True when it did."""
-        signature = file_signature(self.root / IGNORE_FILE)
-        if signature == self._signature:
-            return False
-        self._signature = signature
-        self._ignored = self._load()
-        self._folders.clear()
-        return True
-
-    def hidden(self, rel: str) -> bool:
-        """Hidden (``.git``, ``.obsidian``, ``.trash``, temp files), or the index folder."""
-        parts = rel.split("/")
-        if any(p.startswith(".") for p in parts) or parts[-1].startswith(TEMP_PREFIX):
-            return True
-        index = self.index_rel
-        return index is not None and (rel == index or rel.startswith(index + "/"))
-
-    def folder_ignored(self, rel: str) -> bool:
-        """Whether the folder ``rel`` (or one holding it) is left out of the vault."""
-        known = self._folders.get(rel)
-        if known is None:
-            parent = rel.rpartition("/")[0]
-            known = (
-                self.hidden(rel)
-                or bool(parent and self.folder_ignored(parent))
-                or self._ignored(rel, True)
-            )
-            self._folders[rel] = known
-        return known
-
-    def is_vault_file(self, rel: str) -> bool:
-        """Whether a file at ``rel`` would be a note, or another file links may name
-        (an attachment: an image, a PDF), which the index also keeps track of."""
-        name = rel.rpartition("/")[2]
-        if self.hidden(rel) or not (name.lower().endswith(".md") or is_attachment_name(name)):
-            return False
-        parent = rel.rpartition("/")[0]
-        return not (parent and self.folder_ignored(parent)) and not self._ignored(rel, False)
-
-
-def _relative(path: Path | str, root: Path) -> str | None:
-    """``path`` relative to ``root`` in POSIX form; None outside it or for root itself."""
-    text, base = str(path), str(root)
-    if not text.startswith(base + os.sep):
-        return None
-    return text[len(base) + 1 :].replace(os.sep, "/")
-
-
-def _scan_files(root: Path, rules: _Rules) -> dict[str, Signature]:
-    """Signature of every note and attachment: what polling compares from one scan to
-    the next."""
-    found: dict[str, Signature] = {}
-    for rel, entry in _walk(root, rules):
-        if entry.is_dir(follow_symlinks=False) or not rules.is_vault_file(rel):
-            continue
-        with contextlib.suppress(OSError):
-            st = entry.stat()  # follows a symlink, as the Syncer's scan does
-            if stat_mod.S_ISREG(st.st_mode):
-                found[rel] = (st.st_mtime_ns, st.st_size, st.st_ino)
-    return found
-
-
-def _scan_folders(root: Path, rules: _Rules) -> set[str]:
-    """Every folder that can hold notes, so that its disappearance can be recognised."""
-    return {rel for rel, entry in _walk(root, rules) if entry.is_dir(follow_symlinks=False)}
-
-
-def _walk(root: Path, rules: _Rules) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """(vault-relative path, entry) under ``root``, pruning folders that hold no notes."""
-    stack = [("", str(root))]
-    while stack:
-        prefix, folder = stack.pop()
-        try:
-            with os.scandir(folder) as it:
-                entries = list(it)
-        except OSError:
-            continue  # vanished or unreadable: nothing to report from it now
-        for entry in entries:
-            rel = prefix + entry.name
-            if entry.is_dir(follow_symlinks=False):
-                if rules.folder_ignored(rel):
-                    continue
-                stack.append((rel + "/", entry.path))
-            yield rel, entry
-
-
-# ---- the state between batches -------------------------------------------------------------
-
-
-@dataclass
-class _Observed:
-    """What one wake-up of a source found, already filtered."""
-
-    paths: set[str] = field(default_factory=set)
-    reasons: set[str] = field(default_factory=set)
-
-
-class _Pending:
-    """Changes seen but not yet delivered."""
-
-    def __init__(self) -> None:
-        self.paths: set[str] = set()
-        self.reasons: list[str] = []
-        self.since: float | None = None
-
-    def __bool__(self) -> bool:
-        return bool(self.paths or self.reasons)
-
-    def add(self, paths: Iterable[str], reasons: Iterable[str], now: float) -> None:
-        for reason in reasons:
-            if reason not in self.reasons:
-                self.reasons.append(reason)
-        if MANY not in self.reasons:
-            self.paths.update(paths)
-            if len(self.paths) > MAX_HINTS:
-                self.reasons.append(MANY)
-        if self and self.since is None:
-            self.since = now
-
-    def take(self, now: float) -> WatchBatch:
-        batch = WatchBatch(
-            frozenset(self.paths), bool(self.reasons), tuple(self.reasons), self.since or now
-        )
-        self.paths, self.reasons, self.since = set(), [], None
-        return batch
-
-
-class _GitWatch:
-    """Notices git operations by stat: HEAD or the index changing, ``index.lock`` held.
-
-    Stat, not events: a vault inside a project's repository has its ``.git`` outside
-    the watched folder. Three stats per wake-up cost next to nothing.
-    """
-
-    def __init__(self, root: Path, stale_lock_s: float, warn: Callable[[str], None]) -> None:
-        self.root = root
-        self.stale_lock_s = stale_lock_s
-        self._warn = warn
-        self.git_dir = find_git_dir(root)
-        self.refs = self._refs()
-        self.changed_at = 0.0  # monotonic time HEAD, the index or the lock last changed
-        self._lock: float | None = self._lock_mtime()
-        self.stale_lock_reported = False
-
-    def _refs(self) -> tuple[Signature, Signature]:
-        if self.git_dir is None:
-            return (None, None)
-        return (file_signature(self.git_dir / "HEAD"), file_signature(self.git_dir / "index"))
-
-    def _lock_mtime(self) -> float | None:
-        if self.git_dir is None:
-            return None
-        try:
-            return os.stat(self.git_dir / "index.lock").st_mtime
-        except OSError:
-            return None
-
-    def rediscover(self) -> None:
-        """Look for a repository again (``git init`` or ``clone`` after the start)."""
-        if self.git_dir is None or not self.git_dir.is_dir():
-            self.git_dir = find_git_dir(self.root)
-            self.refs = self._refs()
-
-    def poll(self, now: float) -> bool:
-        """Re-stat; True when HEAD or the index changed (a reconcile is due once quiet)."""
-        if self.git_dir is None:
-            return False
-        lock = self._lock_mtime()
-        if lock != self._lock:
-            self._lock = lock
-            self.changed_at = now
-            self.stale_lock_reported = False
-        refs = self._refs()
-        if refs == self.refs:
-            return False
-        self.refs = refs
-        self.changed_at = now
-        return True
-
-    def busy(self, quiet_s: float) -> bool:
-        """Whether a git operation holds the index lock. A lock untouched for
-        ``stale_lock_s`` while the vault was quiet is a crashed git's: ignored."""
-        if self._lock is None:
-            return False
-        stale = min(time.time() - self._lock, quiet_s) >= self.stale_lock_s
-        if stale and not self.stale_lock_reported:
-            self.stale_lock_reported = True
-            self._warn(
-                f"{self.git_dir}/index.lock has been there for {time.time() - self._lock:.0f} s "
-                "with the vault quiet: taken for a crashed git's; changes are synced again."
-            )
-        return not stale
 
 
 class _SourceFailed(Exception):
@@ -453,8 +106,6 @@ class Watcher:
         poll_interval: seconds between polling scans; longer if scans get expensive.
         reconcile_interval: seconds between periodic full reconciles; 0 turns them off.
         reconcile_on_start: deliver a full batch once the watch is in place.
-        ignore: a ``(path, is_folder) -> ignored`` rule replacing ``.markvaultignore``
-            (hidden folders, temp files and non-``.md`` files are always left out).
         max_watches: the inotify watch limit; None reads the kernel's.
         mounts_file: where mounts are listed (tests point it elsewhere).
         stale_lock_s: after this long untouched with a quiet vault, ``.git/index.lock``
@@ -473,7 +124,6 @@ class Watcher:
         poll_interval: float = 2.0,
         reconcile_interval: float = 300.0,
         reconcile_on_start: bool = True,
-        ignore: IgnoreRule | None = None,
         max_watches: int | None = None,
         mounts_file: Path = MOUNTS_FILE,
         stale_lock_s: float = 30.0,
@@ -482,7 +132,7 @@ class Watcher:
         if not self.root.is_dir():
             raise NotADirectoryError(f"No vault folder at {self.root}.")
         self._on_change = on_change
-        self._rules = _Rules(self.root, Path(index_dir).resolve() if index_dir else None, ignore)
+        self._rules = WatchRules(self.root, Path(index_dir).resolve() if index_dir else None)
         self._debounce_ms = max(10, int(debounce_ms))
         self._min_interval = max(0.0, min_interval_ms / 1000)
         self._poll = poll
@@ -500,8 +150,8 @@ class Watcher:
         self._folders: set[str] = set()
         self._watched_folders: int | None = None
         self._watch_limit: int | None = None
-        self._pending = _Pending()
-        self._git: _GitWatch | None = None
+        self._pending = Pending()
+        self._git: GitWatch | None = None
         self._hold_until = 0.0
         self._next_periodic = 0.0
         self._last_event = 0.0
@@ -643,7 +293,7 @@ class Watcher:
 
     def _prepare(self) -> None:
         now = time.monotonic()
-        self._git = _GitWatch(self.root, self._stale_lock_s, self._warn)
+        self._git = GitWatch(self.root, self._stale_lock_s, self._warn)
         self._next_periodic = now + self._reconcile_interval
         if self._reconcile_on_start:
             self._pending.add((), [START], now)
@@ -720,7 +370,7 @@ class Watcher:
         """Feed one source's wake-ups to ``_step`` until stopped or told to restart."""
         self._restart = False
         if self._mode == EVENTS:
-            self._folders = _scan_folders(self.root, self._rules)
+            self._folders = scan_folders(self.root, self._rules)
             source = self._event_source(stop)
         else:
             source = self._poll_source(stop)
@@ -737,7 +387,7 @@ class Watcher:
                 if self._restart:
                     return
 
-    def _event_source(self, stop: threading.Event) -> Generator[_Observed, None, None]:
+    def _event_source(self, stop: threading.Event) -> Generator[Observed, None, None]:
         """Filtered watchfiles batches; an empty one at least every TICK_S."""
         changes = watchfiles.watch(
             self.root,
@@ -754,10 +404,10 @@ class Watcher:
             for raw in changes:
                 yield self._classify(raw)
 
-    def _classify(self, raw: set[tuple[watchfiles.Change, str]]) -> _Observed:
-        observed = _Observed()
+    def _classify(self, raw: set[tuple[watchfiles.Change, str]]) -> Observed:
+        observed = Observed()
         for change, path in raw:
-            rel = _relative(path, self.root)
+            rel = relative_path(path, self.root)
             if rel is None or self._rules.hidden(rel):
                 continue
             if self._is_folder_change(change, rel, path):
@@ -781,17 +431,17 @@ class Watcher:
             return True
         return False
 
-    def _poll_source(self, stop: threading.Event) -> Generator[_Observed, None, None]:
+    def _poll_source(self, stop: threading.Event) -> Generator[Observed, None, None]:
         """Paths whose signature changed between two scans; an empty batch each tick."""
-        snapshot = _scan_files(self.root, self._rules)
-        yield _Observed()
+        snapshot = scan_files(self.root, self._rules)
+        yield Observed()
         next_scan = time.monotonic() + self._effective_poll
         while not stop.wait(min(TICK_S, self._poll_interval)):
             if time.monotonic() < next_scan or not self.root.is_dir():
-                yield _Observed()
+                yield Observed()
                 continue
             began = time.perf_counter()
-            current = _scan_files(self.root, self._rules)
+            current = scan_files(self.root, self._rules)
             spent = time.perf_counter() - began
             self._effective_poll = max(self._poll_interval, spent / POLL_CPU_SHARE)
             next_scan = time.monotonic() + self._effective_poll
@@ -799,9 +449,9 @@ class Watcher:
                 p for p in snapshot.keys() | current.keys() if snapshot.get(p) != current.get(p)
             }
             snapshot = current
-            yield _Observed(paths=changed)
+            yield Observed(paths=changed)
 
-    def _step(self, observed: _Observed) -> None:
+    def _step(self, observed: Observed) -> None:
         """One wake-up: take in what was seen, run the timers, deliver when due."""
         now = time.monotonic()
         if not self._vault_present(now):
@@ -812,7 +462,7 @@ class Watcher:
         if self._rules.reload_if_changed():
             self._pending.add((), [IGNORE_RULES], now)
             if self._mode == EVENTS:
-                self._folders = _scan_folders(self.root, self._rules)
+                self._folders = scan_folders(self.root, self._rules)
         assert self._git is not None
         if self._git.poll(now):
             self._pending.add((), [GIT], now)
@@ -895,60 +545,3 @@ class Watcher:
         self._last_error = f"{type(exc).__name__}: {exc}"
         # The traceback once; a failure that repeats (a busy index) gets one line each.
         logger.error("%s: %s", message, self._last_error, exc_info=self._failures <= 1)
-
-
-class Synced(Protocol):
-    """What a watcher's callback syncs: a vault's ``core.lifecycle.IndexKeeper``."""
-
-    def refresh(self, progress: Any = None, paths: Iterable[str] | None = None) -> ReindexReport:
-        """Sync ``paths`` (all files when None), embedding only with the model loaded."""
-
-    def reindex(
-        self, *, vectors: bool = True, progress: Any = None, paths: Iterable[str] | None = None
-    ) -> ReindexReport:
-        """Sync ``paths``, embedding or not as ``vectors`` says."""
-
-    def reload_ignore_rules(self) -> None:
-        """Read ``.markvaultignore`` again."""
-
-
-def vault_callback(
-    vault: Synced,
-    lock: contextlib.AbstractContextManager[Any] | None = None,
-    *,
-    vectors: bool | None = None,
-    on_report: Callable[[WatchBatch, ReindexReport], None] | None = None,
-    stop: threading.Event | None = None,
-) -> OnChange:
-    """A callback that brings ``vault``'s index in step with each batch.
-
-    A batch with hints syncs only those paths (a rename names both, so the Syncer
-    still matches it by hash); a full one runs the whole stat scan, which reads only
-    files whose mtime or size changed. ``lock`` serialises the sync with whatever else
-    uses the vault (its DuckDB connection is not for two threads at once).
-    ``vectors``: None embeds only when the model is already loaded (as
-    ``IndexKeeper.refresh``); True or False forces it. ``stop``: once set (the host
-    closing), a sync under way stops at its next step and the batch is dropped, so
-    closing never waits for a long first sync.
-    """
-    guard: contextlib.AbstractContextManager[Any] = lock if lock is not None else threading.Lock()
-    progress = StopsWhen(stop) if stop is not None else None
-
-    def on_change(batch: WatchBatch) -> None:
-        paths = None if batch.full else sorted(batch.paths)
-        try:
-            with guard:
-                if IGNORE_RULES in batch.reasons:
-                    vault.reload_ignore_rules()
-                if vectors is None:
-                    report = vault.refresh(progress=progress, paths=paths)
-                else:
-                    report = vault.reindex(vectors=vectors, progress=progress, paths=paths)
-        except CallCancelled:
-            if stop is not None and stop.is_set():
-                return  # closing: the next owner's first sync does the work
-            raise
-        if on_report is not None:
-            on_report(batch, report)
-
-    return on_change

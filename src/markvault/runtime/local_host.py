@@ -40,7 +40,7 @@ from markvault.types import SearchRequest, SearchResult
 from markvault.vault import Vault
 
 if TYPE_CHECKING:
-    from markvault.indexing.watcher import WatchBatch
+    from markvault.indexing.watch_batches import WatchBatch
 
 CLOSE_WAIT_SECONDS = 1.5  # a stopping host waits this long for a call under way
 BUSY_ANSWER_SECONDS = 3.0  # a read waits this long for a running sync, then says so
@@ -337,10 +337,8 @@ class LocalHost:
         if self._core.keeper.watcher is not None:
             return
         settings = self.settings
-        from markvault.indexing.watcher import (  # only hosts that watch load watchfiles
-            Watcher,
-            vault_callback,
-        )
+        from markvault.indexing.watch_batches import vault_callback
+        from markvault.indexing.watcher import Watcher  # only hosts that watch load watchfiles
 
         def synced(batch: WatchBatch, report: Any) -> None:
             self._wake.set()

@@ -32,6 +32,7 @@ when there is any (a tool's progress and log lines before its result; a
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import json
@@ -41,7 +42,6 @@ import os
 import secrets
 import socket
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from pathlib import Path
@@ -57,6 +57,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from markvault.config import token_path
 from markvault.errors import ConfigError, UsageError
+from markvault.files.atomic import write_new
 from markvault.server.sdk import json_answers_for_handshake_sessions
 
 if TYPE_CHECKING:
@@ -108,18 +109,9 @@ def rotate_token(path: Path | None = None) -> str:
 def _create_token_file(path: Path, token: str) -> None:
     # A new folder is made 0700; an existing one is left alone (it may be shared, /tmp).
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".http-token-", dir=path.parent)  # mode 0600
-    try:
-        with os.fdopen(fd, "w", encoding="ascii") as fh:
-            fh.write(token + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
-            os.link(tmp, path)  # fails if another process got there first: use theirs
-        except FileExistsError:
-            pass
-    finally:
-        os.unlink(tmp)
+    # Never overwrites: a file another process got there first with is theirs to use.
+    with contextlib.suppress(FileExistsError):
+        write_new(path, (token + "\n").encode("ascii"), mode=0o600)
 
 
 def _read_token(path: Path) -> str:
