@@ -43,10 +43,8 @@ uninstall are minimal text edits located by a small JSON scanner.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import secrets
 import shlex
 import stat as stat_mod
 from collections.abc import Mapping
@@ -55,6 +53,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from markvault.errors import NotFoundError, RefusedError, UsageError
+from markvault.files.atomic import write_replacing
 
 EVENTS = ("SessionEnd", "PreCompact")
 HOOK_MARKER = "sessions hook run"
@@ -218,24 +217,18 @@ def _read(path: Path) -> str | None:
 
 def _write(path: Path, text: str) -> None:
     target = _target(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.mv-tmp-{secrets.token_hex(6)}"
     try:
-        with open(tmp, "xb") as fh:
-            fh.write(text.encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(tmp, stat_mod.S_IMODE(target.stat().st_mode))
-        os.replace(tmp, target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:  # Claude Code's settings keep their permissions (a 0600 file stays private)
+            mode = stat_mod.S_IMODE(target.stat().st_mode)
+        except FileNotFoundError:
+            mode = 0o666
+        write_replacing(target, text.encode("utf-8"), mode=mode)
     except OSError as exc:
         raise RefusedError(
             f"Could not write {path}: {exc.strerror or exc}. The file is unchanged.",
             "Fix permissions or free disk space, then retry.",
         ) from exc
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
 
 
 # ---- the text edits -------------------------------------------------------------------
