@@ -71,7 +71,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from markvault.answers import RedactedFinding
+from markvault.answers.writing import RedactedFinding
 from markvault.config import CredentialSettings
 from markvault.errors import RefusedError
 

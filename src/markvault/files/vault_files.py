@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Concatenate, NamedTuple, ParamSpec, TypeVar
 from urllib.parse import unquote
 
-from markvault.answers import TrashItem
+from markvault.answers.writing import TrashItem
 from markvault.errors import ConflictError, NotFoundError, RefusedError
 from markvault.git.repo import WRITE_WAIT_SECONDS, find_repo
 from markvault.types import TRASH_DIR

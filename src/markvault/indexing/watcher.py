@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import watchfiles
 
-from markvault.answers import WatcherStatus
+from markvault.answers.status import WatcherStatus
 from markvault.errors import CallCancelled
 from markvault.files.vault_files import IGNORE_FILE, TEMP_PREFIX, VaultFiles, is_attachment_name
 from markvault.types import StopsWhen

@@ -21,20 +21,12 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.types import ToolAnnotations
 
-from markvault.answers import (
-    Completions,
-    NoteCreated,
-    NoteDeleted,
-    NoteEdited,
-    NoteMoved,
-    RecentNotes,
-    Status,
-    SummarySaved,
-    SyncAnswer,
-    Timeline,
-    TopicList,
-    VaultMap,
-)
+from markvault.answers.context import RecentNotes, Timeline, VaultMap
+from markvault.answers.reading import Completions, TopicList
+from markvault.answers.sessions import SummarySaved
+from markvault.answers.status import Status
+from markvault.answers.sync import SyncAnswer
+from markvault.answers.writing import NoteCreated, NoteDeleted, NoteEdited, NoteMoved
 from markvault.display import fold
 from markvault.errors import ConflictError, MarkvaultError, NotFoundError, RefusedError
 from markvault.search.time_expressions import time_line

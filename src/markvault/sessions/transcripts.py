@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import IO, Any
 
-from markvault.answers import SummaryJSON
+from markvault.answers.sessions import SummaryJSON
 from markvault.credentials import rules as credentials
 from markvault.errors import NotFoundError, RefusedError, UsageError
 from markvault.files.vault_files import safe_file_name
