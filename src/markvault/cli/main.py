@@ -26,7 +26,7 @@ from markvault.config import Settings
 from markvault.display import fold, shown
 from markvault.errors import ConflictError, MarkvaultError, RefusedError, UsageError
 from markvault.runtime.shared_host import connect
-from markvault.search.time_expressions import time_line
+from markvault.search.time_signal import time_line
 from markvault.types import (
     PAGE_CHARS,
     SCOPES,

@@ -16,7 +16,7 @@ from markvault.identity import id_problem
 from markvault.index.filters import current_sql, filters_sql, sql_string
 from markvault.index.prefix_lookup import NameIndex, count_lookup
 from markvault.index.store import Store, dict_rows
-from markvault.search.time_expressions import note_days
+from markvault.search.time_signal import note_days
 from markvault.types import Filters
 
 if TYPE_CHECKING:

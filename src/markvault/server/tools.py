@@ -29,7 +29,7 @@ from markvault.answers.sync import SyncAnswer
 from markvault.answers.writing import NoteCreated, NoteDeleted, NoteEdited, NoteMoved
 from markvault.display import fold
 from markvault.errors import ConflictError, MarkvaultError, NotFoundError, RefusedError
-from markvault.search.time_expressions import time_line
+from markvault.search.time_signal import time_line
 from markvault.server.completion import register_completions
 from markvault.server.live import LiveServer
 from markvault.server.prompts import PROMPTS, register_prompts
