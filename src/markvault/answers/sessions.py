@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from typing import NotRequired, final
+from typing import final
 
 from typing_extensions import TypedDict
 
 from markvault.answers.reading import NotePage
-from markvault.answers.writing import RedactedFinding
+from markvault.answers.writing import WriteReport
 
 # ---- sessions -----------------------------------------------------------------------
 
@@ -119,8 +119,8 @@ class SessionMatches(TypedDict):
     summary: SummaryJSON | None
 
 
-class SummarySaved(TypedDict):
-    """``save_session_summary``: the note's new hash and the summary as saved."""
+class SavedSummary(TypedDict):
+    """A session note's new hash and its summary as saved (``SummarySaved``)."""
 
     path: str
     id: str
@@ -128,6 +128,8 @@ class SummarySaved(TypedDict):
     hash: str
     changed: bool
     summary: SummaryJSON | None
-    credentials: NotRequired[str]  # what the credential gate redacted (CredentialReport)
-    redacted: NotRequired[list[RedactedFinding]]
-    warnings: NotRequired[list[str]]  # the file landed; what became of the index after it
+
+
+class SummarySaved(SavedSummary, WriteReport):
+    """``save_session_summary``: the note's new hash, the summary as saved, and the
+    write's report."""

@@ -28,19 +28,24 @@ class WriteWarnings(TypedDict, total=False):
 
 
 class CredentialReport(TypedDict, total=False):
-    """What a write carries when the credential gate redacted something (else nothing).
-    Each write's answer ends with these two keys (declared in each: a base class's keys
-    would come first)."""
+    """What a write carries when the credential gate redacted something (else nothing)."""
 
     credentials: str
     redacted: list[RedactedFinding]
 
 
+class WriteReport(CredentialReport, WriteWarnings):
+    """What each write's answer ends with: what the credential gate redacted, and what
+    became of the index after the file landed. A write's answer is the note's facts
+    (``WrittenNote``, ``EditedNote``, ...), then this: a TypedDict's keys come base by
+    base, so the report's keys stay last."""
+
+
 # ---- writing ------------------------------------------------------------------------
 
 
-class NoteCreated(TypedDict):
-    """``new_note``, ``learn_knowledge``, ``store_document``: the note just written."""
+class WrittenNote(TypedDict):
+    """The note a write made (``NoteCreated``)."""
 
     path: str
     id: str
@@ -52,21 +57,24 @@ class NoteCreated(TypedDict):
     extraction: NotRequired[str]
     pages: NotRequired[int]
     problem: NotRequired[str | None]
-    credentials: NotRequired[str]  # what the credential gate redacted (CredentialReport)
-    redacted: NotRequired[list[RedactedFinding]]
-    warnings: NotRequired[list[str]]  # the file landed; what became of the index after it
 
 
-class NoteEdited(TypedDict):
-    """``edit_note``: the note's new hash (its old one when nothing changed)."""
+class NoteCreated(WrittenNote, WriteReport):
+    """``new_note``, ``learn_knowledge``, ``store_document``: the note just written, and
+    the write's report."""
+
+
+class EditedNote(TypedDict):
+    """The note an edit changed: its new hash (its old one when nothing changed)."""
 
     path: str
     hash: str
     changed: bool
     uri: str
-    credentials: NotRequired[str]  # what the credential gate redacted (CredentialReport)
-    redacted: NotRequired[list[RedactedFinding]]
-    warnings: NotRequired[list[str]]  # the file landed; what became of the index after it
+
+
+class NoteEdited(EditedNote, WriteReport):
+    """``edit_note``: the note's new hash, and the write's report."""
 
 
 class BrokenLink(TypedDict):
@@ -77,10 +85,10 @@ class BrokenLink(TypedDict):
     target: str
 
 
-# ``move_note``: where the note is now (``moved`` False: it was there already, and only
-# path, moved, hash and uri are given). Written as a call: "from" is a Python keyword.
-NoteMoved = TypedDict(
-    "NoteMoved",
+# Where a moved note is now (``moved`` False: it was there already, and only path,
+# moved, hash and uri are given). Written as a call: "from" is a Python keyword.
+MovedNote = TypedDict(
+    "MovedNote",
     {
         "path": str,
         "from": NotRequired[str],
@@ -89,11 +97,13 @@ NoteMoved = TypedDict(
         "uri": str,
         "hash": str,
         "broken_links": NotRequired[list[BrokenLink]],
-        "credentials": NotRequired[str],
-        "redacted": NotRequired[list[RedactedFinding]],
-        "warnings": NotRequired[list[str]],  # the file moved; what became of the index
     },
 )
+
+
+class NoteMoved(MovedNote, WriteReport):
+    """``move_note``: where the note is now, and the write's report (its ``warnings``:
+    the file moved; what became of the index)."""
 
 
 class NoteDeleted(TypedDict):
@@ -105,16 +115,17 @@ class NoteDeleted(TypedDict):
     warnings: NotRequired[list[str]]  # the file moved; what became of the index after it
 
 
-class NoteRestored(TypedDict):
-    """``restore_note``: the note back from the trash."""
+class RestoredNote(TypedDict):
+    """The note a restore brought back from the trash (``NoteRestored``)."""
 
     path: str
     id: str
     uri: str
     hash: str | None
-    credentials: NotRequired[str]  # what the credential gate redacted (CredentialReport)
-    redacted: NotRequired[list[RedactedFinding]]
-    warnings: NotRequired[list[str]]  # the file landed; what became of the index after it
+
+
+class NoteRestored(RestoredNote, WriteReport):
+    """``restore_note``: the note back from the trash, and the write's report."""
 
 
 class TrashItem(TypedDict):
