@@ -22,6 +22,7 @@ from markvault.index.filters import filters_sql, sql_string
 from markvault.index.posting_rows import (
     StagedPostings,
     counted_rows,
+    insert_rows,
     record_postings,
     split_rows,
 )
@@ -141,7 +142,7 @@ class KeywordIndex:
                 [first, first + step],
             ).fetchall()
             if rows:  # none in a new index: its rebuild at open then imports no pyarrow
-                self._insert_rows("kw_all", counted_rows(rows))
+                insert_rows(self.con, "kw_all", counted_rows(rows))
         # df counts chunks, ndf notes (bm25.py scores both).
         self.con.execute(
             """CREATE OR REPLACE TEMP TABLE kw_terms AS
@@ -212,7 +213,7 @@ class KeywordIndex:
         wanted = ", ".join(str(int(i)) for i in chunk_ids)
         delete = f"DELETE FROM postings WHERE chunk_id IN ({wanted}) RETURNING chunk_id, termid, tf"
         if len(chunk_ids) > KW_LITERAL_CHUNKS:
-            self._insert_rows("kw_gone", self.con.execute(delete).to_arrow_table())
+            insert_rows(self.con, "kw_gone", self.con.execute(delete).to_arrow_table())
         elif rows := self.con.execute(delete).fetchall():
             columns = dict(zip(("chunk_id", "termid", "tf"), zip(*rows, strict=True), strict=True))
             self.con.execute(f"INSERT INTO kw_gone BY NAME {split_rows(columns)}")
@@ -250,7 +251,7 @@ class KeywordIndex:
         )
         postings = record_postings(records, chunk_ids)
         if len(chunk_ids) > KW_LITERAL_CHUNKS:
-            self._insert_rows("kw_new", postings)
+            insert_rows(self.con, "kw_new", postings)
         elif postings["chunk_id"]:
             self.con.execute(f"INSERT INTO kw_new BY NAME {split_rows(postings)}")
         if chunk_ids:
@@ -305,17 +306,6 @@ class KeywordIndex:
         if rows:
             appended = int(self.store.meta().get("kw_appended") or 0) + rows
             self.store.set_meta(kw_appended=str(appended))
-
-    def _insert_rows(self, table: str, rows: Any) -> None:
-        """Append ``rows`` (an Arrow table, or columns as lists or Arrow arrays, named as
-        ``table``'s) to ``table``."""
-        import pyarrow as pa
-
-        self.con.register("kw_incoming", rows if isinstance(rows, pa.Table) else pa.table(rows))
-        try:
-            self.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM kw_incoming")
-        finally:
-            self.con.unregister("kw_incoming")
 
     def needs_compaction(self) -> bool:
         """Rows added in place land unsorted at the end of postings, where no query can
@@ -448,7 +438,7 @@ class KeywordIndex:
                 top = functools.partial(self._top_pool, found, terms, condition)
             else:
                 top = functools.partial(self._top, found, terms, condition)
-            return self._top_without(top, fetch, expired)
+            return _top_without(top, fetch, expired)
         scored = bm25.scored_sql(found, terms, BM25_K1, BM25_B, condition=condition)
         where, params_sql = filters_sql(filters)
         sql = f"""
@@ -525,25 +515,6 @@ class KeywordIndex:
         sql = bm25.top_pool_sql(found, terms, (BM25_K1, BM25_B, n), condition)
         return bm25.split_top_pool(found, self.con.execute(sql).fetchall())
 
-    def _top_without(
-        self,
-        top: Callable[[int], tuple[list[tuple[int, float]], Any]],
-        fetch: int,
-        expired: Sequence[int],
-    ) -> tuple[list[tuple[int, float]], Any]:
-        """The ``fetch`` best of ``top(n)`` (the ``n`` best chunks, best first, and what
-        else it read) leaving out ``expired`` chunks: asks for a few more than needed,
-        and for all it could need only when those were not enough."""
-        if len(expired) == 0:
-            return top(int(fetch))
-        gone = set(expired)
-        for extra in (min(len(expired), max(fetch, 100)), len(expired)):
-            rows, more = top(int(fetch + extra))
-            kept = [r for r in rows if r[0] not in gone]
-            if len(kept) >= fetch or len(rows) < fetch + extra:
-                return kept[:fetch], more
-        return kept[:fetch], more
-
     def chunk_tokens(self, ids: Sequence[int]) -> dict[int, str]:
         """The search tokens of each chunk id, space-separated: made again from the
         chunk's text by the rule that made its postings (``text.chunk_words``)."""
@@ -572,3 +543,22 @@ class KeywordIndex:
             [prefix, upper, limit],
         ).fetchall()
         return [r[0] for r in rows]
+
+
+def _top_without(
+    top: Callable[[int], tuple[list[tuple[int, float]], Any]],
+    fetch: int,
+    expired: Sequence[int],
+) -> tuple[list[tuple[int, float]], Any]:
+    """The ``fetch`` best of ``top(n)`` (the ``n`` best chunks, best first, and what
+    else it read) leaving out ``expired`` chunks: asks for a few more than needed,
+    and for all it could need only when those were not enough."""
+    if len(expired) == 0:
+        return top(int(fetch))
+    gone = set(expired)
+    for extra in (min(len(expired), max(fetch, 100)), len(expired)):
+        rows, more = top(int(fetch + extra))
+        kept = [r for r in rows if r[0] not in gone]
+        if len(kept) >= fetch or len(rows) < fetch + extra:
+            return kept[:fetch], more
+    return kept[:fetch], more

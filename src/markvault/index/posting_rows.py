@@ -1,7 +1,8 @@
 """The rows of the keyword index's postings, as they are made: counted from chunks'
 text (a rebuild), from the term counts the sync workers made (an edit), staged batch by
 batch for a first build (``StagedPostings``), or written into SQL as literals (a small
-edit). ``keyword.KeywordIndex`` moves them into its tables and ranks over them.
+edit), and appended to a table (``insert_rows``). ``keyword.KeywordIndex`` keeps the
+tables and ranks over them.
 """
 
 from __future__ import annotations
@@ -199,3 +200,15 @@ def _sized(counts: Any, n: int) -> Any:
     if counts is not None:
         out[: len(counts)] = counts
     return out
+
+
+def insert_rows(con: Any, table: str, rows: Any) -> None:
+    """Append ``rows`` (an Arrow table, or columns as lists or Arrow arrays, named as
+    ``table``'s) to ``table``."""
+    import pyarrow as pa
+
+    con.register("kw_incoming", rows if isinstance(rows, pa.Table) else pa.table(rows))
+    try:
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM kw_incoming")
+    finally:
+        con.unregister("kw_incoming")
