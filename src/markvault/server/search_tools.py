@@ -94,37 +94,17 @@ def search_tools(server: MCPServer, service: VaultService) -> None:
         variants=["lex: RRF reciprocal rank", "hyde: we merge BM25 and vector lists by rank"]
         """
         filters = Filters(
-            kinds=kind or [],
-            types=type or [],
-            tags=tags or [],
-            topics=topic or [],
-            projects=project or [],
-            path_glob=path,
-            since=since,
-            until=until,
-            concepts=concepts or [],
-            files=files or [],
-            include_expired=include_expired,
-            scope=scope,
-            attachments=attachments,
-        )
+            kinds=kind or [], types=type or [], tags=tags or [], topics=topic or [],
+            projects=project or [], path_glob=path, since=since, until=until,
+            concepts=concepts or [], files=files or [], include_expired=include_expired,
+            scope=scope, attachments=attachments,
+        )  # fmt: skip
         request = SearchRequest(
-            query,
-            mode=mode,
-            filters=filters,
-            limit=limit,
-            offset=offset,
-            full_text=format == "full",
-            variants=tuple(variants or ()),
-            order=order,
-            min_score=min_score,
-            as_of=as_of,
-        )
-        result = await service.run(
-            ctx,
-            "search",
-            lambda v, call: v.search(request, progress=call),
-        )
+            query, mode=mode, filters=filters, limit=limit, offset=offset,
+            full_text=format == "full", variants=tuple(variants or ()), order=order,
+            min_score=min_score, as_of=as_of,
+        )  # fmt: skip
+        result = await service.run(ctx, "search", lambda v, call: v.search(request, progress=call))
         if format == "full":
             return json.dumps(result.to_json(), ensure_ascii=False)
         return format_index(result)
