@@ -70,6 +70,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "markvault.markdown",
             "markvault.attachments.formats",
             "markvault.search.time_expressions",  # pure: the index reads note dates with it
+            "markvault.search.time_signal",
+            "markvault.search.time_words",
             "markvault.search.query_cost",  # pure: the index reads a long query's terms by it
             "markvault.identity",
             "markvault.display",

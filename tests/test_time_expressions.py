@@ -7,6 +7,7 @@ import datetime as dt
 import pytest
 
 from markvault.search import time_expressions as te
+from markvault.search import time_signal
 
 D = dt.date
 TUESDAY = D(2023, 4, 18)  # a Tuesday
@@ -205,12 +206,12 @@ def test_a_habit_is_not_a_day() -> None:
 
 def test_closeness_is_one_inside_and_fades_outside() -> None:
     (day,) = te.find("last Tuesday", TUESDAY)
-    assert te.closeness(day, [D(2023, 4, 11)]) == 1.0
-    assert te.closeness(day, [D(2023, 4, 12)]) == pytest.approx(te.OUTSIDE / 2)
-    assert te.closeness(day, [D(2023, 4, 13)]) == 0.0
-    assert te.closeness(day, []) == 0.0
+    assert time_signal.closeness(day, [D(2023, 4, 11)]) == 1.0
+    assert time_signal.closeness(day, [D(2023, 4, 12)]) == pytest.approx(time_signal.OUTSIDE / 2)
+    assert time_signal.closeness(day, [D(2023, 4, 13)]) == 0.0
+    assert time_signal.closeness(day, []) == 0.0
     # the best of a note's dates counts
-    assert te.closeness(day, [D(2020, 1, 1), D(2023, 4, 11)]) == 1.0
+    assert time_signal.closeness(day, [D(2020, 1, 1), D(2023, 4, 11)]) == 1.0
 
 
 def test_a_passage_is_not_read_for_dates() -> None:

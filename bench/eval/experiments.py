@@ -436,7 +436,7 @@ def default_experiments() -> list[Experiment]:
 
 
 def _top_time_boost(fused: Any, note_of: Any, fit: Any, weight: Any = None) -> Any:
-    """The first form of time_expressions.boost: each note gains its fit times the top
+    """The first form of time_signal.boost: each note gains its fit times the top
     hit's score, so every note of the window ranks above every note outside it."""
     scale = max((abs(f[1]) for f in fused), default=0.0) or 1.0
     out = []
@@ -453,6 +453,7 @@ def memory_experiments() -> list[Experiment]:
     diversity in the candidate list (issue 33). Run by ``python -m bench.eval`` with the
     others, and by ``python -m bench.eval.longmemeval``."""
     import markvault.search.time_expressions as times
+    import markvault.search.time_signal as time_signal
 
     modes = ("keyword", "vector", "hybrid")
     return [
@@ -464,19 +465,19 @@ def memory_experiments() -> list[Experiment]:
         Experiment(
             "time: no boost (window read, nothing moved)",
             modes,
-            lambda: _patches((times, {"TIME_WEIGHT": 0.0})),
+            lambda: _patches((time_signal, {"TIME_WEIGHT": 0.0})),
         ),
         Experiment(
             "time: words kept in the keyword query",
             modes,
-            lambda: _patches((times, {"LEAVE_OUT_WORDS": False})),
+            lambda: _patches((time_signal, {"LEAVE_OUT_WORDS": False})),
             "alternative",
         ),
         *(
             Experiment(
                 f"time: weight {w}",
                 modes,
-                lambda w=w: _patches((times, {"TIME_WEIGHT": w})),
+                lambda w=w: _patches((time_signal, {"TIME_WEIGHT": w})),
                 "alternative",
             )
             for w in (0.25, 0.5)
@@ -484,7 +485,7 @@ def memory_experiments() -> list[Experiment]:
         Experiment(
             "time: a note gains its fit times the top hit's score (not its own)",
             modes,
-            lambda: _patches((times, {"boost": _top_time_boost})),
+            lambda: _patches((time_signal, {"boost": _top_time_boost})),
             "alternative",
         ),
         *(

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from markvault.answers import OwnerInfo
+from markvault.answers.status import OwnerInfo
 from markvault.config import Settings
 from markvault.types import ReindexReport
 

@@ -11,7 +11,8 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NamedTuple, Protocol, cast
 
-from markvault.answers import HitJSON, IndexReport, SearchJSON
+from markvault.answers.search import HitJSON, SearchJSON
+from markvault.answers.sync import IndexReport
 from markvault.errors import CallCancelled, UsageError
 
 TRASH_DIR = ".trash"  # deleted notes, in the vault: Obsidian's own trash; hidden, so never indexed

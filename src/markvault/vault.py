@@ -20,35 +20,32 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from markvault.answers import (
+from markvault.answers.context import LinkPath, RecentNotes, Related, Timeline, VaultMap
+from markvault.answers.reading import (
     AttachmentPage,
     ChunkView,
     Completions,
-    IndexStatus,
-    LinkPath,
+    NotesPage,
+    NoteView,
+    TopicCount,
+)
+from markvault.answers.search import SearchError, SearchJSON
+from markvault.answers.sessions import (
+    SessionList,
+    SessionMatches,
+    SessionPage,
+    SessionProjects,
+    SummarySaved,
+)
+from markvault.answers.status import IndexStatus, PendingCounts, Status
+from markvault.answers.sync import SyncAnswer
+from markvault.answers.writing import (
     NoteCreated,
     NoteDeleted,
     NoteEdited,
     NoteMoved,
     NoteRestored,
-    NotesPage,
-    NoteView,
-    PendingCounts,
-    RecentNotes,
-    Related,
-    SearchError,
-    SearchJSON,
-    SessionList,
-    SessionMatches,
-    SessionPage,
-    SessionProjects,
-    Status,
-    SummarySaved,
-    SyncAnswer,
-    Timeline,
-    TopicCount,
     TrashItem,
-    VaultMap,
 )
 from markvault.calls import Host, declared_calls, reads, writes
 from markvault.config import Settings

@@ -8,7 +8,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from markvault.answers import AttachmentChunk, AttachmentPage
+from markvault.answers.reading import AttachmentChunk, AttachmentPage
 from markvault.errors import UsageError
 from markvault.types import ATTACHMENT_KIND
 

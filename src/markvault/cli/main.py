@@ -16,25 +16,17 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from markvault.answers import (
-    AttachmentPage,
-    AutoSyncStatus,
-    ChunkView,
-    CredentialReport,
-    NoteCreated,
-    NoteMoved,
-    NoteRestored,
-    NoteView,
-    SessionPage,
-    SyncAnswer,
-    TimelineNote,
-    WatcherStatus,
-)
+from markvault.answers.context import TimelineNote
+from markvault.answers.reading import AttachmentPage, ChunkView, NoteView
+from markvault.answers.sessions import SessionPage
+from markvault.answers.status import AutoSyncStatus, WatcherStatus
+from markvault.answers.sync import SyncAnswer
+from markvault.answers.writing import CredentialReport, NoteCreated, NoteMoved, NoteRestored
 from markvault.config import Settings
 from markvault.display import fold, shown
 from markvault.errors import ConflictError, MarkvaultError, RefusedError, UsageError
 from markvault.runtime.shared_host import connect
-from markvault.search.time_expressions import time_line
+from markvault.search.time_signal import time_line
 from markvault.types import (
     PAGE_CHARS,
     SCOPES,

@@ -9,7 +9,7 @@ import posixpath
 from collections.abc import Iterable
 from typing import Any
 
-from markvault.answers import (
+from markvault.answers.context import (
     LinkPath,
     ListedNote,
     RecentNotes,

@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from markvault.answers import CredentialReport
+from markvault.answers.writing import CredentialReport
 from markvault.config import CONFIG_FILE, Settings, read_credential_settings
 from markvault.types import Edit
 

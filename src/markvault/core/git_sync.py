@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 
-from markvault.answers import SyncAnswer
+from markvault.answers.sync import SyncAnswer
 from markvault.core.lifecycle import IndexKeeper
 from markvault.errors import IndexBusyError, UsageError
 from markvault.git.sync import PullMode, SyncOptions, sync_vault

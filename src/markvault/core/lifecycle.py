@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from markvault.answers import IndexStatus, PendingCounts
+from markvault.answers.status import IndexStatus, PendingCounts
 from markvault.config import ChunkParams, Settings
 from markvault.embed.embedder import Embedder, SentenceEmbedder, model_path
 from markvault.errors import IndexBusyError, MarkvaultError

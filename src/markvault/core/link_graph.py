@@ -12,7 +12,7 @@ import posixpath
 from collections import Counter, deque
 from collections.abc import Iterable
 
-from markvault.answers import FolderLinks, LinkMetrics, LinkStep, RelatedStep
+from markvault.answers.context import FolderLinks, LinkMetrics, LinkStep, RelatedStep
 
 
 class LinkGraph:

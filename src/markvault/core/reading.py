@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from markvault.answers import (
+from markvault.answers.reading import (
     AttachmentPage,
     ChunkOmitted,
     ChunkView,
@@ -17,11 +17,10 @@ from markvault.answers import (
     NotesPage,
     NoteView,
     RefError,
-    SearchError,
-    SearchJSON,
     TopicCount,
-    TrashItem,
 )
+from markvault.answers.search import SearchError, SearchJSON
+from markvault.answers.writing import TrashItem
 from markvault.attachments.view import ATTACHMENT_KIND, attachment_view, page_range
 from markvault.core.common import chunk_ref
 from markvault.core.lifecycle import IndexKeeper

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from markvault.answers import (
+from markvault.answers.sessions import (
     SessionEntry,
     SessionFacts,
     SessionList,

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from markvault.answers import (
+from markvault.answers.writing import (
     BrokenLink,
     NoteCreated,
     NoteDeleted,

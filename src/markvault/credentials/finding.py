@@ -15,7 +15,7 @@ import secrets as _secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from markvault.answers import RedactedFinding
+from markvault.answers.writing import RedactedFinding
 
 REDACTED = "[REDACTED]"
 NAME_REDACTED = "REDACTED"  # in a file name: brackets would break a [[wikilink]] to it

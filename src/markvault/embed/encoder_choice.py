@@ -225,15 +225,25 @@ def verdict_key(layout: ModelLayout, candidates: Sequence[str], alone: bool) -> 
 # ---- the verdict, read or made ------------------------------------------------------------
 
 
-def choose(model_dir: str | Path, cache_dir: Path | None = None, say: Say | None = None) -> Verdict:
-    """The verdict for this machine and model: read, or measured now (about a minute,
-    once; ``say`` hears what is done meanwhile)."""
+def _settled(model_dir: str | Path) -> Verdict | tuple[ModelLayout, list[str], bool]:
+    """The verdict where nothing is to measure (torch asked for alone, or a model the
+    ONNX encoder cannot run); else the model's layout and the candidates asked for."""
     asked, alone = candidates_asked()
     if alone and not asked:
         return Verdict("torch", f"{ENV_ENCODER}=torch")
     layout = read_layout(model_dir)
     if layout is None:
         return Verdict("torch", "the model is not a Transformer with mean or CLS pooling")
+    return layout, asked, alone
+
+
+def choose(model_dir: str | Path, cache_dir: Path | None = None, say: Say | None = None) -> Verdict:
+    """The verdict for this machine and model: read, or measured now (about a minute,
+    once; ``say`` hears what is done meanwhile)."""
+    settled = _settled(model_dir)
+    if isinstance(settled, Verdict):
+        return settled
+    layout, asked, alone = settled
     import importlib.util
 
     if importlib.util.find_spec("onnxruntime") is None:
@@ -297,12 +307,10 @@ def read_verdict(target: Path, layout: ModelLayout, cache: Path) -> Verdict | No
 
 def peek(model_dir: str | Path, cache_dir: Path | None = None) -> Verdict | None:
     """The verdict already made for this machine and model, if any (never measures)."""
-    asked, alone = candidates_asked()
-    if alone and not asked:
-        return Verdict("torch", f"{ENV_ENCODER}=torch")
-    layout = read_layout(model_dir)
-    if layout is None:
-        return Verdict("torch", "the model is not a Transformer with mean or CLS pooling")
+    settled = _settled(model_dir)
+    if isinstance(settled, Verdict):
+        return settled
+    layout, asked, alone = settled
     cache = cache_dir or default_cache_dir()
     return read_verdict(cache / f"verdict-{verdict_key(layout, asked, alone)}.json", layout, cache)
 

@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 from urllib.parse import unquote
 
-from markvault.answers import TrashItem
+from markvault.answers.writing import TrashItem
 from markvault.errors import ConflictError, NotFoundError, RefusedError
 from markvault.files.atomic import TEMP_PREFIX, fsync_dir, write_new, write_temp
 from markvault.files.vault_scan import FileStat, VaultScan, scan_listing, scan_vault

@@ -21,7 +21,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from markvault.answers import AutoSyncLast, AutoSyncRunning, SyncAnswer
+from markvault.answers.status import AutoSyncLast, AutoSyncRunning
+from markvault.answers.sync import SyncAnswer
 from markvault.config import SyncSettings
 from markvault.errors import ConfigError, MarkvaultError
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from markvault.answers import GitOperation
+from markvault.answers.status import GitOperation
 from markvault.errors import MarkvaultError
 from markvault.git.repo import find_repo, has_conflict_markers
 

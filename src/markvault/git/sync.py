@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from markvault.answers import SyncJSON
+from markvault.answers.sync import SyncJSON
 from markvault.config import CONFIG_FILE
 from markvault.errors import ConfigError, MarkvaultError, RefusedError, SyncConflict, SyncError
 from markvault.files.atomic import TEMP_PREFIX, write_replacing

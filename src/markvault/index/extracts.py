@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from markvault.answers import AttachmentCounts, AttachmentProblem
+from markvault.answers.status import AttachmentCounts, AttachmentProblem
 from markvault.attachments.formats import Extracted
 from markvault.index.filters import sql_string
 from markvault.index.store import Store

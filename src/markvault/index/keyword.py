@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import functools
 import sys
-from array import array
-from collections import _count_elements, defaultdict  # type: ignore[attr-defined]
-from collections.abc import Callable, Mapping, Sequence
-from itertools import chain
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from markvault.index import bm25
 from markvault.index.filters import filters_sql, sql_string
+from markvault.index.posting_rows import (
+    StagedPostings,
+    counted_rows,
+    insert_rows,
+    record_postings,
+    split_rows,
+)
 from markvault.index.reads import NoteReads
 from markvault.index.store import Store
 from markvault.search.query_cost import MAX_TERMS, strongest
@@ -63,7 +67,7 @@ class KeywordIndex:
         # The last search's vocabulary look-ups (term -> ids or None), per write: its
         # ranking terms, its conditions' words and a relaxed retry ask for the same.
         self._looked_up: tuple[int, dict[str, tuple[int, int, int] | None]] = (-1, {})
-        self._staged: _Staged | None = None  # a first build's postings (``stage``)
+        self._staged: StagedPostings | None = None  # a first build's postings (``stage``)
 
     def rebuild(self) -> None:
         """Rebuild the keyword index: from the postings staged while a first build wrote
@@ -96,7 +100,7 @@ class KeywordIndex:
         inserted as ``chunk_ids``, ``dropped`` chunks deleted) for the coming rebuild.
         Staging starts when these are the only chunks (a first build) and stops for
         good at any deletion or any record not counted: the staged rows must then be
-        exactly the chunks table's when the rebuild comes (``_Staged.covers``)."""
+        exactly the chunks table's when the rebuild comes (``StagedPostings.covers``)."""
         if dropped or any(r.term_counts is None for r in records):
             self._staged = None
             return
@@ -109,7 +113,7 @@ class KeywordIndex:
             row = self.con.execute("SELECT count(*) FROM chunks").fetchone()
             if not chunk_ids or (row[0] if row else 0) != len(chunk_ids):
                 return
-            self._staged = _Staged(self.con)
+            self._staged = StagedPostings(self.con)
         self._staged.add(self.con, records, chunk_ids)
 
     def _postings_from_tokens(self) -> None:
@@ -138,7 +142,7 @@ class KeywordIndex:
                 [first, first + step],
             ).fetchall()
             if rows:  # none in a new index: its rebuild at open then imports no pyarrow
-                self._insert_rows("kw_all", _counted_rows(rows))
+                insert_rows(self.con, "kw_all", counted_rows(rows))
         # df counts chunks, ndf notes (bm25.py scores both).
         self.con.execute(
             """CREATE OR REPLACE TEMP TABLE kw_terms AS
@@ -209,10 +213,10 @@ class KeywordIndex:
         wanted = ", ".join(str(int(i)) for i in chunk_ids)
         delete = f"DELETE FROM postings WHERE chunk_id IN ({wanted}) RETURNING chunk_id, termid, tf"
         if len(chunk_ids) > KW_LITERAL_CHUNKS:
-            self._insert_rows("kw_gone", self.con.execute(delete).to_arrow_table())
+            insert_rows(self.con, "kw_gone", self.con.execute(delete).to_arrow_table())
         elif rows := self.con.execute(delete).fetchall():
             columns = dict(zip(("chunk_id", "termid", "tf"), zip(*rows, strict=True), strict=True))
-            self.con.execute(f"INSERT INTO kw_gone BY NAME {_split_rows(columns)}")
+            self.con.execute(f"INSERT INTO kw_gone BY NAME {split_rows(columns)}")
         self.con.execute(
             f"""INSERT INTO kw_old SELECT g.chunk_id, c.path, v.term, g.tf
             FROM kw_gone g JOIN vocab v USING (termid)
@@ -245,11 +249,11 @@ class KeywordIndex:
             "CREATE OR REPLACE TEMP TABLE kw_new "
             "(chunk_id BIGINT, path VARCHAR, term VARCHAR, tf INTEGER)"
         )
-        postings = _record_postings(records, chunk_ids)
+        postings = record_postings(records, chunk_ids)
         if len(chunk_ids) > KW_LITERAL_CHUNKS:
-            self._insert_rows("kw_new", postings)
+            insert_rows(self.con, "kw_new", postings)
         elif postings["chunk_id"]:
-            self.con.execute(f"INSERT INTO kw_new BY NAME {_split_rows(postings)}")
+            self.con.execute(f"INSERT INTO kw_new BY NAME {split_rows(postings)}")
         if chunk_ids:
             wanted = ", ".join(str(int(i)) for i in chunk_ids)
             self.con.execute(
@@ -302,17 +306,6 @@ class KeywordIndex:
         if rows:
             appended = int(self.store.meta().get("kw_appended") or 0) + rows
             self.store.set_meta(kw_appended=str(appended))
-
-    def _insert_rows(self, table: str, rows: Any) -> None:
-        """Append ``rows`` (an Arrow table, or columns as lists or Arrow arrays, named as
-        ``table``'s) to ``table``."""
-        import pyarrow as pa
-
-        self.con.register("kw_incoming", rows if isinstance(rows, pa.Table) else pa.table(rows))
-        try:
-            self.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM kw_incoming")
-        finally:
-            self.con.unregister("kw_incoming")
 
     def needs_compaction(self) -> bool:
         """Rows added in place land unsorted at the end of postings, where no query can
@@ -445,7 +438,7 @@ class KeywordIndex:
                 top = functools.partial(self._top_pool, found, terms, condition)
             else:
                 top = functools.partial(self._top, found, terms, condition)
-            return self._top_without(top, fetch, expired)
+            return _top_without(top, fetch, expired)
         scored = bm25.scored_sql(found, terms, BM25_K1, BM25_B, condition=condition)
         where, params_sql = filters_sql(filters)
         sql = f"""
@@ -522,25 +515,6 @@ class KeywordIndex:
         sql = bm25.top_pool_sql(found, terms, (BM25_K1, BM25_B, n), condition)
         return bm25.split_top_pool(found, self.con.execute(sql).fetchall())
 
-    def _top_without(
-        self,
-        top: Callable[[int], tuple[list[tuple[int, float]], Any]],
-        fetch: int,
-        expired: Sequence[int],
-    ) -> tuple[list[tuple[int, float]], Any]:
-        """The ``fetch`` best of ``top(n)`` (the ``n`` best chunks, best first, and what
-        else it read) leaving out ``expired`` chunks: asks for a few more than needed,
-        and for all it could need only when those were not enough."""
-        if len(expired) == 0:
-            return top(int(fetch))
-        gone = set(expired)
-        for extra in (min(len(expired), max(fetch, 100)), len(expired)):
-            rows, more = top(int(fetch + extra))
-            kept = [r for r in rows if r[0] not in gone]
-            if len(kept) >= fetch or len(rows) < fetch + extra:
-                return kept[:fetch], more
-        return kept[:fetch], more
-
     def chunk_tokens(self, ids: Sequence[int]) -> dict[int, str]:
         """The search tokens of each chunk id, space-separated: made again from the
         chunk's text by the rule that made its postings (``text.chunk_words``)."""
@@ -571,184 +545,20 @@ class KeywordIndex:
         return [r[0] for r in rows]
 
 
-def _counted_rows(rows: Sequence[tuple[Any, ...]]) -> dict[str, list[Any]]:
-    """``kw_all``'s columns for chunks given as (id, note number, title, context, text):
-    each chunk's terms (``text.chunk_words``) and their counts."""
-    from markvault.markdown.tokens import chunk_words
-
-    out: dict[str, list[Any]] = {"chunk_id": [], "note": [], "term": [], "tf": []}
-    for chunk_id, note, title, context, text in rows:
-        found: dict[str, int] = {}
-        _count_elements(found, chunk_words(title, context, text))
-        found.pop("", None)  # as the workers count (sync.note_terms)
-        out["chunk_id"] += [chunk_id] * len(found)
-        out["note"] += [note] * len(found)
-        out["term"] += found
-        out["tf"] += found.values()
-    return out
-
-
-def _record_postings(
-    records: Sequence[NoteRows], chunk_ids: Sequence[int]
-) -> dict[str, Sequence[Any]]:
-    """(chunk_id, term, tf) of each posting of the chunks of ``records``, inserted as
-    ``chunk_ids``, column by column, from the term counts their worker made
-    (``sync.note_terms``: per note, each chunk's number of terms, then the term
-    positions, then the counts)."""
-    ids: list[int] = []
-    terms: list[str] = []
-    tfs: list[int] = []
-    first = 0
-    for record in records:
-        counts = array("i")
-        counts.frombytes(record.term_counts or b"")
-        n = record.chunk_count
-        pairs = (len(counts) - n) // 2
-        for at, size in enumerate(counts[:n]):
-            ids += [chunk_ids[first + at]] * size
-        terms += map(record.terms.__getitem__, counts[n : n + pairs])
-        tfs += counts[n + pairs :]
-        first += n
-    return {"chunk_id": ids, "term": terms, "tf": tfs}
-
-
-# The SQL type of each column ``_split_rows`` is given.
-_SPLIT_TYPES = {"chunk_id": "BIGINT", "termid": "INTEGER", "term": "VARCHAR", "tf": "INTEGER"}
-
-
-def _split_rows(columns: Mapping[str, Sequence[Any]]) -> str:
-    """SQL yielding ``columns``' rows (at least one) from one space-separated literal
-    per column (a search term holds no space): the rows of a small edit in one short
-    statement, without Arrow (see ``remove_postings``) or bound parameters (see
-    ``term_ids``). DuckDB takes ~2-5 µs a row this way, so many go in as Arrow."""
-    typed = ", ".join(f"{name}::{_SPLIT_TYPES[name]} AS {name}" for name in columns)
-    split = ", ".join(
-        f"unnest(string_split({sql_string(' '.join(map(str, values)))}, ' ')) AS {name}"
-        for name, values in columns.items()
-    )
-    return f"SELECT {typed} FROM (SELECT {split})"
-
-
-class _Staged:
-    """Postings of the chunks a first build wrote, as the workers counted them
-    (``sync.note_terms``), with term ids of this process's own numbering: the rows go to
-    a temporary table batch by batch (DuckDB spills it past its memory cap), the terms'
-    document and note frequencies are summed here, and the rebuild then only renumbers
-    the terms in sorted order and sorts the rows (``write_postings``). It gives the
-    rows ``_postings_from_tokens`` gives, in a fraction of the time."""
-
-    def __init__(self, con: Any) -> None:
-        self.term_ids: defaultdict[str, int] = defaultdict()
-        self.term_ids.default_factory = self.term_ids.__len__
-        self.df: Any = None  # per term id: chunks with the term
-        self.ndf: Any = None  # notes with the term
-        self.chunks = 0
-        self.rows = 0
-        self.tokens = 0  # the sum of the staged rows' tf
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE kw_stage "
-            "(gid INTEGER, chunk_id BIGINT, tf INTEGER, dl INTEGER)"
-        )
-
-    def add(self, con: Any, records: Sequence[NoteRows], chunk_ids: Sequence[int]) -> None:
-        import numpy as np
-        import pyarrow as pa
-
-        terms_in = chain.from_iterable(r.terms for r in records)
-        # Each record's terms by this process's numbering (a new term: the next number).
-        gids = np.fromiter(map(self.term_ids.__getitem__, terms_in), np.int32)
-        ids = self.term_ids
-        parts = [np.frombuffer(r.term_counts or b"", np.int32) for r in records]
-        sizes = np.concatenate([p[: r.chunk_count] for p, r in zip(parts, records, strict=True)])
-        pairs = [p[r.chunk_count :].reshape(2, -1) for p, r in zip(parts, records, strict=True)]
-        local, tf = np.concatenate(pairs, axis=1) if pairs else np.zeros((2, 0), np.int32)
-        firsts = np.cumsum([0, *(len(r.terms) for r in records)])[:-1]
-        per_note = [p.shape[1] for p in pairs]
-        chunk = np.repeat(np.arange(len(sizes)), sizes)
-        term = gids[local + np.repeat(firsts, per_note)]
-        dl = np.bincount(chunk, weights=tf, minlength=len(sizes)).astype(np.int32)
-        self.df = _summed(self.df, np.bincount(term, minlength=len(ids)))
-        self.ndf = _summed(self.ndf, np.bincount(gids, minlength=len(ids)))
-        table = pa.table(
-            {
-                "gid": term,
-                "chunk_id": np.asarray(chunk_ids, np.int64)[chunk],
-                "tf": tf,
-                "dl": dl[chunk],
-            }
-        )
-        con.register("kw_incoming", table)
-        try:
-            con.execute("INSERT INTO kw_stage SELECT * FROM kw_incoming")
-        finally:
-            con.unregister("kw_incoming")
-        self.chunks += len(chunk_ids)
-        self.rows += len(term)
-        self.tokens += int(tf.sum(dtype=np.int64))
-
-    def covers(self, con: Any, adding: int = 0) -> bool:
-        """Whether the staged rows are still exactly those of the chunks table but the
-        ``adding`` chunks just inserted (nothing rolled back or written past ``stage``)."""
-        row = con.execute(
-            "SELECT (SELECT count(*) FROM chunks), (SELECT count(*) FROM duckdb_tables() "
-            "WHERE temporary AND table_name = 'kw_stage')"
-        ).fetchone()
-        if row is None or row[0] != self.chunks + adding or not row[1]:
-            return False
-        staged = con.execute("SELECT count(*) FROM kw_stage").fetchone()
-        return staged is not None and staged[0] == self.rows
-
-    def write_postings(self, con: Any, index_terms: Callable[[], None]) -> None:
-        """The vocabulary (term ids in term order) and postings sorted by term id."""
-        import numpy as np
-        import pyarrow as pa
-
-        n = len(self.term_ids)
-        table = pa.table(
-            {
-                "gid": np.arange(n, dtype=np.int32),
-                "term": pa.array(list(self.term_ids), pa.string()),
-                "df": _sized(self.df, n).astype(np.int32),
-                "ndf": _sized(self.ndf, n).astype(np.int32),
-            }
-        )
-        con.register("kw_incoming", table)
-        try:
-            con.execute(
-                """CREATE OR REPLACE TEMP TABLE kw_terms AS
-                SELECT gid, term, (row_number() OVER (ORDER BY term))::INTEGER AS termid,
-                       df, ndf
-                FROM kw_incoming"""
-            )
-        finally:
-            con.unregister("kw_incoming")
-        con.execute(
-            "CREATE OR REPLACE TABLE vocab AS SELECT term, termid, df, ndf FROM kw_terms "
-            "ORDER BY term"
-        )
-        index_terms()
-        con.execute(
-            """CREATE OR REPLACE TABLE postings AS
-            SELECT t.termid, s.chunk_id, s.tf, s.dl
-            FROM kw_stage s JOIN kw_terms t USING (gid)
-            ORDER BY t.termid, s.chunk_id"""
-        )
-
-
-def _summed(total: Any, more: Any) -> Any:
-    """Per-term counts so far plus ``more`` (which may be longer: new terms)."""
-    if total is None:
-        return more
-    if len(total) < len(more):
-        total = _sized(total, len(more))
-    total[: len(more)] += more
-    return total
-
-
-def _sized(counts: Any, n: int) -> Any:
-    import numpy as np
-
-    out = np.zeros(n, np.int64)
-    if counts is not None:
-        out[: len(counts)] = counts
-    return out
+def _top_without(
+    top: Callable[[int], tuple[list[tuple[int, float]], Any]],
+    fetch: int,
+    expired: Sequence[int],
+) -> tuple[list[tuple[int, float]], Any]:
+    """The ``fetch`` best of ``top(n)`` (the ``n`` best chunks, best first, and what
+    else it read) leaving out ``expired`` chunks: asks for a few more than needed,
+    and for all it could need only when those were not enough."""
+    if len(expired) == 0:
+        return top(int(fetch))
+    gone = set(expired)
+    for extra in (min(len(expired), max(fetch, 100)), len(expired)):
+        rows, more = top(int(fetch + extra))
+        kept = [r for r in rows if r[0] not in gone]
+        if len(kept) >= fetch or len(rows) < fetch + extra:
+            return kept[:fetch], more
+    return kept[:fetch], more

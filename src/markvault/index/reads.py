@@ -8,20 +8,15 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from markvault.answers import (
-    Backlink,
-    IndexStats,
-    NoteProblem,
-    OutLink,
-    TopicCount,
-    UnresolvedLink,
-)
+from markvault.answers.context import UnresolvedLink
+from markvault.answers.reading import Backlink, OutLink, TopicCount
+from markvault.answers.status import IndexStats, NoteProblem
 from markvault.errors import UsageError
 from markvault.identity import id_problem
 from markvault.index.filters import current_sql, filters_sql, sql_string
 from markvault.index.prefix_lookup import NameIndex, count_lookup
 from markvault.index.store import Store, dict_rows
-from markvault.search.time_expressions import note_days
+from markvault.search.time_signal import note_days
 from markvault.types import Filters
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from markvault.answers import ProjectEntry
+from markvault.answers.sessions import ProjectEntry
 from markvault.index.store import Store, dict_rows
 from markvault.types import SessionQuery
 

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import watchfiles
 
-from markvault.answers import WatcherStatus
+from markvault.answers.status import WatcherStatus
 from markvault.indexing.watch_batches import (
     FOLDER,
     GIT,

@@ -142,29 +142,23 @@ class _Walk:
                     if depth == 1:
                         tops.append(("Rule", None, r["start"], r["end"]))
                     continue
-            # A block's start and end both close the inline run before them; the two
-            # branches repeat those lines because a call per event costs more here.
-            elif "Start" in ev:
-                value = ev["Start"]
+            # A block's start and end both close the inline run before them.
+            elif "Start" in ev or "End" in ev:
+                opens = "Start" in ev
+                value = ev["Start"] if opens else ev["End"]
                 name = value if type(value) is str else next(iter(value))
                 if name not in _INLINE:
                     if first is not None:
                         runs.append((first["start"], last["end"], heading))
                         first = None
-                    if name in _STRIPPED:
-                        raise _Doubt
-                    depth += 1
-                    fresh = name == "Item"
-                    heading = heading or name == "Heading"
-                    verbatim = name in _VERBATIM
-                    continue
-            elif "End" in ev:
-                value = ev["End"]
-                name = value if type(value) is str else next(iter(value))
-                if name not in _INLINE:
-                    if first is not None:
-                        runs.append((first["start"], last["end"], heading))
-                        first = None
+                    if opens:
+                        if name in _STRIPPED:
+                            raise _Doubt
+                        depth += 1
+                        fresh = name == "Item"
+                        heading = heading or name == "Heading"
+                        verbatim = name in _VERBATIM
+                        continue
                     if fresh and name == "Item":
                         raise _Doubt  # markdown-it ends a list at an empty item its own way
                     # A block's parent is never a code or HTML block, nor a heading.

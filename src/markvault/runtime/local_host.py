@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from markvault import errors
-from markvault.answers import OwnerInfo
+from markvault.answers.status import OwnerInfo
 from markvault.calls import Call, SyncReport
 from markvault.config import Settings
 from markvault.core import Core

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from markvault import errors
-from markvault.answers import OwnerInfo
+from markvault.answers.status import OwnerInfo
 from markvault.calls import Call, SyncReport
 from markvault.config import Settings
 from markvault.indexing.change_feed import ChangeBatch, FeedItem, Listener, tell_each

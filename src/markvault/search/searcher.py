@@ -20,7 +20,7 @@ from markvault.errors import UsageError
 from markvault.identity import citation_key, note_uri
 from markvault.index import Index
 from markvault.markdown.tokens import tokenize, word_spans
-from markvault.search import fusion, language
+from markvault.search import fusion, language, time_signal
 from markvault.search import query as query_lang
 from markvault.search import time_expressions as times
 from markvault.types import Filters, Hit, SearchRequest, SearchResult
@@ -82,7 +82,7 @@ class Searcher:
         limit, offset, order = request.limit, request.offset, request.order
         full_text, variants, min_score = request.full_text, request.variants, request.min_score
         parsed_variants = check_request(query, mode, limit, offset, order, variants)
-        asked = times.asked_date(request.as_of)
+        asked = time_signal.asked_date(request.as_of)
         filters.check()
         run = _Run(time.perf_counter())
 
@@ -119,17 +119,17 @@ class Searcher:
         return result
 
     def _time_boost(self, fused: list[Fused], window: times.TimeWindow, run: _Run) -> list[Fused]:
-        """Notes dated in (or near) ``window`` raised (time_expressions.boost)."""
+        """Notes dated in (or near) ``window`` raised (time_signal.boost)."""
         paths = self._chunk_paths([f[0] for f in fused], run)
         days = self.index.reads.note_days(sorted(set(paths.values())))
         fit: dict[str, float] = {}
 
         def fit_of(path: str) -> float:
             if path not in fit:
-                fit[path] = times.closeness(window, days.get(path, []))
+                fit[path] = time_signal.closeness(window, days.get(path, []))
             return fit[path]
 
-        return times.boost(fused, paths.get, fit_of)
+        return time_signal.boost(fused, paths.get, fit_of)
 
     def _lists(
         self,
@@ -418,10 +418,13 @@ def _time_window(
     query: str, plan: query_lang.Plan | None, asked: dt.date | None
 ) -> tuple[times.TimeWindow | None, query_lang.Plan | None]:
     """The query's time window, and its plan: as it is, or with the time words left out
-    of the keyword terms when ``times.LEAVE_OUT_WORDS`` says so (and something is left)."""
-    found = times.outside_quotes(query, times.find(query, asked, plan.language if plan else None))
+    of the keyword terms when ``time_signal.LEAVE_OUT_WORDS`` says so (and something is
+    left)."""
+    found = time_signal.outside_quotes(
+        query, times.find(query, asked, plan.language if plan else None)
+    )
     window = times.combined(found)
-    if window is None or plan is None or not times.LEAVE_OUT_WORDS:
+    if window is None or plan is None or not time_signal.LEAVE_OUT_WORDS:
         return window, plan
     try:
         rest = query_lang.parse(times.without(query, found))

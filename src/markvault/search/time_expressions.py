@@ -6,8 +6,8 @@ expressions relative to the date the question is asked (the "asked at" date; tod
 none is given) and turns each into a ``TimeWindow``, first and last day inclusive
 (either may be open). Pure and deterministic: no clock is read unless no date is given,
 no model, no I/O. Search uses the window as a soft signal (search.py): notes dated
-inside it rank higher, nothing is filtered out, and the result says which window it
-read.
+inside it rank higher (time_signal.py), nothing is filtered out, and the result says
+which window it read.
 
 English, as written in questions:
 
@@ -40,11 +40,10 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from markvault.errors import UsageError
+from markvault.search.time_words import MONTHS, NUMBERS, UNITS, WEEKDAYS
 
 Date = dt.date
 MAX_QUERY_CHARS = 1000  # a longer "query" is a passage: its dates are not a question's
@@ -105,141 +104,7 @@ def week_start(day: Date) -> Date:
     return day - dt.timedelta(days=day.weekday())
 
 
-# ---- words -----------------------------------------------------------------------------
-
-MONTHS = {
-    name: i
-    for i, names in enumerate(
-        [
-            ("january",),
-            ("february", "feb"),
-            ("march",),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ],
-        start=1,
-    )
-    for name in names
-}
-WEEKDAYS = {
-    name: i
-    for i, names in enumerate(
-        [
-            ("monday",),
-            ("tuesday", "tue", "tues"),
-            ("wednesday",),
-            ("thursday", "thu", "thurs"),
-            ("friday", "fri"),
-            ("saturday",),
-            ("sunday",),
-        ]
-    )
-    for name in names
-}
-NUMBERS = {
-    "a": 1,
-    "an": 1,
-    "one": 1,
-    "a couple of": 2,
-    "a couple": 2,
-    "couple of": 2,
-    "a few": 3,
-    "few": 3,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "thirteen": 13,
-    "fourteen": 14,
-    "fifteen": 15,
-    "sixteen": 16,
-    "seventeen": 17,
-    "eighteen": 18,
-    "nineteen": 19,
-    "twenty": 20,
-    # German, French, Spanish, Italian: the articles and small numbers
-    "einem": 1,
-    "einer": 1,
-    "einen": 1,
-    "zwei": 2,
-    "drei": 3,
-    "vier": 4,
-    "un": 1,
-    "une": 1,
-    "deux": 2,
-    "trois": 3,
-    "quatre": 4,
-    "uno": 1,
-    "una": 1,
-    "dos": 2,
-    "tres": 3,
-    "cuatro": 4,
-    "due": 2,
-    "tre": 3,
-    "quattro": 4,
-}
-UNITS = {
-    "day": "day",
-    "days": "day",
-    "week": "week",
-    "weeks": "week",
-    "fortnight": "fortnight",
-    "fortnights": "fortnight",
-    "month": "month",
-    "months": "month",
-    "year": "year",
-    "years": "year",
-    # German (dative plural after "vor"), French, Spanish, Italian
-    "tag": "day",
-    "tagen": "day",
-    "woche": "week",
-    "wochen": "week",
-    "monat": "month",
-    "monaten": "month",
-    "jahr": "year",
-    "jahren": "year",
-    "jour": "day",
-    "jours": "day",
-    "semaine": "week",
-    "semaines": "week",
-    "mois": "month",
-    "an": "year",
-    "ans": "year",
-    "année": "year",
-    "années": "year",
-    "día": "day",
-    "días": "day",
-    "dia": "day",
-    "dias": "day",
-    "semana": "week",
-    "semanas": "week",
-    "mes": "month",
-    "meses": "month",
-    "año": "year",
-    "años": "year",
-    "giorno": "day",
-    "giorni": "day",
-    "settimana": "week",
-    "settimane": "week",
-    "mese": "month",
-    "mesi": "month",
-    "anno": "year",
-    "anni": "year",
-}
+# ---- words (time_words.py) -------------------------------------------------------------
 
 
 def _alternation(words: Sequence[str]) -> str:
@@ -465,9 +330,18 @@ _POINTS: list[tuple[str, Handler]] = [
         rf"(?:the\s+)?(?P<edge>first|last)\s+week\s+of\s+{_MONTH}(?:,?\s+{_YEAR})?",
         _h_week_of_month,
     ),
-    (r"the\s+day\s+before\s+yesterday", _h_day_offset(2)),
-    (r"today|tonight|this\s+(?:morning|afternoon|evening)", _h_day_offset(0)),
-    (r"yesterday|last\s+night", _h_day_offset(1)),
+    # the day before yesterday, today, yesterday: in English, German, French, Spanish,
+    # Italian ("hier" is read apart: it is German for "here")
+    (
+        r"the\s+day\s+before\s+yesterday"
+        r"|vorgestern|avant-hier|anteayer|antier|l'altro\s*ieri|altroieri",
+        _h_day_offset(2),
+    ),
+    (
+        r"today|tonight|this\s+(?:morning|afternoon|evening)|heute|aujourd'hui|hoy|oggi",
+        _h_day_offset(0),
+    ),
+    (r"yesterday|last\s+night|gestern|ayer|ieri", _h_day_offset(1)),
     (rf"(?P<which>last|past|previous|this)\s+{_WEEKDAY}", _h_weekday),
     (r"(?P<which>last|past|previous|this)\s+weekend", _h_weekend),
     (r"earlier\s+this\s+(?P<unit>week|month|year)", _h_earlier),
@@ -487,13 +361,8 @@ _POINTS: list[tuple[str, Handler]] = [
         rf"(?:(?P<which>last|this)\s+|(?P<part>early|middle of|late|mid)(?:\s+|-)){_MONTH}",
         _h_month,
     ),
-    # German, French, Spanish, Italian
-    (r"vorgestern|avant-hier|anteayer|antier|l'altro\s*ieri|altroieri", _h_day_offset(2)),
-    (r"heute|aujourd'hui|hoy|oggi", _h_day_offset(0)),
-    (r"gestern|ayer|ieri", _h_day_offset(1)),
-    (rf"vor\s+{_NUMBER}\s+{_ANY_UNIT}", _h_ago),
-    (rf"il\s+y\s+a\s+{_NUMBER}\s+{_ANY_UNIT}", _h_ago),
-    (rf"hace\s+{_NUMBER}\s+{_ANY_UNIT}", _h_ago),
+    # German, French, Spanish, Italian: N units ago, last week, month, year
+    (rf"(?:vor|il\s+y\s+a|hace)\s+{_NUMBER}\s+{_ANY_UNIT}", _h_ago),
     (rf"{_NUMBER}\s+{_ANY_UNIT}\s+fa", _h_ago),
     (
         r"(?:letzte|vergangene)n?\s+woche|la\s+semaine\s+(?:dernière|passée)"
@@ -703,106 +572,3 @@ def without(query: str, windows: Sequence[TimeWindow]) -> str:
         a, b = w.span
         chars[a:b] = " " * (b - a)
     return "".join(chars)
-
-
-# ---- as a signal in search --------------------------------------------------------------
-
-# A note inside the window gains this share of its own score (doubled: it passes the
-# notes outside that match up to twice as well); a note nearby gains less, a note that
-# matches nothing gains nothing, and nothing is removed. Gaining a share of the top
-# hit's score instead ranked every note of the window first, related or not: in hybrid
-# mode, where every note has a score, that cost LongMemEval (bench/eval/RESULTS.md).
-TIME_WEIGHT = 1.0
-# The time words are left out of the keyword query: a note written another day that
-# says "last Tuesday" three times is not what "the deploy last Tuesday" asks for, and
-# with a boost relative to a note's own score they would outweigh it (measured both
-# ways on LongMemEval: bench/eval/RESULTS.md). The embedding model still reads them.
-LEAVE_OUT_WORDS = True
-OPEN_SLACK = 7  # days a note may lie outside an open window and still gain a little
-OUTSIDE = 0.5  # the most a note just outside the window gains (of what one inside does)
-
-
-def asked_date(as_of: str | Date | dt.datetime | None) -> Date | None:
-    """The "asked at" date of ``as_of`` (an ISO date or date-time), None for today.
-
-    Raises:
-        UsageError: ``as_of`` is not an ISO date.
-    """
-    if as_of is None or isinstance(as_of, Date):
-        return as_of.date() if isinstance(as_of, dt.datetime) else as_of
-    try:
-        return dt.datetime.fromisoformat(as_of.strip()).date()
-    except ValueError:
-        raise UsageError(
-            f"as_of {as_of!r} is not a date.", "Use an ISO date, e.g. 2026-01-31."
-        ) from None
-
-
-def time_line(window: Mapping[str, Any]) -> str:
-    """A search result's window for people: 'last Tuesday' = 2026-03-03 (asked 2026-03-12)."""
-    start, end = window.get("start"), window.get("end")
-    if start == end:
-        days = str(start)
-    elif start is None:
-        days = f"up to {end}"
-    elif end is None:
-        days = f"from {start}"
-    else:
-        days = f"{start} to {end}"
-    asked = window.get("asked_at")
-    return f"{window.get('text')!r} = {days} (asked {asked}; notes dated then ranked up)"
-
-
-def outside_quotes(query: str, windows: Sequence[TimeWindow]) -> list[TimeWindow]:
-    """The windows not inside a quoted phrase (a phrase is searched as written)."""
-    return [w for w in windows if query.count('"', 0, w.span[0]) % 2 == 0]
-
-
-def closeness(window: TimeWindow, days: Sequence[Date]) -> float:
-    """How well a note dated ``days`` fits ``window``, the best of its dates: 1 inside;
-    outside, ``OUTSIDE`` falling linearly to 0 within half the window's length (at
-    least a day; ``OPEN_SLACK`` days for an open window)."""
-    span = window.days
-    slack = max(1, span // 2) if span is not None else OPEN_SLACK
-    best = 0.0
-    for day in days:
-        distance = window.distance(day)
-        fit = 1.0 if distance == 0 else OUTSIDE * (1.0 - distance / (slack + 1))
-        best = max(best, fit)
-    return best
-
-
-def note_days(values: Sequence[str | None]) -> list[Date]:
-    """The days among a note's date values (ISO strings; others are ignored)."""
-    out = []
-    for value in values:
-        if not value:
-            continue
-        try:
-            out.append(Date.fromisoformat(str(value)[:10]))
-        except ValueError:
-            continue
-    return out
-
-
-def boost(
-    fused: Sequence[tuple[int, float, dict[str, int], dict[str, float]]],
-    note_of: Callable[[int], str | None],
-    fit: Callable[[str], float],
-    weight: float | None = None,
-) -> list[tuple[int, float, dict[str, int], dict[str, float]]]:
-    """``fused`` (chunk, score, ranks, scores), each chunk's score raised by ``weight``
-    times its note's ``fit`` (0-1) times itself (a score below 0 is not raised), in the
-    new order (ties keep theirs); each entry's scores gain a ``time`` entry, its note's
-    fit."""
-    if not fused:
-        return []
-    weight = TIME_WEIGHT if weight is None else weight
-    out = []
-    for cid, score, ranks, scores in fused:
-        note = note_of(cid)
-        value = fit(note) if note is not None else 0.0
-        raised = score + weight * value * max(score, 0.0)
-        out.append((cid, raised, ranks, {**scores, "time": value}))
-    out.sort(key=lambda f: -f[1])
-    return out

@@ -23,7 +23,7 @@ from mcp.types import (
     ResourceTemplateReference,
 )
 
-from markvault.answers import Completions
+from markvault.answers.reading import Completions
 from markvault.errors import MarkvaultError
 
 MAX_VALUES = 100  # the protocol's limit per answer

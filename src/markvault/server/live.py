@@ -279,24 +279,21 @@ class LiveServer:
     async def _subscribe(
         self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams
     ) -> EmptyResult:
-        peer = self.peer(ctx.session)
-        if peer is not None:
+        if peer := self.peer(ctx.session):
             peer.subscriptions[uri_key(params.uri)] = params.uri
         return EmptyResult()
 
     async def _unsubscribe(
         self, ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams
     ) -> EmptyResult:
-        peer = self.peer(ctx.session)
-        if peer is not None:
+        if peer := self.peer(ctx.session):
             peer.subscriptions.pop(uri_key(params.uri), None)
         return EmptyResult()
 
     async def _set_level(
         self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams
     ) -> EmptyResult:
-        peer = self.peer(ctx.session)
-        if peer is not None:
+        if peer := self.peer(ctx.session):
             peer.level = params.level
         return EmptyResult()
 

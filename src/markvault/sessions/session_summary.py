@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from markvault.answers import SummaryJSON
+from markvault.answers.sessions import SummaryJSON
 from markvault.errors import UsageError
 from markvault.markdown.edit import replace_section, section_spans
 from markvault.markdown.frontmatter import read_frontmatter, set_keys

@@ -1,0 +1,139 @@
+"""The words of time that queries use: month and weekday names, numbers as words, and
+units of time, in English, German, French, Spanish and Italian (``time_expressions``
+reads queries with them)."""
+
+from __future__ import annotations
+
+MONTHS = {
+    name: i
+    for i, names in enumerate(
+        [
+            ("january",),
+            ("february", "feb"),
+            ("march",),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+WEEKDAYS = {
+    name: i
+    for i, names in enumerate(
+        [
+            ("monday",),
+            ("tuesday", "tue", "tues"),
+            ("wednesday",),
+            ("thursday", "thu", "thurs"),
+            ("friday", "fri"),
+            ("saturday",),
+            ("sunday",),
+        ]
+    )
+    for name in names
+}
+NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "a couple of": 2,
+    "a couple": 2,
+    "couple of": 2,
+    "a few": 3,
+    "few": 3,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
+    "twenty": 20,
+    # German, French, Spanish, Italian: the articles and small numbers
+    "einem": 1,
+    "einer": 1,
+    "einen": 1,
+    "zwei": 2,
+    "drei": 3,
+    "vier": 4,
+    "un": 1,
+    "une": 1,
+    "deux": 2,
+    "trois": 3,
+    "quatre": 4,
+    "uno": 1,
+    "una": 1,
+    "dos": 2,
+    "tres": 3,
+    "cuatro": 4,
+    "due": 2,
+    "tre": 3,
+    "quattro": 4,
+}
+UNITS = {
+    "day": "day",
+    "days": "day",
+    "week": "week",
+    "weeks": "week",
+    "fortnight": "fortnight",
+    "fortnights": "fortnight",
+    "month": "month",
+    "months": "month",
+    "year": "year",
+    "years": "year",
+    # German (dative plural after "vor"), French, Spanish, Italian
+    "tag": "day",
+    "tagen": "day",
+    "woche": "week",
+    "wochen": "week",
+    "monat": "month",
+    "monaten": "month",
+    "jahr": "year",
+    "jahren": "year",
+    "jour": "day",
+    "jours": "day",
+    "semaine": "week",
+    "semaines": "week",
+    "mois": "month",
+    "an": "year",
+    "ans": "year",
+    "année": "year",
+    "années": "year",
+    "día": "day",
+    "días": "day",
+    "dia": "day",
+    "dias": "day",
+    "semana": "week",
+    "semanas": "week",
+    "mes": "month",
+    "meses": "month",
+    "año": "year",
+    "años": "year",
+    "giorno": "day",
+    "giorni": "day",
+    "settimana": "week",
+    "settimane": "week",
+    "mese": "month",
+    "mesi": "month",
+    "anno": "year",
+    "anni": "year",
+}
