@@ -244,27 +244,15 @@ def _add_listed(rules: VaultRules, rel_dir: str, name: str, kind: str, found: Va
     """One listed entry that is neither a folder nor a regular .md file, as ``_walk``
     takes a directory entry: find's type stands for its ``lstat``; a link is statted
     here."""
-    file = rel_dir + name
-    full = ""
     if kind == "l":  # a link to a folder is a folder, never entered: nothing
-        full = os.path.join(str(rules.root), file)
         try:
-            if stat_mod.S_ISDIR(os.stat(full).st_mode):
+            if stat_mod.S_ISDIR(os.stat(os.path.join(str(rules.root), rel_dir + name)).st_mode):
                 return
         except OSError:
             pass  # dangling: a file
-    if rules.is_ignored(file):  # no hidden part: find pruned those
-        return
-    if not name.lower().endswith(".md"):
-        if is_attachment_name(name):
-            found.attachments.add(_nfc(file))
-        return
-    if kind == "l":  # else not a regular file: never a note
-        try:
-            st = os.lstat(full)
-        except OSError:
-            return  # vanished: not a note now
-        _add_stat(rules, file, full, st, found)
+    elif name.lower().endswith(".md"):
+        return  # a .md that is not a regular file or a link (a fifo, a socket): never a note
+    _add_file(rules, rel_dir, name, found)
 
 
 def _listed_walk(
