@@ -24,7 +24,6 @@ from markvault.runtime.shared_host import connect
 from markvault.vault import Vault
 
 F = TypeVar("F", bound=Callable[..., Any])
-RANK_LABELS = {"keyword": "kw", "vector": "vec"}
 # Set by ``run``: this process is one `vault` command and ends with it (not a caller
 # that runs commands in its own process, as the tests' CliRunner does).
 _COMMAND_PROCESS = False

@@ -12,7 +12,6 @@ from typing import Any
 import click
 
 from markvault.cli.app import (
-    RANK_LABELS,
     F,
     TerminalProgress,
     emit_json,
@@ -30,6 +29,8 @@ from markvault.types import (
     SearchRequest,
     SearchResult,
 )
+
+RANK_LABELS = {"keyword": "kw", "vector": "vec"}  # how a hit's ranks are shown
 
 # ---- reindex --------------------------------------------------------------------------
 
