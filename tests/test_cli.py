@@ -154,6 +154,13 @@ def test_vault_from_environment(small: Path) -> None:
     env = {"MARKVAULT_VAULT": str(small), "MARKVAULT_INDEX": str(small.parent / "index")}
     result = CliRunner().invoke(main, ["search", "wombat", "--mode", "keyword"], env=env)
     assert result.exit_code == 0 and "notes/beta.md" in result.output
+    # A flag beats the environment (config.py's order); an empty variable is unset.
+    away = {**env, "MARKVAULT_VAULT": str(small.parent / "nope"), "MARKVAULT_MODEL": ""}
+    argv = ["--vault", str(small), "search", "wombat", "--mode", "keyword"]
+    result = CliRunner().invoke(main, argv, env=away)
+    assert result.exit_code == 0 and "notes/beta.md" in result.output
+    result = CliRunner().invoke(main, ["status", "--json"], env=away)
+    assert result.exit_code == 2 and "No vault folder" in result.output
 
 
 def test_missing_vault_is_a_clear_error(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from markvault.cli.main import main
@@ -117,6 +117,7 @@ def invocations(draw: st.DrawFn) -> list[str]:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(argv=invocations())
+@example(argv=["sessions", "list", "--offset", "9" * 40])  # past the index's integers
 def test_no_command_prints_a_traceback(place: Path, argv: list[str]) -> None:
     _check(place, argv)
 

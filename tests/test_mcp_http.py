@@ -24,10 +24,10 @@ from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.subscriptions import ResourceUpdated
 
+from markvault.config import HttpOptions
 from markvault.errors import ConfigError, UsageError
 from markvault.runtime.local_host import open_local
 from markvault.server.http import (
-    DEFAULT_MAX_BODY,
     TokenBucket,
     allowed_hosts,
     bind_socket,
@@ -125,9 +125,8 @@ def serving(root: Path, write_rate: int) -> Iterator[Running]:
     sock = bind_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
     live = LiveServer(InMemorySubscriptionBus())
-    app = build_http_app(
-        build_server(vault, live), token=token, port=port, max_body=MAX_BODY, write_rate=write_rate
-    )
+    options = HttpOptions(port=port, max_body=MAX_BODY, write_rate=write_rate)
+    app = build_http_app(build_server(vault, live), token=token, options=options)
     server = uvicorn_server(app)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -409,10 +408,10 @@ def test_non_loopback_bind_needs_allow_remote(open_vault: Any) -> None:
     server = build_server(open_vault())
     for host in ("0.0.0.0", "192.168.1.10", "::", "example.com"):
         with pytest.raises(UsageError, match="allow-remote"):
-            build_http_app(server, token="t" * 43, host=host)
+            build_http_app(server, token="t" * 43, options=HttpOptions(host))
     for host in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):
         check_bind(host, allow_remote=False)
-    build_http_app(server, token="t" * 43, host="0.0.0.0", allow_remote=True)
+    build_http_app(server, token="t" * 43, options=HttpOptions("0.0.0.0", allow_remote=True))
 
 
 def test_serve_http_listens_on_loopback_and_never_prints_the_token(
@@ -425,8 +424,9 @@ def test_serve_http_listens_on_loopback_and_never_prints_the_token(
         "import sys; from markvault.runtime.local_host import open_local;"
         "from markvault.server.tools import build_server;"
         "from markvault.server.http import serve_http;"
+        "from markvault.config import HttpOptions;"
         "v = open_local(sys.argv[1], sys.argv[2]); v.reindex(vectors=False);"
-        "serve_http(build_server(v), port=0)"
+        "serve_http(build_server(v), HttpOptions(port=0))"
     )
     env = os.environ | {"MARKVAULT_TOKEN_FILE": str(token_file)}
     proc = subprocess.Popen(
@@ -545,4 +545,4 @@ def test_count_write_calls_sees_batches_and_ignores_junk() -> None:
     assert count_write_calls(json.dumps(batch).encode(), writes) == (2, 2)
     assert count_write_calls(b"{not json", writes) == (0, None)
     assert count_write_calls(b'{"method": "tools/call", "params": 3}', writes) == (0, None)
-    assert DEFAULT_MAX_BODY == 4 * 1024 * 1024
+    assert HttpOptions().max_body == 4 * 1024 * 1024

@@ -103,6 +103,16 @@ class AttachmentLimits:
     inline_seconds: float = 5.0
 
 
+def chosen(
+    flag: str | os.PathLike[str] | None, variable: str, env: Mapping[str, str] | None = None
+) -> str | None:
+    """What the caller chose for a setting: the flag's value, else the environment
+    variable's (flag > environment; an empty one is unset). None: neither is set, so the
+    vault file or the default decides (``Settings.load``)."""
+    env = os.environ if env is None else env
+    return str(flag) if flag else env.get(variable) or None
+
+
 @dataclass(frozen=True)
 class Settings:
     vault_dir: Path
@@ -152,7 +162,7 @@ class Settings:
                 or the index folder would be inside the vault.
         """
         env = dict(os.environ) if env is None else env
-        vault_dir = Path(vault or env.get(ENV_VAULT) or "vault").expanduser()
+        vault_dir = Path(chosen(vault, ENV_VAULT, env) or "vault").expanduser()
         if not vault_dir.is_dir():
             raise ConfigError(
                 f"No vault folder at {vault_dir}.",
@@ -164,13 +174,12 @@ class Settings:
 
         distrust = trust.untrusted(vault_dir, file_cfg)
 
-        index_value = (
-            index
-            or env.get(ENV_INDEX)
-            or (None if "index_dir" in distrust else file_cfg.get("index_dir"))
+        given_index = chosen(index, ENV_INDEX, env)
+        index_value = given_index or (
+            None if "index_dir" in distrust else file_cfg.get("index_dir")
         )
         if index_value:
-            given = bool(index or env.get(ENV_INDEX))
+            given = bool(given_index)
             index_dir = Path(str(index_value)).expanduser()
             if not index_dir.is_absolute():
                 index_dir = (Path.cwd() if given else vault_dir) / index_dir
@@ -188,7 +197,7 @@ class Settings:
             vault_dir=vault_dir,
             index_dir=index_dir,
             index_origin=origin,
-            model=str(model or env.get(ENV_MODEL) or file_cfg.get("model") or DEFAULT_MODEL),
+            model=str(chosen(model, ENV_MODEL, env) or file_cfg.get("model") or DEFAULT_MODEL),
             sync=_sync_settings(file_cfg.get("sync", {}), vault_dir / CONFIG_FILE),
             credentials=credential_settings(file_cfg.get("credentials"), vault_dir / CONFIG_FILE),
         )
@@ -248,6 +257,28 @@ def default_index_dir(vault_dir: Path) -> Path:
     digest = hashlib.blake2b(str(resolved).encode(), digest_size=6).hexdigest()
     name = re.sub(r"[^\w.-]+", "-", resolved.name).strip("-.")[:40] or "vault"
     return user_cache_dir() / "indexes" / f"{name}-{digest}"
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """How `vault mcp --http` listens and what it allows: the one home of its defaults,
+    here so that `vault mcp --help` shows them without loading the SDK (server/http.py)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8765  # 0: any free port
+    allow_remote: bool = False
+    """A host beyond loopback is refused unless this is set (`--allow-remote`)."""
+    max_body: int = 4 * 1024 * 1024
+    """Bytes a request body may hold."""
+    write_rate: int = 30
+    """Write tool calls allowed per minute (and as a burst)."""
+    extra_hosts: tuple[str, ...] = ()
+    """More Host headers to accept (``nas.lan`` or ``nas.lan:8765``)."""
+    extra_origins: tuple[str, ...] = ()
+    """Web origins besides localhost that may call the server."""
+
+
+HTTP_DEFAULTS = HttpOptions()
 
 
 def token_path() -> Path:

@@ -24,9 +24,15 @@ def chunk_ref(ref: str) -> int | None:
     return int(ref)
 
 
+# The index pages with 64-bit integers: a larger offset is past every listing anyway.
+MAX_OFFSET = 2**63 - 1
+
+
 def check_page(limit: int, offset: int) -> None:
-    if not 1 <= limit <= 1000 or offset < 0:
-        raise UsageError("limit must be 1..1000 and offset 0 or more.", "Page with offset.")
+    if not 1 <= limit <= 1000 or not 0 <= offset <= MAX_OFFSET:
+        raise UsageError(
+            "limit must be 1..1000 and offset 0 or more (below 2**63).", "Page with offset."
+        )
 
 
 def epoch() -> dt.datetime:

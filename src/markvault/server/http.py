@@ -33,6 +33,7 @@ when there is any (a tool's progress and log lines before its result; a
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hmac
 import ipaddress
 import json
@@ -55,7 +56,7 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from markvault.config import token_path
+from markvault.config import HTTP_DEFAULTS, HttpOptions, token_path
 from markvault.errors import ConfigError, UsageError
 from markvault.files.atomic import write_new
 from markvault.server.sdk import json_answers_for_handshake_sessions
@@ -65,12 +66,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
-DEFAULT_MAX_BODY = 4 * 1024 * 1024
-DEFAULT_WRITE_RATE = 30
-"""Write tool calls allowed per minute (and as a burst)."""
 MAX_CONNECTIONS = 64
 """Concurrent connections uvicorn accepts before answering 503: one user, a few agents."""
 MAX_SESSIONS = 256
@@ -435,38 +431,33 @@ def build_http_app(
     server: MCPServer,
     *,
     token: str,
-    host: str = DEFAULT_HOST,
-    port: int = DEFAULT_PORT,
-    allow_remote: bool = False,
-    max_body: int = DEFAULT_MAX_BODY,
-    write_rate: int = DEFAULT_WRITE_RATE,
+    options: HttpOptions = HTTP_DEFAULTS,
     write_tools: Collection[str] | None = None,
-    extra_hosts: Iterable[str] = (),
-    extra_origins: Collection[str] = (),
 ) -> ASGIApp:
     """The guarded ASGI app serving ``server`` at ``/mcp``; its lifespan runs the server's.
 
     ``write_tools`` None means: every tool the server does not mark read-only.
     """
-    check_bind(host, allow_remote)
-    if max_body <= 0:
-        raise UsageError(f"The body size limit must be positive, not {max_body}.")
-    hosts = allowed_hosts(host, port, extra_hosts)
+    check_bind(options.host, options.allow_remote)
+    if options.max_body <= 0:
+        raise UsageError(f"The body size limit must be positive, not {options.max_body}.")
+    hosts = allowed_hosts(options.host, options.port, options.extra_hosts)
     inner = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=False,
         json_response=False,  # current era: SSE when a call reports; handshake: JSON (sdk.py)
         session_idle_timeout=SESSION_IDLE_SECONDS,
         max_sessions=MAX_SESSIONS,
-        max_request_body_size=max_body,
-        transport_security=sdk_security(hosts, extra_origins),
-        host=host,
+        max_request_body_size=options.max_body,
+        transport_security=sdk_security(hosts, options.extra_origins),
+        host=options.host,
     )
     json_answers_for_handshake_sessions(server)
     tools: WriteTools = write_tools if write_tools is not None else write_tools_of(server)
-    limited = WriteRateLimitMiddleware(inner, bucket=TokenBucket(write_rate), write_tools=tools)
-    sized = RequestBodyLimitMiddleware(limited, max_body)
-    return GuardMiddleware(sized, token=token, hosts=hosts, origins=extra_origins)
+    bucket = TokenBucket(options.write_rate)
+    limited = WriteRateLimitMiddleware(inner, bucket=bucket, write_tools=tools)
+    sized = RequestBodyLimitMiddleware(limited, options.max_body)
+    return GuardMiddleware(sized, token=token, hosts=hosts, origins=options.extra_origins)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -505,35 +496,19 @@ def uvicorn_server(app: ASGIApp, log_level: str = "warning") -> uvicorn.Server:
 
 def serve_http(
     server: MCPServer,
+    options: HttpOptions = HTTP_DEFAULTS,
     *,
-    host: str = DEFAULT_HOST,
-    port: int = DEFAULT_PORT,
-    allow_remote: bool = False,
-    max_body: int = DEFAULT_MAX_BODY,
-    write_rate: int = DEFAULT_WRITE_RATE,
     write_tools: Collection[str] | None = None,
-    extra_hosts: Iterable[str] = (),
-    extra_origins: Collection[str] = (),
     log_level: str = "warning",
 ) -> None:
     """Serve until interrupted. Prints the URL and where the token is, never the token."""
-    check_bind(host, allow_remote)
+    check_bind(options.host, options.allow_remote)
     token = load_or_create_token()
-    sock = bind_socket(host, port)
-    port = sock.getsockname()[1]
-    app = build_http_app(
-        server,
-        token=token,
-        host=host,
-        port=port,
-        allow_remote=allow_remote,
-        max_body=max_body,
-        write_rate=write_rate,
-        write_tools=write_tools,
-        extra_hosts=extra_hosts,
-        extra_origins=extra_origins,
-    )
-    print(announcement(host, port), file=sys.stderr, flush=True)
+    sock = bind_socket(options.host, options.port)
+    port = sock.getsockname()[1]  # the one bound: port 0 picks a free one
+    listening = dataclasses.replace(options, port=port)
+    app = build_http_app(server, token=token, options=listening, write_tools=write_tools)
+    print(announcement(options.host, port), file=sys.stderr, flush=True)
     try:
         uvicorn_server(app, log_level).run(sockets=[sock])
     finally:
