@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from markvault.core.context import ContextViews
     from markvault.core.freshness import Freshness, LookAhead
     from markvault.core.git_sync import GitSync
+    from markvault.core.lifecycle import IndexKeeper
     from markvault.core.reading import NoteReader
     from markvault.core.session_import import SessionImporter
     from markvault.core.session_notes import SessionNotes
@@ -47,7 +48,7 @@ class Core:
         # index layer (DuckDB) loads, and runs beside that import (shared.py).
         from markvault.core.lifecycle import IndexKeeper
 
-        self.keeper = IndexKeeper(settings, embedder, walk)  # lifecycle and sync
+        self.keeper: IndexKeeper = IndexKeeper(settings, embedder, walk)  # lifecycle, sync
         self._look = look
         # The credential policy every write passes. Made now, not on first use: it
         # stamps the settings file as ``settings`` read it, so a later change is seen.

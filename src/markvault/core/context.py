@@ -283,14 +283,14 @@ def _timeline_view(brief: dict[str, Any]) -> TimelineNote:
 
 def _brief_view(brief: dict[str, Any]) -> ListedNote:
     """What a listing shows of a note."""
-    return {
-        "id": brief["id"],
-        "path": brief["path"],
-        "title": brief["title"],
-        "kind": brief["kind"],
-        "type": brief["type"],
-        "project": brief["project"],
-        "date": brief["created"] or brief["date"],
-        "uri": note_uri(brief["id"]),
-        "hash": brief["hash"],
-    }
+    return ListedNote(
+        id=brief["id"],
+        path=brief["path"],
+        title=brief["title"],
+        kind=brief["kind"],
+        type=brief["type"],
+        project=brief["project"],
+        date=brief["created"] or brief["date"],
+        uri=note_uri(brief["id"]),
+        hash=brief["hash"],
+    )

@@ -146,7 +146,7 @@ class LocalHost:
 
     # ---- calls -------------------------------------------------------------------
 
-    def call(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def call(self, call: Call[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Run a declared call's body here. A read that finds the index busy with a long
         sync is answered within seconds, saying so (a cold start of a large vault must
         answer queries while it builds, never time out).
@@ -178,16 +178,12 @@ class LocalHost:
                 if self.autosync is not None and call.name not in ("sync", "reindex", "refresh"):
                     self.autosync.changed()
 
-    def _run(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        # A facade of this host for the body to run on (held by nothing here: a vault
-        # nobody closed still goes, and its index with it).
+    def _run(self, call: Call[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if self.fresh and call.name in OVERLAPPED_CALLS:
-            return self._core.fresh.around(
-                call.name, lambda: call.body(Vault(self), *args, **kwargs)
-            )
+            return self._core.fresh.around(call.name, lambda: call.run(self._core, args, kwargs))
         if self.fresh:
             self._core.fresh.before_call(call.name)
-        return call.body(Vault(self), *args, **kwargs)
+        return call.run(self._core, args, kwargs)
 
     @contextlib.contextmanager
     def _lend_turn(self) -> Iterator[None]:
@@ -206,7 +202,9 @@ class LocalHost:
         if self.closed:
             raise ConnectionAbortedError("the index owner is closing")
 
-    def _busy_answer(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _busy_answer(
+        self, call: Call[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         activity = self._core.keeper.activity
         if activity and not activity[2]:  # work that counts nothing: `vault sync`'s git
             message = f"the vault is busy ({activity[0].lower()}); retry when it is done"
@@ -328,7 +326,7 @@ class LocalHost:
         host, so it takes its turn with every other call."""
         if self.autosync is not None or not self.settings.sync.auto:
             return
-        autosync = AutoSync(lambda: Vault(self).sync(), self.settings.sync)
+        autosync = AutoSync(lambda: self.call(Vault.sync, (), {}), self.settings.sync)
         self._core.keeper.autosync = autosync
         autosync.start()
 

@@ -621,11 +621,11 @@ def _session_tools(server: MCPServer, service: VaultService) -> None:
         project: str | None = None,
         cwd: str | None = None,
         has_summary: bool | None = None,
+        group_by: Literal["session", "project"] = "session",
         since: str | None = None,
         until: str | None = None,
         limit: int = 20,
         offset: int = 0,
-        group_by: Literal["session", "project"] = "session",
     ) -> dict[str, Any]:
         """Past coding-agent sessions (Claude Code transcripts imported as notes), newest
         first: what was worked on, where, and whether it has a summary yet.
