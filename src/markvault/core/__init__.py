@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from markvault.core.context import ContextViews
     from markvault.core.freshness import Freshness, LookAhead
     from markvault.core.git_sync import GitSync
+    from markvault.core.host_turns import HostTurns
     from markvault.core.lifecycle import IndexKeeper
     from markvault.core.reading import NoteReader
     from markvault.core.session_import import SessionImporter
@@ -39,16 +40,18 @@ class Core:
         embedder: Embedder | None = None,
         look: LookAhead | None = None,
         walk: FindWalk | None = None,
+        turns: HostTurns | None = None,
     ) -> None:
         """``embedder`` lets several vaults share one loaded model (its name must match);
         ``look``: a look at the disk already under way for the first call's freshness
         check (``freshness.look_ahead``); ``walk``: GNU find's walk of the vault already
-        under way for the first call's sync (a one-shot `vault reindex`)."""
+        under way for the first call's sync (a one-shot `vault reindex`); ``turns``: what the
+        host that runs its calls lends it (``host_turns.py``; none: a core on its own)."""
         # Imported here, not with the package: the freshness look can start before the
         # index layer (DuckDB) loads, and runs beside that import (shared.py).
         from markvault.core.lifecycle import IndexKeeper
 
-        self.keeper: IndexKeeper = IndexKeeper(settings, embedder, walk)  # lifecycle, sync
+        self.keeper: IndexKeeper = IndexKeeper(settings, embedder, walk, turns)
         self._look = look
         # The credential policy every write passes. Made now, not on first use: it
         # stamps the settings file as ``settings`` read it, so a later change is seen.

@@ -56,7 +56,7 @@ class GitSync:
             raise IndexBusyError("A vault sync is already running here.", "Retry when it is done.")
         self.keeper.activity = ("Syncing with git", 0, 0)  # what a busy answer says
         try:
-            report = sync_vault(settings.vault_dir, options, network=self.keeper.lend_turn)
+            report = sync_vault(settings.vault_dir, options, network=self.keeper.turns.lend)
         finally:
             self.keeper.activity = None
             self._running.release()

@@ -13,12 +13,12 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from markvault.answers import IndexStatus, PendingCounts
 from markvault.config import ChunkParams, Settings
+from markvault.core.host_turns import HostTurns
 from markvault.embed.embedder import Embedder, SentenceEmbedder, model_path
 from markvault.errors import IndexBusyError, MarkvaultError
 from markvault.files.vault_files import VaultFiles
@@ -47,13 +47,19 @@ class IndexKeeper:
     """Opens, builds and refreshes one vault's index (see the module's docstring)."""
 
     def __init__(
-        self, settings: Settings, embedder: Embedder | None = None, walk: FindWalk | None = None
+        self,
+        settings: Settings,
+        embedder: Embedder | None = None,
+        walk: FindWalk | None = None,
+        turns: HostTurns | None = None,
     ) -> None:
         """``embedder`` lets several vaults share one loaded model (its name must match);
         ``walk``: GNU find's walk of the vault, started for the first sync (a one-shot
         `vault reindex`), which scans the vault from its listing. Only that sync, right
-        away: a later one walks the vault as it is then."""
+        away: a later one walks the vault as it is then. ``turns``: what the host that
+        runs this core's calls lends it (``host_turns.py``)."""
         self.settings = settings
+        self.turns = turns or HostTurns()
         self._walk = walk
         self.files = VaultFiles(settings.vault_dir, settings.index_dir, settings.max_note_bytes)
         self._index: Index | None = None
@@ -68,17 +74,10 @@ class IndexKeeper:
         self.watcher: Watcher | None = None  # set by a host that watches the files
         self.autosync: AutoSync | None = None  # set by a host that syncs with git itself
         self.feed = ChangeFeed()  # what each sync changed, for whoever listens (feed.py)
-        # Set by the host: lets its other calls run while the current one waits on
-        # something that does not touch the index (`vault sync`'s fetch and push).
-        self.lend_turn: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
         # The index file as this process left it at the end of its last turn (index_guard.py).
         self._stamp: FileStamp | None = None
         # When and why a running owner last rebuilt its index (shown by status), None if never.
         self.rebuilt: dict[str, str] | None = None
-        # Set by an owner: keep (or take back) the owner lock before a rebuild; False when
-        # another process holds it now (this one must not write the index any more).
-        self.claim: Callable[[], bool] | None = None
-        self.on_recovered: list[Callable[[], None]] = []  # run after such a rebuild
         # Said with the next answer (a search's warnings, a write's), kept apart from
         # ``notices``, which a sync before that answer hands to its own report.
         self.rebuild_notices: list[str] = []
@@ -142,7 +141,7 @@ class IndexKeeper:
         Raises:
             IndexBusyError: another process owns the index now; this one stepped down.
         """
-        if self.claim is not None and not self.claim():
+        if not self.turns.claim():
             raise IndexBusyError(
                 "Another markvault process took this index over while its folder was gone.",
                 "Retry: the call goes to that process.",
@@ -165,8 +164,7 @@ class IndexKeeper:
         self.rebuilt = {"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "reason": reason}
         self.rebuild_notices.extend([message, *kept])
         self.feed.event("warning", "index_rebuilt", message)
-        for hook in self.on_recovered:
-            hook()
+        self.turns.recovered()
         self.stamp()
 
     def refresh_written(self, paths: Iterable[str]) -> list[str]:

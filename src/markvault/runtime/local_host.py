@@ -32,6 +32,7 @@ from markvault.calls import Call, SyncReport
 from markvault.config import Settings
 from markvault.core import Core
 from markvault.core.freshness import OVERLAPPED_CALLS
+from markvault.core.host_turns import HostTurns
 from markvault.embed.embedder import Embedder
 from markvault.git.autosync import AutoSync
 from markvault.index.guard import IndexTurns, is_index_failure
@@ -40,6 +41,8 @@ from markvault.types import SearchRequest, SearchResult
 from markvault.vault import Vault
 
 if TYPE_CHECKING:
+    from markvault.core.freshness import LookAhead
+    from markvault.files.find_walk import FindWalk
     from markvault.indexing.watcher import WatchBatch
 
 CLOSE_WAIT_SECONDS = 1.5  # a stopping host waits this long for a call under way
@@ -63,26 +66,37 @@ def open_local(
 
 def local_vault(settings: Settings, embedder: Embedder | None = None) -> Vault:
     """``open_local`` from settings already loaded."""
-    return Vault(LocalHost(Core(settings, embedder)))
+    return Vault(LocalHost(settings, embedder=embedder))
 
 
 class LocalHost:
     """Runs a vault's calls on this process's core (see the module's docstring)."""
 
-    def __init__(self, core: Core, *, owner: bool = False, fresh: bool | None = None) -> None:
-        """``owner``: this host serves a shared index, so its background work also
-        embeds and watches for every process (an unshared vault only loads the model).
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        embedder: Embedder | None = None,
+        look: LookAhead | None = None,
+        walk: FindWalk | None = None,
+        owner: bool = False,
+        fresh: bool | None = None,
+        reclaim: Callable[[], bool] | None = None,
+    ) -> None:
+        """Makes this host's core (``core.Core``: ``embedder``, ``look`` and ``walk`` are
+        its), lending it this host's turns (``core/host_turns.py``).
+
+        ``owner``: this host serves a shared index, so its background work also embeds
+        and watches for every process (an unshared vault only loads the model).
         ``fresh``: sync what changed on disk before each call (``core/freshness.py``);
         by default an owner does (the faces' vaults), an unshared vault does not (tests,
-        benchmarks and scripts that sync when they choose)."""
-        self._core = core
+        benchmarks and scripts that sync when they choose). ``reclaim``: the owner
+        lock's ``reclaim``, for an owner that rebuilds an index whose folder was gone."""
         self.owner = owner
         self.fresh = owner if fresh is None else fresh
-        # One call at a time; each turn first checks that the index file is still the one
-        # this process left (deleted, replaced or changed under it: rebuilt first).
-        self.calls = IndexTurns(core.keeper.check_index, core.keeper.stamp)
         self.closed = False
         self.clients: int | None = None  # set by the owner's server: processes served
+        self._reclaim = reclaim
         self._backfill: threading.Thread | None = None
         self._index_check: threading.Thread | None = None
         self._wake = threading.Event()  # set after writes and syncs: new chunks to embed
@@ -90,22 +104,10 @@ class LocalHost:
         self.backfill_idle = threading.Event()
         self._stopping = threading.Event()
         self._on_report: SyncReport | None = None
-        # Through a weak reference: the keeper holding this host would keep a vault that
-        # nobody closed (and its DuckDB lock) alive until the cycle collector runs.
-        host = weakref.ref(self)
-
-        def lend_turn() -> AbstractContextManager[None]:
-            alive = host()
-            return alive._lend_turn() if alive is not None else contextlib.nullcontext()
-
-        core.keeper.lend_turn = lend_turn
-
-        def recovered() -> None:  # a rebuilt index has chunks without vectors
-            alive = host()
-            if alive is not None:
-                alive._wake.set()
-
-        core.keeper.on_recovered.append(recovered)
+        self._core = Core(settings, embedder, look, walk, _turns_of(weakref.ref(self)))
+        # One call at a time; each turn first checks that the index file is still the one
+        # this process left (deleted, replaced or changed under it: rebuilt first).
+        self.calls = IndexTurns(self._core.keeper.check_index, self._core.keeper.stamp)
 
     @property
     def settings(self) -> Settings:
@@ -201,6 +203,18 @@ class LocalHost:
             self.calls.acquire()
         if self.closed:
             raise ConnectionAbortedError("the index owner is closing")
+
+    def _keep_claim(self) -> bool:
+        """Before a running owner rebuilds an index whose folder was deleted: its lock
+        file back at the path (``OwnerLock.reclaim``); when another process took the index
+        over meanwhile, this one stops taking calls (its clients go to the new owner)."""
+        if self._reclaim is None or self._reclaim():
+            return True
+        self.closed = True
+        message = "another process took the index over while its folder was gone; stepping down"
+        print(f"markvault: {message}", file=sys.stderr)
+        self.feed.event("error", "owner", message)
+        return False
 
     def _busy_answer(
         self, call: Call[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -386,6 +400,27 @@ class LocalHost:
                 self._core.close()
             finally:
                 self.calls.release()
+
+
+def _turns_of(host: weakref.ref[LocalHost]) -> HostTurns:
+    """What a host lends its core, through a weak reference: the core holding its host
+    would keep a vault that nobody closed (and its DuckDB lock) alive until the cycle
+    collector runs."""
+
+    def lend() -> AbstractContextManager[None]:
+        alive = host()
+        return alive._lend_turn() if alive is not None else contextlib.nullcontext()
+
+    def claim() -> bool:
+        alive = host()
+        return alive._keep_claim() if alive is not None else True
+
+    def recovered() -> None:  # a rebuilt index has chunks without vectors
+        alive = host()
+        if alive is not None:
+            alive._wake.set()
+
+    return HostTurns(lend=lend, claim=claim, recovered=recovered)
 
 
 class _EmbeddingNews:

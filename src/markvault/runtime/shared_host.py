@@ -171,7 +171,6 @@ class SharedHost:
             delay = min(delay * 2, 0.2)
 
     def _become_owner(self) -> None:
-        from markvault.core import Core
         from markvault.core.freshness import look_ahead
         from markvault.files.find_walk import FindWalk
 
@@ -186,7 +185,9 @@ class SharedHost:
                 LocalHost,  # the index layer: only the owner loads it
             )
 
-            host = LocalHost(Core(self._settings, look=look, walk=walk), owner=True)
+            host = LocalHost(
+                self._settings, look=look, walk=walk, owner=True, reclaim=self._lock.reclaim
+            )
         except BaseException:
             if walk is not None:  # no keeper took it: stopped and reaped here
                 walk.cancel()
