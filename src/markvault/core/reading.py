@@ -56,9 +56,7 @@ class NoteReader:
         result = Searcher(
             index, self.keeper.settings.model, self.keeper.embedder, self.keeper.model_wait
         ).search(request)
-        result.warnings[:0] = [*self.keeper.rebuild_notices, *self.keeper.notices]
-        self.keeper.notices = []
-        self.keeper.rebuild_notices = []
+        result.warnings[:0] = self.keeper.take_notices()
         return result
 
     def search_batch(

@@ -16,6 +16,7 @@ auto`` syncs the vault with git on its own (``autosync.py``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import threading
@@ -24,7 +25,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from markvault import errors
 from markvault.answers import OwnerInfo
@@ -32,7 +33,7 @@ from markvault.calls import Call, SyncReport
 from markvault.config import Settings
 from markvault.core import Core
 from markvault.core.freshness import OVERLAPPED_CALLS
-from markvault.core.host_turns import HostTurns
+from markvault.core.runtime_context import HostLink, RuntimeContext
 from markvault.embed.embedder import Embedder
 from markvault.git.autosync import AutoSync
 from markvault.index.guard import IndexTurns, is_index_failure
@@ -41,9 +42,7 @@ from markvault.types import SearchRequest, SearchResult
 from markvault.vault import Vault
 
 if TYPE_CHECKING:
-    from markvault.core.freshness import LookAhead
-    from markvault.files.find_walk import FindWalk
-    from markvault.indexing.watcher import WatchBatch
+    from markvault.indexing.watcher import WatchBatch, Watcher
 
 CLOSE_WAIT_SECONDS = 1.5  # a stopping host waits this long for a call under way
 BUSY_ANSWER_SECONDS = 3.0  # a read waits this long for a running sync, then says so
@@ -51,6 +50,9 @@ BACKFILL_GROUP = 64  # chunks embedded per turn in the background
 BACKFILL_IDLE_SECONDS = 300.0  # a check for missing vectors when nothing woke it
 EMBED_NEWS_SECONDS = 5.0  # the background embedding tells its progress this often
 INDEX_CHECK_SECONDS = 1.0  # an owner looks at its index file this often between calls
+
+
+T = TypeVar("T")
 
 
 def open_local(
@@ -66,7 +68,7 @@ def open_local(
 
 def local_vault(settings: Settings, embedder: Embedder | None = None) -> Vault:
     """``open_local`` from settings already loaded."""
-    return Vault(LocalHost(settings, embedder=embedder))
+    return Vault(LocalHost(RuntimeContext(settings, embedder)))
 
 
 class LocalHost:
@@ -74,17 +76,14 @@ class LocalHost:
 
     def __init__(
         self,
-        settings: Settings,
+        context: RuntimeContext,
         *,
-        embedder: Embedder | None = None,
-        look: LookAhead | None = None,
-        walk: FindWalk | None = None,
         owner: bool = False,
         fresh: bool | None = None,
         reclaim: Callable[[], bool] | None = None,
     ) -> None:
-        """Makes this host's core (``core.Core``: ``embedder``, ``look`` and ``walk`` are
-        its), lending it this host's turns (``core/host_turns.py``).
+        """Makes this host's core from ``context``, with this host's link in it
+        (``core/runtime_context.py``).
 
         ``owner``: this host serves a shared index, so its background work also embeds
         and watches for every process (an unshared vault only loads the model).
@@ -104,7 +103,11 @@ class LocalHost:
         self.backfill_idle = threading.Event()
         self._stopping = threading.Event()
         self._on_report: SyncReport | None = None
-        self._core = Core(settings, embedder, look, walk, _turns_of(weakref.ref(self)))
+        self.model_wait: float | None = None  # see ``calls.Host.model_wait``
+        self._watcher: Watcher | None = None
+        self._autosync: AutoSync | None = None
+        self._attachments: threading.Thread | None = None
+        self._core = Core(dataclasses.replace(context, host=_link_of(weakref.ref(self))))
         # One call at a time; each turn first checks that the index file is still the one
         # this process left (deleted, replaced or changed under it: rebuilt first).
         self.calls = IndexTurns(self._core.keeper.check_index, self._core.keeper.stamp)
@@ -115,17 +118,9 @@ class LocalHost:
 
     @property
     def autosync(self) -> AutoSync | None:
-        """``[sync] auto``'s runner, started with the background (kept by the core's
-        keeper, whose status reports it)."""
-        return self._core.keeper.autosync
-
-    @property
-    def model_wait(self) -> float | None:
-        return self._core.keeper.model_wait
-
-    @model_wait.setter
-    def model_wait(self, value: float | None) -> None:
-        self._core.keeper.model_wait = value
+        """``[sync] auto``'s runner, started with the background (the core's status
+        reports it)."""
+        return self._autosync
 
     @property
     def runs_here(self) -> bool:
@@ -275,15 +270,15 @@ class LocalHost:
         waiting (attachment_backfill.py): their text never holds up the notes."""
         from markvault.attachments.backfill import run_backfill
 
-        if self._core.keeper.attachments_thread is not None:
+        if self._attachments is not None:
             return
-        self._core.keeper.attachments_thread = threading.Thread(
+        self._attachments = threading.Thread(
             target=run_backfill,
             args=(self._core.keeper, self.calls, self._stopping),
             name="markvault-attachments",
             daemon=True,
         )
-        self._core.keeper.attachments_thread.start()
+        self._attachments.start()
 
     def _backfill_loop(self) -> None:
         embedder = self._core.keeper.embedder()
@@ -341,12 +336,12 @@ class LocalHost:
         if self.autosync is not None or not self.settings.sync.auto:
             return
         autosync = AutoSync(lambda: self.call(Vault.sync, (), {}), self.settings.sync)
-        self._core.keeper.autosync = autosync
+        self._autosync = autosync
         autosync.start()
 
     def _start_watching(self, poll: bool | None = None) -> None:
         """Keep the index in step with the files (servers and `vault watch` do this)."""
-        if self._core.keeper.watcher is not None:
+        if self._watcher is not None:
             return
         settings = self.settings
         from markvault.indexing.watcher import (  # only hosts that watch load watchfiles
@@ -369,7 +364,7 @@ class LocalHost:
             index_dir=settings.index_dir,
             poll=poll,
         )
-        self._core.keeper.watcher = watcher
+        self._watcher = watcher
         watcher.start()
 
     # ---- closing -------------------------------------------------------------------
@@ -382,9 +377,9 @@ class LocalHost:
         self._wake.set()
         if self.autosync is not None:
             self.autosync.stop()
-        if self._core.keeper.watcher is not None:
-            self._core.keeper.watcher.stop(1.0)  # a sync in progress finishes in its daemon thread
-            self._core.keeper.watcher = None
+        if self._watcher is not None:
+            self._watcher.stop(1.0)  # a sync in progress finishes in its daemon thread
+            self._watcher = None
         if self.owner:
             self.closed = True
 
@@ -402,25 +397,30 @@ class LocalHost:
                 self.calls.release()
 
 
-def _turns_of(host: weakref.ref[LocalHost]) -> HostTurns:
+def _link_of(host: weakref.ref[LocalHost]) -> HostLink:
     """What a host lends its core, through a weak reference: the core holding its host
     would keep a vault that nobody closed (and its DuckDB lock) alive until the cycle
-    collector runs."""
+    collector runs. A host gone lends what a core without one has."""
 
     def lend() -> AbstractContextManager[None]:
         alive = host()
         return alive._lend_turn() if alive is not None else contextlib.nullcontext()
 
-    def claim() -> bool:
-        alive = host()
-        return alive._keep_claim() if alive is not None else True
+    def asks(what: Callable[[LocalHost], T], gone: T) -> Callable[[], T]:
+        def ask() -> T:
+            alive = host()
+            return what(alive) if alive is not None else gone
 
-    def recovered() -> None:  # a rebuilt index has chunks without vectors
-        alive = host()
-        if alive is not None:
-            alive._wake.set()
+        return ask
 
-    return HostTurns(lend=lend, claim=claim, recovered=recovered)
+    return HostLink(
+        lend=lend,
+        claim=asks(LocalHost._keep_claim, True),
+        recovered=asks(lambda alive: alive._wake.set(), None),  # chunks without vectors
+        watcher=asks(lambda alive: alive._watcher, None),
+        autosync=asks(lambda alive: alive._autosync, None),
+        model_wait=asks(lambda alive: alive.model_wait, None),
+    )
 
 
 class _EmbeddingNews:
