@@ -64,7 +64,7 @@ class Core:
         """Context and the link graph."""
         from markvault.core.context import ContextViews
 
-        return ContextViews(self.keeper, self.notes)
+        return ContextViews(self.notes)
 
     @cached_property
     def importer(self) -> SessionImporter:

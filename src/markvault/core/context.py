@@ -19,7 +19,6 @@ from markvault.answers import (
     VaultMap,
 )
 from markvault.core.common import check_page, epoch, moment
-from markvault.core.lifecycle import IndexKeeper
 from markvault.core.link_graph import LinkGraph
 from markvault.core.reading import NoteReader
 from markvault.errors import MarkvaultError, NotFoundError, UsageError
@@ -31,9 +30,9 @@ from markvault.types import Filters, SearchRequest
 class ContextViews:
     """Listings of notes around a time, a note or a query, and the link graph's views."""
 
-    def __init__(self, keeper: IndexKeeper, notes: NoteReader) -> None:
-        self.keeper = keeper
+    def __init__(self, notes: NoteReader) -> None:
         self.notes = notes
+        self.keeper = notes.keeper  # the index they read
 
     def recent(
         self,
