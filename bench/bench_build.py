@@ -421,6 +421,7 @@ def phases(vault: Path, index: Path) -> int:
     started = time.perf_counter()
     from markvault.config import Settings
     from markvault.core.lifecycle import IndexKeeper
+    from markvault.core.runtime_context import RuntimeContext
     from markvault.files.vault_files import VaultFiles
     from markvault.index import Index, keyword, writes
 
@@ -441,7 +442,7 @@ def phases(vault: Path, index: Path) -> int:
     timed(sync.Syncer, "_resolve_links", "resolve links")
     timed(Index, "close", "close the index")
     settings = Settings.load(vault=vault, index=index, model=None)
-    keeper = IndexKeeper(settings, walk=walk) if walk is not None else IndexKeeper(settings)
+    keeper = IndexKeeper(RuntimeContext(settings, walk=walk))
     t = time.perf_counter()
     report = keeper.reindex(vectors=False)
     keeper.close()

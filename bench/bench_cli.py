@@ -154,11 +154,12 @@ def own(self):
     t = time.time()
     done = become_owner(self)  # imports the index layer (the freshness look may start first)
     import markvault.core, markvault.runtime.local_host, markvault.search.searcher
+    import markvault.core.disk_look
     import markvault.core.freshness
     import markvault.index.store, markvault.runtime.owner
     marks["spent"]["import the index layer (DuckDB)"] = time.time() - t
     timed(markvault.core.freshness.Freshness, "before_call", "freshness check")
-    look = getattr(markvault.core.freshness, "_Look", None)  # the check beside the search
+    look = getattr(markvault.core.disk_look, "LookAhead", None)  # the check beside the search
     if look is not None:
         timed(look, "join", "freshness check: waiting on the look")
         timed(markvault.core.freshness.Freshness, "_settle", "freshness check: settling")

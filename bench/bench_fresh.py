@@ -60,8 +60,9 @@ def check_alone(vault: Path, index: Path, runs: int = 5) -> float:
     """Median seconds of the freshness check on an unchanged vault, in process."""
     from markvault.config import Settings
     from markvault.core import Core
+    from markvault.core.runtime_context import RuntimeContext
 
-    core = Core(Settings.load(vault=vault, index=index))
+    core = Core(RuntimeContext(Settings.load(vault=vault, index=index)))
     core.fresh.before_call("search")  # records the state the next checks compare with
     times = []
     for _ in range(runs):

@@ -11,7 +11,7 @@ import pytest
 
 from markvault import ConfigError
 from markvault.config import Settings, trust_vault
-from markvault.core import Core
+from markvault.core.runtime_context import RuntimeContext
 from markvault.runtime.local_host import LocalHost
 from markvault.types import SearchRequest
 from markvault.vault import Vault
@@ -27,7 +27,7 @@ class Machine:
     """One clone's owner process, in this test's process: its vault and sync results."""
 
     def __init__(self, vault: Path, index: Path) -> None:
-        self.host = LocalHost(Core(Settings.load(vault=vault, index=index)), owner=True)
+        self.host = LocalHost(RuntimeContext(Settings.load(vault=vault, index=index)), owner=True)
         self.vault = Vault(self.host)
         self.vault.reindex(vectors=False)
         self.host.start_background(watch=False)  # the watcher is not what is tested here

@@ -14,6 +14,7 @@ import pytest
 
 from markvault.config import Settings
 from markvault.core.lifecycle import IndexKeeper
+from markvault.core.runtime_context import RuntimeContext
 from markvault.files.find_walk import FindListing, FindWalk
 from markvault.files.vault_files import VaultFiles
 from markvault.files.vault_scan import VaultScan
@@ -186,8 +187,8 @@ def test_a_reindex_from_the_listing_gives_the_walks_index(tmp_path: Path) -> Non
 
     def both() -> None:
         walk = FindWalk.start(str(vault), str(listed.index_dir))
-        with_listing = IndexKeeper(listed, walk=walk)
-        by_walk = IndexKeeper(walked)
+        with_listing = IndexKeeper(RuntimeContext(listed, walk=walk))
+        by_walk = IndexKeeper(RuntimeContext(walked))
         try:
             first = with_listing.reindex(vectors=False)
             assert walk is not None and walk.listing() is not None  # taken, not stopped
@@ -222,7 +223,7 @@ def test_a_walk_that_failed_or_is_not_needed_leaves_the_sync_to_the_walk(tmp_pat
     settings = Settings.load(vault=vault, index=tmp_path / "index")
     for root in (tmp_path / "missing", tmp_path):
         walk = FindWalk.start(str(root), str(settings.index_dir))
-        keeper = IndexKeeper(settings, walk=walk)
+        keeper = IndexKeeper(RuntimeContext(settings, walk=walk))
         try:
             report = keeper.reindex(full=True, vectors=False)
         finally:
@@ -230,7 +231,7 @@ def test_a_walk_that_failed_or_is_not_needed_leaves_the_sync_to_the_walk(tmp_pat
         assert (report.added, report.notes) == (1, 1)
     walk = FindWalk.start(str(vault), str(settings.index_dir))
     assert walk is not None
-    keeper = IndexKeeper(settings, walk=walk)
+    keeper = IndexKeeper(RuntimeContext(settings, walk=walk))
     try:
         put(vault, "a.md", "# A\n\nApricots.\n")
         assert keeper.reindex(vectors=False, paths=["a.md"]).updated == 1

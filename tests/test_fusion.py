@@ -13,7 +13,7 @@ import pytest
 
 from markvault import Vault
 from markvault.config import Settings
-from markvault.core import Core
+from markvault.core.runtime_context import RuntimeContext
 from markvault.errors import UsageError
 from markvault.runtime.local_host import LocalHost, open_local
 from markvault.search import fusion
@@ -168,7 +168,7 @@ def test_the_owner_embeds_a_keyword_only_index_in_the_background(
 ) -> None:
     write(NOTES)
     settings = Settings.load(vault=vault_dir, index=vault_dir.parent / "index", model=NAME)
-    host = LocalHost(Core(settings, fake), owner=True)
+    host = LocalHost(RuntimeContext(settings, fake), owner=True)
     vault = Vault(host)
     try:
         vault.reindex(vectors=False)

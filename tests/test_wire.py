@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from markvault import errors
-from markvault.calls import declared_calls
+from markvault.calls import Call, Host, declared_calls
 from markvault.runtime.wire import decode, dumps, encode, error_json, raise_error
 from markvault.sessions.session_summary import SessionSummary
 from markvault.types import (
@@ -41,20 +41,36 @@ WRITES = {
 
 
 def test_every_call_of_the_facade_is_declared_once_as_a_read_or_a_write() -> None:
-    public = {
+    declared = {name for name, member in vars(Vault).items() if isinstance(member, Call)}
+    methods = {
         name
         for name, member in vars(Vault).items()
         if inspect.isfunction(member) and not name.startswith("_")
     }
-    not_calls = {"close", "status"}  # closing is the host's; status asks it who owns
-    assert set(CALLS) == public - not_calls
+    assert methods == {"close", "status"}  # closing is the host's; status asks it who owns
+    assert set(CALLS) == declared
     assert {name for name, call in CALLS.items() if call.writes} == WRITES
     assert declared_calls(Vault) == CALLS
 
 
-def test_a_declared_method_keeps_its_signature() -> None:
-    assert list(inspect.signature(Vault.search).parameters) == ["self", "request", "progress"]
-    assert Vault.edit_note.__doc__ and "expected_hash" in Vault.edit_note.__doc__
+def test_a_declared_call_is_its_core_methods_signature_and_runs_no_second_facade(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    core = vault.host.core()
+    runs = vault.search.__name__, Vault.search.target(core)
+    assert runs == ("search", core.notes.search)
+    assert list(inspect.signature(runs[1]).parameters) == ["request", "progress"]
+    assert "expected_hash" in (Vault.edit_note.target(core).__doc__ or "")
+    made: list[Vault] = []
+    real_init = Vault.__init__
+
+    def counted(self: Vault, host: Host) -> None:
+        made.append(self)
+        real_init(self, host)
+
+    monkeypatch.setattr(Vault, "__init__", counted)
+    assert vault.topics() is not None and vault.learn_knowledge("t", "A point.")["path"]
+    assert made == []  # the host ran both on its core: the facade was entered once
 
 
 def test_values_survive_the_wire() -> None:

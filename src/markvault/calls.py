@@ -1,28 +1,29 @@
-"""Declared calls: which facade methods read and which write, and where they run.
+"""Declared calls: what each facade call runs, whether it writes, and where it runs.
 
-Each method of the facade (``vault.Vault``) is declared next to its definition with
-``@reads`` or ``@writes``. The declaration keeps the method's signature for mypy and
-editors, and routes every call through the vault's ``Host``: the process that owns the
-index runs the method's own body (``host.LocalHost``); any other process sends it to the
-owner over a socket (``shared.SharedHost``), where the same body runs. The owner's
-dispatch table (``declared_calls``) is read off these declarations, so a method is
-declared once and nowhere else.
+Each call of the facade (``vault.Vault``) is one line: ``name = reads(lambda core: ...)``
+or ``writes(...)``, naming the core method that does the work (``core/``). That method
+is the call's one definition: its signature (kept for mypy and editors through the
+declaration's type, ``Call[P, R]``) and its docstring. Calling it on a vault routes the
+call through the vault's ``Host``: the process that owns the index runs the core method
+on its own ``Core`` (``runtime/local_host.py``); any other process sends the call's name
+and arguments to the owner over a socket (``runtime/shared_host.py``), where the same
+core method runs. The owner's dispatch table (``declared_calls``) is read off these
+declarations, so a call is declared once and nowhere else.
 
 A read changes nothing: it may be sent again to the next owner after one died, and it
 is answered at once (empty, saying why) while a long sync holds the index. A write is
 sent only to an owner that just answered, and wakes the background embedding.
 
 This module is light on purpose: a process that only talks to an owner never imports
-the index layer.
+the core or the index layer (the declarations name the core's methods in lambdas, run
+only where the core is).
 """
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar, overload
 
 from markvault.answers.status import OwnerInfo
 from markvault.config import Settings
@@ -39,15 +40,6 @@ R = TypeVar("R")
 SyncReport = Callable[["WatchBatch", ReindexReport], None]
 
 
-@dataclass(frozen=True)
-class Call:
-    """One declared facade method: its name on the wire, whether it writes, its body."""
-
-    name: str
-    writes: bool
-    body: Callable[..., Any]
-
-
 class Host(Protocol):
     """Where a vault's calls run, and what else a process does with its index (the
     parts that are not calls: background work, watching, who owns the index)."""
@@ -62,7 +54,7 @@ class Host(Protocol):
     @model_wait.setter
     def model_wait(self, value: float | None) -> None: ...
 
-    def call(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def call(self, call: Call[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Run a declared call: here, or at the process that owns the index."""
 
     @property
@@ -95,40 +87,61 @@ class Host(Protocol):
 
 
 class Routed(Protocol):
-    """What a declared method needs of its object: the host that runs its calls."""
+    """What a declared call needs of its object: the host that runs its calls."""
 
     @property
     def host(self) -> Host: ...
 
 
-V = TypeVar("V", bound=Routed)
+class Call(Generic[P, R]):
+    """One declared facade call: its name on the wire, whether it writes, and the core
+    method that runs it. Read on a vault it is that method's signature, routed through
+    the vault's host; read on the class it is the declaration itself."""
+
+    def __init__(self, target: Callable[[Core], Callable[P, R]], *, writes: bool) -> None:
+        self.target = target
+        self.writes = writes
+        self.name = ""  # the attribute's name, set when the class is made
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{'write' if self.writes else 'read'} call {self.name}>"
+
+    def run(self, core: Core, args: tuple[Any, ...], kwargs: dict[str, Any]) -> R:
+        """Run the call on ``core``: in the process that owns the index."""
+        return self.target(core)(*args, **kwargs)
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> Call[P, R]: ...
+
+    @overload
+    def __get__(self, obj: Routed, owner: type) -> Callable[P, R]: ...
+
+    def __get__(self, obj: Routed | None, owner: type) -> Call[P, R] | Callable[P, R]:
+        if obj is None:
+            return self
+        host = obj.host
+
+        def routed(*args: P.args, **kwargs: P.kwargs) -> R:
+            result: R = host.call(self, args, kwargs)
+            return result
+
+        routed.__name__ = routed.__qualname__ = self.name
+        return routed
 
 
-def reads(method: Callable[Concatenate[V, P], R]) -> Callable[Concatenate[V, P], R]:
-    """Declare a facade method that changes nothing (see the module's docstring)."""
-    return _declare(method, writes=False)
+def reads(target: Callable[[Core], Callable[P, R]]) -> Call[P, R]:
+    """Declare a call that changes nothing (see the module's docstring)."""
+    return Call(target, writes=False)
 
 
-def writes(method: Callable[Concatenate[V, P], R]) -> Callable[Concatenate[V, P], R]:
-    """Declare a facade method that changes the vault or the index."""
-    return _declare(method, writes=True)
+def writes(target: Callable[[Core], Callable[P, R]]) -> Call[P, R]:
+    """Declare a call that changes the vault or the index."""
+    return Call(target, writes=True)
 
 
-def _declare(
-    method: Callable[Concatenate[V, P], R], writes: bool
-) -> Callable[Concatenate[V, P], R]:
-    call = Call(method.__name__, writes, method)
-
-    @functools.wraps(method)
-    def routed(self: V, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        result: R = self.host.call(call, args, kwargs)
-        return result
-
-    routed.declared = call  # type: ignore[attr-defined]
-    return routed
-
-
-def declared_calls(cls: type) -> dict[str, Call]:
-    """name -> Call of every method ``cls`` declares with ``@reads`` or ``@writes``."""
-    found = (getattr(member, "declared", None) for member in vars(cls).values())
-    return {call.name: call for call in found if isinstance(call, Call)}
+def declared_calls(cls: type) -> dict[str, Call[..., Any]]:
+    """name -> Call of every call ``cls`` declares with ``reads`` or ``writes``."""
+    return {call.name: call for call in vars(cls).values() if isinstance(call, Call)}

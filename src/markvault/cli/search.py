@@ -247,7 +247,12 @@ def _batch_queries(source: str) -> Iterator[tuple[str | None, str]]:
     show_default=True,
     help="Best first, or newest first.",
 )
-@click.option("--min-score", type=float, help="Drop hits scoring below this.")
+@click.option(
+    "--min-score",
+    type=float,
+    help="Drop hits scoring below this (BM25 for keyword, cosine for vector, "
+    "the fused score for hybrid: 0 to 1, RRF for deep).",
+)
 @click.option(
     "--at",
     "as_of",

@@ -16,42 +16,34 @@ from typing import TYPE_CHECKING
 
 from markvault.config import Settings
 from markvault.core.gate import CredentialGate
-from markvault.embed.embedder import Embedder
 
 if TYPE_CHECKING:
     from markvault.core.context import ContextViews
-    from markvault.core.freshness import Freshness, LookAhead
+    from markvault.core.freshness import Freshness
     from markvault.core.git_sync import GitSync
+    from markvault.core.lifecycle import IndexKeeper
     from markvault.core.reading import NoteReader
+    from markvault.core.runtime_context import RuntimeContext
     from markvault.core.session_import import SessionImporter
     from markvault.core.session_notes import SessionNotes
     from markvault.core.writing import NoteWriter
-    from markvault.files.find_walk import FindWalk
 
 
 class Core:
     """One vault's work, a part per concept, sharing one ``IndexKeeper``."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        embedder: Embedder | None = None,
-        look: LookAhead | None = None,
-        walk: FindWalk | None = None,
-    ) -> None:
-        """``embedder`` lets several vaults share one loaded model (its name must match);
-        ``look``: a look at the disk already under way for the first call's freshness
-        check (``freshness.look_ahead``); ``walk``: GNU find's walk of the vault already
-        under way for the first call's sync (a one-shot `vault reindex`)."""
+    def __init__(self, context: RuntimeContext) -> None:
+        """``context``: what it runs with (``runtime_context.py``); a look at the disk
+        there is the first call's freshness check, a walk of the vault its sync."""
         # Imported here, not with the package: the freshness look can start before the
-        # index layer (DuckDB) loads, and runs beside that import (shared.py).
+        # index layer (DuckDB) loads, and runs beside that import (shared_host.py).
         from markvault.core.lifecycle import IndexKeeper
 
-        self.keeper = IndexKeeper(settings, embedder, walk)  # lifecycle and sync
-        self._look = look
+        self.keeper: IndexKeeper = IndexKeeper(context)
+        self._look = context.look
         # The credential policy every write passes. Made now, not on first use: it
         # stamps the settings file as ``settings`` read it, so a later change is seen.
-        self.gate = CredentialGate(settings)
+        self.gate = CredentialGate(context.settings)
 
     @cached_property
     def notes(self) -> NoteReader:
@@ -72,7 +64,7 @@ class Core:
         """Context and the link graph."""
         from markvault.core.context import ContextViews
 
-        return ContextViews(self.keeper, self.notes)
+        return ContextViews(self.notes)
 
     @cached_property
     def importer(self) -> SessionImporter:

@@ -19,7 +19,6 @@ from markvault.answers.context import (
     VaultMap,
 )
 from markvault.core.common import check_page, epoch, moment
-from markvault.core.lifecycle import IndexKeeper
 from markvault.core.link_graph import LinkGraph
 from markvault.core.reading import NoteReader
 from markvault.errors import MarkvaultError, NotFoundError, UsageError
@@ -31,9 +30,9 @@ from markvault.types import Filters, SearchRequest
 class ContextViews:
     """Listings of notes around a time, a note or a query, and the link graph's views."""
 
-    def __init__(self, keeper: IndexKeeper, notes: NoteReader) -> None:
-        self.keeper = keeper
+    def __init__(self, notes: NoteReader) -> None:
         self.notes = notes
+        self.keeper = notes.keeper  # the index they read
 
     def recent(
         self,
@@ -283,14 +282,14 @@ def _timeline_view(brief: dict[str, Any]) -> TimelineNote:
 
 def _brief_view(brief: dict[str, Any]) -> ListedNote:
     """What a listing shows of a note."""
-    return {
-        "id": brief["id"],
-        "path": brief["path"],
-        "title": brief["title"],
-        "kind": brief["kind"],
-        "type": brief["type"],
-        "project": brief["project"],
-        "date": brief["created"] or brief["date"],
-        "uri": note_uri(brief["id"]),
-        "hash": brief["hash"],
-    }
+    return ListedNote(
+        id=brief["id"],
+        path=brief["path"],
+        title=brief["title"],
+        kind=brief["kind"],
+        type=brief["type"],
+        project=brief["project"],
+        date=brief["created"] or brief["date"],
+        uri=note_uri(brief["id"]),
+        hash=brief["hash"],
+    )

@@ -41,13 +41,13 @@ import contextlib
 import json
 import os
 import shutil
-import threading
 import time
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from markvault.core.disk_look import DiskPlan, LookAhead
 from markvault.errors import MarkvaultError
 from markvault.files.atomic import write_replacing
 from markvault.files.find_walk import FindListing, FindWalk
@@ -74,40 +74,6 @@ OVERLAPPED_CALLS = frozenset({"search"})
 T = TypeVar("T")
 
 
-class _Plan(NamedTuple):
-    """What the disk side of a check found, for the index side to settle."""
-
-    state: dict[str, Any]  # what the last check saw
-    new_state: dict[str, Any]  # what this one saw, saved once settled
-    walk_all: bool  # compare every file with the index (nothing narrower to start from)
-    candidates: set[str]  # else only these paths
-    listing: FindListing | None = None  # what find listed, for ``walk_all`` (no 2nd walk)
-
-
-class _Look(threading.Thread):
-    """The disk side of a check, in a thread: stat calls and git's processes release the
-    GIL, so it runs beside the call's own work on another core."""
-
-    def __init__(self, look: Callable[[], _Plan | None]) -> None:
-        super().__init__(name="markvault-fresh", daemon=True)
-        self._look = look
-        self.plan: _Plan | None = None
-        self.error: MarkvaultError | OSError | None = None
-        self.took = 0.0  # seconds the look took
-        self.start()
-
-    def run(self) -> None:
-        began = time.monotonic()
-        try:
-            self.plan = self._look()
-        except (MarkvaultError, OSError) as exc:
-            self.error = exc
-        self.took = time.monotonic() - began
-
-
-LookAhead = _Look
-
-
 def look_ahead(settings: Settings) -> LookAhead:
     """The disk side of the first call's check, started now: a one-shot `vault search`
     starts it as it becomes the owner, before the index layer (DuckDB) is imported, so
@@ -120,7 +86,7 @@ def look_ahead(settings: Settings) -> LookAhead:
     with contextlib.suppress(OSError):  # the look's thread meets it again, and says so
         if find_repo(settings.vault_dir) is None:
             walk = FindWalk.start(str(settings.vault_dir), str(settings.index_dir))
-    return _Look(lambda: look_at_disk(settings, False, walk))
+    return LookAhead(lambda: look_at_disk(settings, False, walk))
 
 
 class Freshness:
@@ -180,7 +146,7 @@ class Freshness:
                 ahead.join()
             return first
         settings = self.keeper.settings
-        look = ahead or _Look(lambda: look_at_disk(settings, False))
+        look = ahead or LookAhead(lambda: look_at_disk(settings, False))
         # Opened first, so the notices opening adds are known and given to a second read.
         with contextlib.suppress(IndexUnusable):
             self.keeper.open_index(write=False)
@@ -211,7 +177,7 @@ class Freshness:
         if not watched:  # the next check waits a few times this one's duration
             self._next_check = time.monotonic() + RECHECK_FACTOR * took
 
-    def _settle(self, plan: _Plan | None) -> bool:
+    def _settle(self, plan: DiskPlan | None) -> bool:
         """The index side of a check: sync what differs from the index; True when it
         synced something."""
         if plan is None:
@@ -303,7 +269,9 @@ def state_path(settings: Settings) -> Path:
     return db.with_name(db.name + ".fresh.json")
 
 
-def look_at_disk(settings: Settings, watched: bool, walk: FindWalk | None = None) -> _Plan | None:
+def look_at_disk(
+    settings: Settings, watched: bool, walk: FindWalk | None = None
+) -> DiskPlan | None:
     """The disk side of a check (no index): what to compare with the index, or None
     when nothing changed since the last check. ``walk``: GNU find's walk of the vault,
     started already (``look_ahead``)."""
@@ -321,7 +289,7 @@ def look_at_disk(settings: Settings, watched: bool, walk: FindWalk | None = None
         fingerprint, listing = _fingerprint(settings, walk)
         if fingerprint == state.get("walk"):
             return None  # not a file or folder changed since the last check
-        return _Plan(state, {"walk": fingerprint}, True, set(), listing)
+        return DiskPlan(state, {"walk": fingerprint}, True, set(), listing)
     if watched and head == state.get("head"):
         return None
     from markvault.git.sync import open_git  # git vaults only
@@ -329,12 +297,12 @@ def look_at_disk(settings: Settings, watched: bool, walk: FindWalk | None = None
     git = open_git(settings.vault_dir, interactive=False)
     candidates = _git_candidates(git, head, state, watched)
     if candidates is None and watched:  # the watcher reconciled every file as it started
-        return _Plan(state, {"head": head, "dirty": None}, False, set())
+        return DiskPlan(state, {"head": head, "dirty": None}, False, set())
     if candidates is None:  # nothing to start from: look at every file once
-        return _Plan(state, {"head": head, "dirty": sorted(_dirty(git))}, True, set())
+        return DiskPlan(state, {"head": head, "dirty": sorted(_dirty(git))}, True, set())
     dirty = candidates[1]
     new_state = {"head": head, "dirty": sorted(dirty) if dirty is not None else None}
-    return _Plan(state, new_state, False, candidates[0])
+    return DiskPlan(state, new_state, False, candidates[0])
 
 
 def _git_candidates(

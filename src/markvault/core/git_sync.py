@@ -54,11 +54,10 @@ class GitSync:
         )
         if not self._running.acquire(blocking=False):
             raise IndexBusyError("A vault sync is already running here.", "Retry when it is done.")
-        self.keeper.activity = ("Syncing with git", 0, 0)  # what a busy answer says
         try:
-            report = sync_vault(settings.vault_dir, options, network=self.keeper.lend_turn)
+            with self.keeper.busy("Syncing with git"):  # what a busy answer says
+                report = sync_vault(settings.vault_dir, options, network=self.keeper.host.lend)
         finally:
-            self.keeper.activity = None
             self._running.release()
         indexed = None
         if report.changed_paths and settings.db_path.exists():

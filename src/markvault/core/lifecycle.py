@@ -13,12 +13,12 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from markvault.answers.status import IndexStatus, PendingCounts
-from markvault.config import ChunkParams, Settings
+from markvault.config import ChunkParams
+from markvault.core.runtime_context import RuntimeContext
 from markvault.embed.embedder import Embedder, SentenceEmbedder, model_path
 from markvault.errors import IndexBusyError, MarkvaultError
 from markvault.files.vault_files import VaultFiles
@@ -46,39 +46,25 @@ INLINE_EMBED_MAX = 32
 class IndexKeeper:
     """Opens, builds and refreshes one vault's index (see the module's docstring)."""
 
-    def __init__(
-        self, settings: Settings, embedder: Embedder | None = None, walk: FindWalk | None = None
-    ) -> None:
-        """``embedder`` lets several vaults share one loaded model (its name must match);
-        ``walk``: GNU find's walk of the vault, started for the first sync (a one-shot
-        `vault reindex`), which scans the vault from its listing. Only that sync, right
-        away: a later one walks the vault as it is then."""
+    def __init__(self, context: RuntimeContext) -> None:
+        """``context``: what the core runs with (``runtime_context.py``)."""
+        settings = context.settings
         self.settings = settings
-        self._walk = walk
+        self.host = context.host
+        self._walk = context.walk
         self.files = VaultFiles(settings.vault_dir, settings.index_dir, settings.max_note_bytes)
         self._index: Index | None = None
-        self._embedder = embedder if embedder and embedder.name == settings.model else None
-        # None: a search that needs the model loads it. A number: a server loading it in
-        # the background answers from keywords after waiting that long.
-        self.model_wait: float | None = None
+        shared = context.embedder
+        self._embedder = shared if shared and shared.name == settings.model else None
         self.notices: list[str] = []
         # (stage, done, total) while a sync runs: other threads read it to say why the
         # index is busy (a tuple is replaced whole, so reading needs no lock).
         self.activity: tuple[str, int, int] | None = None
-        self.watcher: Watcher | None = None  # set by a host that watches the files
-        self.autosync: AutoSync | None = None  # set by a host that syncs with git itself
         self.feed = ChangeFeed()  # what each sync changed, for whoever listens (feed.py)
-        # Set by the host: lets its other calls run while the current one waits on
-        # something that does not touch the index (`vault sync`'s fetch and push).
-        self.lend_turn: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
         # The index file as this process left it at the end of its last turn (index_guard.py).
         self._stamp: FileStamp | None = None
         # When and why a running owner last rebuilt its index (shown by status), None if never.
         self.rebuilt: dict[str, str] | None = None
-        # Set by an owner: keep (or take back) the owner lock before a rebuild; False when
-        # another process holds it now (this one must not write the index any more).
-        self.claim: Callable[[], bool] | None = None
-        self.on_recovered: list[Callable[[], None]] = []  # run after such a rebuild
         # Said with the next answer (a search's warnings, a write's), kept apart from
         # ``notices``, which a sync before that answer hands to its own report.
         self.rebuild_notices: list[str] = []
@@ -86,7 +72,22 @@ class IndexKeeper:
         # reading of them (attachment_backfill.py).
         self.attachments_waiting: set[str] = set()
         self.attachments_wake = threading.Event()
-        self.attachments_thread: threading.Thread | None = None
+
+    @property
+    def watcher(self) -> Watcher | None:
+        """The host's watcher of the files, when it runs one."""
+        return self.host.watcher()
+
+    @property
+    def autosync(self) -> AutoSync | None:
+        """The host's ``[sync] auto`` runner, when it runs one."""
+        return self.host.autosync()
+
+    @property
+    def model_wait(self) -> float | None:
+        """None: a search that needs the model loads it. A number: a server loading it
+        in the background answers from keywords after waiting that long."""
+        return self.host.model_wait()
 
     @property
     def max_note_bytes(self) -> int:
@@ -142,7 +143,7 @@ class IndexKeeper:
         Raises:
             IndexBusyError: another process owns the index now; this one stepped down.
         """
-        if self.claim is not None and not self.claim():
+        if not self.host.claim():
             raise IndexBusyError(
                 "Another markvault process took this index over while its folder was gone.",
                 "Retry: the call goes to that process.",
@@ -165,9 +166,24 @@ class IndexKeeper:
         self.rebuilt = {"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "reason": reason}
         self.rebuild_notices.extend([message, *kept])
         self.feed.event("warning", "index_rebuilt", message)
-        for hook in self.on_recovered:
-            hook()
+        self.host.recovered()
         self.stamp()
+
+    def take_notices(self) -> list[str]:
+        """What this answer says besides its result (a rebuild, a build, a look at the
+        disk that failed), handed over once."""
+        told = [*self.rebuild_notices, *self.notices]
+        self.notices, self.rebuild_notices = [], []
+        return told
+
+    @contextlib.contextmanager
+    def busy(self, stage: str) -> Iterator[None]:
+        """Work that counts nothing (`vault sync`'s git), as a busy answer tells it."""
+        self.activity = (stage, 0, 0)
+        try:
+            yield
+        finally:
+            self.activity = None
 
     def refresh_written(self, paths: Iterable[str]) -> list[str]:
         """``refresh`` after a write whose file has landed: the write succeeded whatever

@@ -5,7 +5,7 @@ lines to ask for next (a client cuts a tool result above ~25k tokens)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from markvault.answers.reading import (
@@ -49,22 +49,21 @@ class NoteReader:
     def __init__(self, keeper: IndexKeeper) -> None:
         self.keeper = keeper
 
-    def search(self, request: SearchRequest, progress: Progress | None = None) -> SearchResult:
+    def search(self, request: SearchRequest, *, progress: Progress | None = None) -> SearchResult:
         """See ``Searcher.search``; builds a keyword index first when there is none."""
         index = self.keeper.reader(progress)
         result = Searcher(
             index, self.keeper.settings.model, self.keeper.embedder, self.keeper.model_wait
         ).search(request)
-        result.warnings[:0] = [*self.keeper.rebuild_notices, *self.keeper.notices]
-        self.keeper.notices = []
-        self.keeper.rebuild_notices = []
+        result.warnings[:0] = self.keeper.take_notices()
         return result
 
     def search_batch(
         self, queries: Iterable[tuple[str | None, str]], request: SearchRequest
-    ) -> Iterator[SearchJSON | SearchError]:
-        """One JSON-ready result per (id, query), each searched as ``request`` says; a bad
-        query yields an error entry."""
+    ) -> list[SearchJSON | SearchError]:
+        """One JSON-ready result per (id, query), each searched as ``request`` says (its
+        own query aside); a bad query gives an error entry."""
+        results: list[SearchJSON | SearchError] = []
         for qid, text in queries:
             result: SearchJSON | SearchError
             try:
@@ -73,7 +72,8 @@ class NoteReader:
             except MarkvaultError as exc:
                 error: SearchError = {"query": text, "error": str(exc)}
                 result = error if qid is None else {"id": qid, **error}
-            yield result
+            results.append(result)
+        return results
 
     def get(
         self, ref: str, lines: tuple[int, int] | None = None, max_chars: int = PAGE_CHARS

@@ -48,6 +48,9 @@ class NoteWriter:
         self.keeper = keeper
         self.notes = notes
         self.gate = gate
+        # The gate of a write under way that makes its note through ``new_note`` (a
+        # knowledge point, retried under other names): it reports its findings once.
+        self._write_under_way: GatedWrite | None = None
 
     def new_note(
         self,
@@ -59,13 +62,12 @@ class NoteWriter:
         project: str | None = None,
         content: str = "",
         edits: Sequence[Edit] = (),
-        gate: GatedWrite | None = None,
     ) -> NoteCreated:
         """Create a note from ``templates/<kind>.md``, with ``content`` appended and then
         ``edits`` applied, in one write; never overwrites. Its title, topic, project and
         tags pass the credential gate before the file is named, its text before it is
-        written (``gate``: one this write already began). Returns path, id, uri, hash,
-        title, and what the gate redacted.
+        written (by the gate of the write under way, if one began it). Returns path, id,
+        uri, hash, title, and what the gate redacted.
 
         Raises:
             UsageError: unknown kind, empty title, or a knowledge note without a topic.
@@ -81,7 +83,7 @@ class NoteWriter:
         if kind == "knowledge" and not (topic and topic.strip()):
             raise UsageError("Knowledge notes need a topic.", "Add --topic TOPIC.")
         template = self._template(kind)
-        gate = gate or self.gate.write("")
+        gate = self._write_under_way or self.gate.write("")
         found_before = len(gate.redacted)  # a retry under another name reports once
         # The note's name in findings, refusals and the allowlist: with every credential
         # replaced, so that no message ever shows one (allowed ones included).
@@ -268,14 +270,18 @@ class NoteWriter:
             title = _shortened(gate.name(first, "title"))
         base = title.strip()
         tag_list = list(tags)
-        for attempt in range(1, 50):
-            name = base if attempt == 1 else f"{base} ({attempt})"
-            try:
-                return self.new_note(
-                    "knowledge", name, topic=topic, tags=tag_list, content=content, gate=gate
-                )
-            except ConflictError:
-                continue
+        self._write_under_way = gate
+        try:
+            for attempt in range(1, 50):
+                name = base if attempt == 1 else f"{base} ({attempt})"
+                try:
+                    return self.new_note(
+                        "knowledge", name, topic=topic, tags=tag_list, content=content
+                    )
+                except ConflictError:
+                    continue
+        finally:
+            self._write_under_way = None
         raise ConflictError(f"Too many knowledge points titled {base!r}.", "Pass a title.")
 
     def store_document(

@@ -16,6 +16,7 @@ auto`` syncs the vault with git on its own (``autosync.py``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import threading
@@ -24,7 +25,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from markvault import errors
 from markvault.answers.status import OwnerInfo
@@ -32,6 +33,7 @@ from markvault.calls import Call, SyncReport
 from markvault.config import Settings
 from markvault.core import Core
 from markvault.core.freshness import OVERLAPPED_CALLS
+from markvault.core.runtime_context import HostLink, RuntimeContext
 from markvault.embed.embedder import Embedder
 from markvault.git.autosync import AutoSync
 from markvault.index.guard import IndexTurns, is_index_failure
@@ -41,6 +43,7 @@ from markvault.vault import Vault
 
 if TYPE_CHECKING:
     from markvault.indexing.watch_batches import WatchBatch
+    from markvault.indexing.watcher import Watcher
 
 CLOSE_WAIT_SECONDS = 1.5  # a stopping host waits this long for a call under way
 BUSY_ANSWER_SECONDS = 3.0  # a read waits this long for a running sync, then says so
@@ -48,6 +51,9 @@ BACKFILL_GROUP = 64  # chunks embedded per turn in the background
 BACKFILL_IDLE_SECONDS = 300.0  # a check for missing vectors when nothing woke it
 EMBED_NEWS_SECONDS = 5.0  # the background embedding tells its progress this often
 INDEX_CHECK_SECONDS = 1.0  # an owner looks at its index file this often between calls
+
+
+T = TypeVar("T")
 
 
 def open_local(
@@ -63,26 +69,34 @@ def open_local(
 
 def local_vault(settings: Settings, embedder: Embedder | None = None) -> Vault:
     """``open_local`` from settings already loaded."""
-    return Vault(LocalHost(Core(settings, embedder)))
+    return Vault(LocalHost(RuntimeContext(settings, embedder)))
 
 
 class LocalHost:
     """Runs a vault's calls on this process's core (see the module's docstring)."""
 
-    def __init__(self, core: Core, *, owner: bool = False, fresh: bool | None = None) -> None:
-        """``owner``: this host serves a shared index, so its background work also
-        embeds and watches for every process (an unshared vault only loads the model).
+    def __init__(
+        self,
+        context: RuntimeContext,
+        *,
+        owner: bool = False,
+        fresh: bool | None = None,
+        reclaim: Callable[[], bool] | None = None,
+    ) -> None:
+        """Makes this host's core from ``context``, with this host's link in it
+        (``core/runtime_context.py``).
+
+        ``owner``: this host serves a shared index, so its background work also embeds
+        and watches for every process (an unshared vault only loads the model).
         ``fresh``: sync what changed on disk before each call (``core/freshness.py``);
         by default an owner does (the faces' vaults), an unshared vault does not (tests,
-        benchmarks and scripts that sync when they choose)."""
-        self._core = core
+        benchmarks and scripts that sync when they choose). ``reclaim``: the owner
+        lock's ``reclaim``, for an owner that rebuilds an index whose folder was gone."""
         self.owner = owner
         self.fresh = owner if fresh is None else fresh
-        # One call at a time; each turn first checks that the index file is still the one
-        # this process left (deleted, replaced or changed under it: rebuilt first).
-        self.calls = IndexTurns(core.keeper.check_index, core.keeper.stamp)
         self.closed = False
         self.clients: int | None = None  # set by the owner's server: processes served
+        self._reclaim = reclaim
         self._backfill: threading.Thread | None = None
         self._index_check: threading.Thread | None = None
         self._wake = threading.Event()  # set after writes and syncs: new chunks to embed
@@ -90,22 +104,14 @@ class LocalHost:
         self.backfill_idle = threading.Event()
         self._stopping = threading.Event()
         self._on_report: SyncReport | None = None
-        # Through a weak reference: the keeper holding this host would keep a vault that
-        # nobody closed (and its DuckDB lock) alive until the cycle collector runs.
-        host = weakref.ref(self)
-
-        def lend_turn() -> AbstractContextManager[None]:
-            alive = host()
-            return alive._lend_turn() if alive is not None else contextlib.nullcontext()
-
-        core.keeper.lend_turn = lend_turn
-
-        def recovered() -> None:  # a rebuilt index has chunks without vectors
-            alive = host()
-            if alive is not None:
-                alive._wake.set()
-
-        core.keeper.on_recovered.append(recovered)
+        self.model_wait: float | None = None  # see ``calls.Host.model_wait``
+        self._watcher: Watcher | None = None
+        self._autosync: AutoSync | None = None
+        self._attachments: threading.Thread | None = None
+        self._core = Core(dataclasses.replace(context, host=_link_of(weakref.ref(self))))
+        # One call at a time; each turn first checks that the index file is still the one
+        # this process left (deleted, replaced or changed under it: rebuilt first).
+        self.calls = IndexTurns(self._core.keeper.check_index, self._core.keeper.stamp)
 
     @property
     def settings(self) -> Settings:
@@ -113,17 +119,9 @@ class LocalHost:
 
     @property
     def autosync(self) -> AutoSync | None:
-        """``[sync] auto``'s runner, started with the background (kept by the core's
-        keeper, whose status reports it)."""
-        return self._core.keeper.autosync
-
-    @property
-    def model_wait(self) -> float | None:
-        return self._core.keeper.model_wait
-
-    @model_wait.setter
-    def model_wait(self, value: float | None) -> None:
-        self._core.keeper.model_wait = value
+        """``[sync] auto``'s runner, started with the background (the core's status
+        reports it)."""
+        return self._autosync
 
     @property
     def runs_here(self) -> bool:
@@ -146,7 +144,7 @@ class LocalHost:
 
     # ---- calls -------------------------------------------------------------------
 
-    def call(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def call(self, call: Call[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Run a declared call's body here. A read that finds the index busy with a long
         sync is answered within seconds, saying so (a cold start of a large vault must
         answer queries while it builds, never time out).
@@ -178,16 +176,12 @@ class LocalHost:
                 if self.autosync is not None and call.name not in ("sync", "reindex", "refresh"):
                     self.autosync.changed()
 
-    def _run(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        # A facade of this host for the body to run on (held by nothing here: a vault
-        # nobody closed still goes, and its index with it).
+    def _run(self, call: Call[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if self.fresh and call.name in OVERLAPPED_CALLS:
-            return self._core.fresh.around(
-                call.name, lambda: call.body(Vault(self), *args, **kwargs)
-            )
+            return self._core.fresh.around(call.name, lambda: call.run(self._core, args, kwargs))
         if self.fresh:
             self._core.fresh.before_call(call.name)
-        return call.body(Vault(self), *args, **kwargs)
+        return call.run(self._core, args, kwargs)
 
     @contextlib.contextmanager
     def _lend_turn(self) -> Iterator[None]:
@@ -206,7 +200,21 @@ class LocalHost:
         if self.closed:
             raise ConnectionAbortedError("the index owner is closing")
 
-    def _busy_answer(self, call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _keep_claim(self) -> bool:
+        """Before a running owner rebuilds an index whose folder was deleted: its lock
+        file back at the path (``OwnerLock.reclaim``); when another process took the index
+        over meanwhile, this one stops taking calls (its clients go to the new owner)."""
+        if self._reclaim is None or self._reclaim():
+            return True
+        self.closed = True
+        message = "another process took the index over while its folder was gone; stepping down"
+        print(f"markvault: {message}", file=sys.stderr)
+        self.feed.event("error", "owner", message)
+        return False
+
+    def _busy_answer(
+        self, call: Call[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         activity = self._core.keeper.activity
         if activity and not activity[2]:  # work that counts nothing: `vault sync`'s git
             message = f"the vault is busy ({activity[0].lower()}); retry when it is done"
@@ -263,15 +271,15 @@ class LocalHost:
         waiting (attachment_backfill.py): their text never holds up the notes."""
         from markvault.attachments.backfill import run_backfill
 
-        if self._core.keeper.attachments_thread is not None:
+        if self._attachments is not None:
             return
-        self._core.keeper.attachments_thread = threading.Thread(
+        self._attachments = threading.Thread(
             target=run_backfill,
             args=(self._core.keeper, self.calls, self._stopping),
             name="markvault-attachments",
             daemon=True,
         )
-        self._core.keeper.attachments_thread.start()
+        self._attachments.start()
 
     def _backfill_loop(self) -> None:
         embedder = self._core.keeper.embedder()
@@ -328,13 +336,13 @@ class LocalHost:
         host, so it takes its turn with every other call."""
         if self.autosync is not None or not self.settings.sync.auto:
             return
-        autosync = AutoSync(lambda: Vault(self).sync(), self.settings.sync)
-        self._core.keeper.autosync = autosync
+        autosync = AutoSync(lambda: self.call(Vault.sync, (), {}), self.settings.sync)
+        self._autosync = autosync
         autosync.start()
 
     def _start_watching(self, poll: bool | None = None) -> None:
         """Keep the index in step with the files (servers and `vault watch` do this)."""
-        if self._core.keeper.watcher is not None:
+        if self._watcher is not None:
             return
         settings = self.settings
         from markvault.indexing.watch_batches import vault_callback
@@ -355,7 +363,7 @@ class LocalHost:
             index_dir=settings.index_dir,
             poll=poll,
         )
-        self._core.keeper.watcher = watcher
+        self._watcher = watcher
         watcher.start()
 
     # ---- closing -------------------------------------------------------------------
@@ -368,9 +376,9 @@ class LocalHost:
         self._wake.set()
         if self.autosync is not None:
             self.autosync.stop()
-        if self._core.keeper.watcher is not None:
-            self._core.keeper.watcher.stop(1.0)  # a sync in progress finishes in its daemon thread
-            self._core.keeper.watcher = None
+        if self._watcher is not None:
+            self._watcher.stop(1.0)  # a sync in progress finishes in its daemon thread
+            self._watcher = None
         if self.owner:
             self.closed = True
 
@@ -386,6 +394,32 @@ class LocalHost:
                 self._core.close()
             finally:
                 self.calls.release()
+
+
+def _link_of(host: weakref.ref[LocalHost]) -> HostLink:
+    """What a host lends its core, through a weak reference: the core holding its host
+    would keep a vault that nobody closed (and its DuckDB lock) alive until the cycle
+    collector runs. A host gone lends what a core without one has."""
+
+    def lend() -> AbstractContextManager[None]:
+        alive = host()
+        return alive._lend_turn() if alive is not None else contextlib.nullcontext()
+
+    def asks(what: Callable[[LocalHost], T], gone: T) -> Callable[[], T]:
+        def ask() -> T:
+            alive = host()
+            return what(alive) if alive is not None else gone
+
+        return ask
+
+    return HostLink(
+        lend=lend,
+        claim=asks(LocalHost._keep_claim, True),
+        recovered=asks(lambda alive: alive._wake.set(), None),  # chunks without vectors
+        watcher=asks(lambda alive: alive._watcher, None),
+        autosync=asks(lambda alive: alive._autosync, None),
+        model_wait=asks(lambda alive: alive.model_wait, None),
+    )
 
 
 class _EmbeddingNews:

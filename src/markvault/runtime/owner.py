@@ -378,19 +378,6 @@ class IndexOwner:
         self._conns: set[socket.socket] = set()
         self._followers: set[socket.socket] = set()  # connections that follow the feed
         host.clients = 0
-        host.core().keeper.claim = self._keep_claim
-
-    def _keep_claim(self) -> bool:
-        """Before a running owner rebuilds an index whose folder was deleted: its lock
-        file back at the path (``OwnerLock.reclaim``); when another process took the index
-        over meanwhile, this one stops taking calls (its clients go to the new owner)."""
-        if self.lock.reclaim():
-            return True
-        self.host.closed = True
-        message = "another process took the index over while its folder was gone; stepping down"
-        print(f"markvault: {message}", file=sys.stderr)
-        self.host.feed.event("error", "owner", message)
-        return False
 
     def serve(self) -> None:
         """Listen on the socket in a background thread (we hold the lock, so a socket

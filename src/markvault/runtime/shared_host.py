@@ -171,8 +171,8 @@ class SharedHost:
             delay = min(delay * 2, 0.2)
 
     def _become_owner(self) -> None:
-        from markvault.core import Core
         from markvault.core.freshness import look_ahead
+        from markvault.core.runtime_context import RuntimeContext
         from markvault.files.find_walk import FindWalk
 
         # Before the index layer: GNU find walks the vault on the other core meanwhile.
@@ -186,7 +186,8 @@ class SharedHost:
                 LocalHost,  # the index layer: only the owner loads it
             )
 
-            host = LocalHost(Core(self._settings, look=look, walk=walk), owner=True)
+            context = RuntimeContext(self._settings, look=look, walk=walk)
+            host = LocalHost(context, owner=True, reclaim=self._lock.reclaim)
         except BaseException:
             if walk is not None:  # no keeper took it: stopped and reaped here
                 walk.cancel()

@@ -86,8 +86,8 @@ def search_tools(server: MCPServer, service: VaultService) -> None:
         their format) are searched by their text; a hit names its page (slide, sheet)
         and cites it (vault://note/<path>#page=N, which `get` reads); attachments
         "exclude" or "only" them.
-        order "date" = newest first. min_score drops weaker
-        hits (BM25 for keyword, cosine for vector, RRF for hybrid/deep).
+        order "date" = newest first. min_score drops weaker hits (BM25 for keyword,
+        cosine for vector, the fused score for hybrid: 0 to 1, RRF for deep).
         format "index": one line per hit with chunk id, path, heading, score, citation URI
         and hash, then a snippet; "full": JSON with each chunk's text and the metadata.
         Example: query="rank fusion", mode="deep",
