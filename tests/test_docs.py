@@ -41,3 +41,17 @@ def test_every_relative_link_resolves(page: Path) -> None:
         assert dest.exists(), f"{page.relative_to(REPO)}: {target} leads nowhere"
         if anchor and dest.suffix == ".md":
             assert anchor in anchors(dest), f"{page.name}: no heading #{anchor} in {dest.name}"
+
+
+def test_the_architecture_map_names_every_module() -> None:
+    """docs/architecture.md draws the tree: a module added or moved must be drawn too."""
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    drawn = text.split("```")[1]  # the tree, the page's first code block
+    package = REPO / "src" / "markvault"
+    missing = [
+        path.relative_to(package).as_posix()
+        for path in sorted(package.rglob("*.py"))
+        if "__pycache__" not in path.parts
+        and not re.search(rf"(?<![\w.]){re.escape(path.name)}\b", drawn)
+    ]
+    assert not missing, f"not in docs/architecture.md's tree: {missing}"
