@@ -34,7 +34,6 @@ torch won the batch timing, the fastest faithful ONNX export) on one thread.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import json
@@ -541,6 +540,8 @@ def describe(embedder: Any, model_dir_of: Callable[[], str]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """The measurement's process: says what it does as JSON lines on stdout."""
+    import argparse  # the measurement's own process only: a query's never parses arguments
+
     p = argparse.ArgumentParser(description="Measure the encoders for this machine.")
     p.add_argument("model_dir")
     p.add_argument("cache_dir", type=Path)

@@ -142,11 +142,15 @@ class VectorIndex:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         if not self.store.writable:  # a read-only open has one thread (store.connect)
             self.con.execute("RESET threads")
+        # The vector as a literal: binding a list of 384 floats as a parameter costs
+        # ~0.1 s in the DuckDB client, parsing the literal ~5 ms. Only numbers go in.
+        values = np.nan_to_num(query.astype(np.float32), nan=0.0, posinf=0.0, neginf=0.0)
+        vector = "[" + ",".join(map(repr, values.tolist())) + f"]::FLOAT[{len(values)}]"
         found = self.con.execute(
-            f"SELECT c.id, array_inner_product(e.vec, $vec::FLOAT[{len(query)}]) AS score "
-            "FROM chunks c JOIN embeddings e ON e.hash = c.hash AND e.model = $model "
+            f"SELECT c.id, array_inner_product(e.vec, {vector}) AS score "
+            "FROM chunks c JOIN embeddings e ON e.hash = c.hash AND e.model = ? "
             "ORDER BY c.id",
-            {"vec": query.astype(np.float32).tolist(), "model": model},
+            [model],
         ).fetchnumpy()
         return (
             np.asarray(found["id"], np.int64),
