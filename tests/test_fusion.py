@@ -96,6 +96,10 @@ def test_the_vector_side_is_scaled_from_the_typical_cosine() -> None:
     assert scores(0.0) == scores(0.8) == pytest.approx({"a.md": 1.0, "b.md": 0.625, "c.md": 0.25})
     assert fusion.typical_cosine(np.array([0.9, -np.inf, 0.1, 0.3])) == pytest.approx(0.3)
     assert fusion.typical_cosine(np.array([-0.2, -0.1, 0.4])) == 0.0  # never below 0
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 7, 8, 1000, 1001):  # odd and even counts: numpy's median, exactly
+        cosines = rng.uniform(-0.2, 0.9, n).astype(np.float32)
+        assert fusion.typical_cosine(cosines) == pytest.approx(max(float(np.median(cosines)), 0))
     assert fusion.typical_cosine(np.array([])) == 0.0
     # A large vault: an evenly strided sample, within a fraction of a percentile.
     many = np.random.default_rng(7).permutation(np.linspace(0.0, 1.0, 250_001))
