@@ -12,16 +12,18 @@ import select
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from markvault.answers.writing import CredentialReport
 from markvault.config import ENV_INDEX, ENV_MODEL, ENV_VAULT, Settings, chosen
 from markvault.display import shown
 from markvault.errors import MarkvaultError
 from markvault.runtime.shared_host import connect
 from markvault.vault import Vault
+
+if TYPE_CHECKING:
+    from markvault.answers.writing import CredentialReport
 
 F = TypeVar("F", bound=Callable[..., Any])
 # Set by ``run``: this process is one `vault` command and ends with it (not a caller

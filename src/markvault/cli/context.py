@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
-from markvault.answers.context import TimelineNote
 from markvault.cli.app import (
     MAX_DAYS,
     Span,
@@ -20,6 +19,9 @@ from markvault.cli.app import (
 )
 from markvault.display import fold
 from markvault.types import Filters
+
+if TYPE_CHECKING:
+    from markvault.answers.context import TimelineNote
 
 
 def _print_notes(

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from markvault.answers.reading import AttachmentPage, ChunkView, NoteView
-from markvault.answers.sessions import SessionPage
-from markvault.answers.status import AutoSyncStatus, WatcherStatus
 from markvault.cli.app import emit_json, json_option, main, open_vault, say_redacted, say_saved
 from markvault.display import fold, shown
 from markvault.errors import UsageError
@@ -19,6 +16,11 @@ from markvault.types import (
     Op,
 )
 from markvault.vault import parse_lines
+
+if TYPE_CHECKING:
+    from markvault.answers.reading import AttachmentPage, ChunkView, NoteView
+    from markvault.answers.sessions import SessionPage
+    from markvault.answers.status import AutoSyncStatus, WatcherStatus
 
 
 @main.command()

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
-from markvault.answers.sync import SyncAnswer
 from markvault.cli.app import emit_json, json_option, main, open_vault
 from markvault.errors import ConflictError
+
+if TYPE_CHECKING:
+    from markvault.answers.sync import SyncAnswer
 
 
 @main.command("sync")

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
-from markvault.answers.writing import NoteCreated, NoteMoved, NoteRestored
 from markvault.cli.app import emit_json, json_option, main, open_vault, say_redacted
 from markvault.display import fold
+
+if TYPE_CHECKING:
+    from markvault.answers.writing import NoteCreated, NoteMoved, NoteRestored
 
 
 def _print_changed(data: NoteCreated | NoteMoved | NoteRestored, as_json: bool, verb: str) -> None:

@@ -39,9 +39,11 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from markvault.search.time_words import MONTHS, NUMBERS, UNITS, WEEKDAYS
 
@@ -399,17 +401,36 @@ _BOUNDS = {
 }
 
 _FLAGS = re.IGNORECASE
-_POINT_RES = [(re.compile(rf"(?<!\w)(?:{p})(?!\w)", _FLAGS), h) for p, h in _POINTS]
-_PREP_RES = [
-    (re.compile(rf"(?<!\w)(?P<prep>{_PREPOSITIONS})\s+(?:{p})(?!\w)", _FLAGS), h)
-    for p, h in _AFTER_PREPOSITION
-]
-_BOUND_WORD = re.compile(rf"(?<!\w)(?P<word>{_alternation(list(_BOUNDS))})\s+$", _FLAGS)
-_BETWEEN = re.compile(r"(?<!\w)(?P<word>between|from)\s+$", _FLAGS)
-_JOIN = re.compile(r"^\s+(?:and|to|until|till|through)\s+$", _FLAGS)
-_AFTER_JOIN = re.compile(r"\s+(?:and|to|until|till|through)\s+", _FLAGS)
-_BARE_RES = [(re.compile(rf"(?:{p})(?!\w)", _FLAGS), h) for p, h in _AFTER_PREPOSITION]
-_FRENCH_HIER = re.compile(r"(?<!\w)hier(?!\w)", _FLAGS)
+
+
+class _Patterns(NamedTuple):
+    point: list[tuple[re.Pattern[str], Handler]]
+    prep: list[tuple[re.Pattern[str], Handler]]
+    bound_word: re.Pattern[str]
+    between: re.Pattern[str]
+    join: re.Pattern[str]
+    after_join: re.Pattern[str]
+    bare: list[tuple[re.Pattern[str], Handler]]
+    french_hier: re.Pattern[str]
+
+
+@functools.cache
+def _patterns() -> _Patterns:
+    """The expressions, compiled on the first query that may name a time (``_TRIGGER``):
+    compiling them costs ~25 ms, which a search without one never pays."""
+    return _Patterns(
+        point=[(re.compile(rf"(?<!\w)(?:{p})(?!\w)", _FLAGS), h) for p, h in _POINTS],
+        prep=[
+            (re.compile(rf"(?<!\w)(?P<prep>{_PREPOSITIONS})\s+(?:{p})(?!\w)", _FLAGS), h)
+            for p, h in _AFTER_PREPOSITION
+        ],
+        bound_word=re.compile(rf"(?<!\w)(?P<word>{_alternation(list(_BOUNDS))})\s+$", _FLAGS),
+        between=re.compile(r"(?<!\w)(?P<word>between|from)\s+$", _FLAGS),
+        join=re.compile(r"^\s+(?:and|to|until|till|through)\s+$", _FLAGS),
+        after_join=re.compile(r"\s+(?:and|to|until|till|through)\s+", _FLAGS),
+        bare=[(re.compile(rf"(?:{p})(?!\w)", _FLAGS), h) for p, h in _AFTER_PREPOSITION],
+        french_hier=re.compile(r"(?<!\w)hier(?!\w)", _FLAGS),
+    )
 
 
 # Words without which a query names no time: most queries are rejected by one scan.
@@ -459,12 +480,12 @@ class _Found:
 def _points(query: str, asked: Date, language: str | None) -> list[_Found]:
     """Every point in ``query``, earliest and longest first, none overlapping."""
     found: list[_Found] = []
-    for regex, handler in _POINT_RES:
+    for regex, handler in _patterns().point:
         for m in regex.finditer(query):
             point = handler(m, asked)
             if point is not None:
                 found.append(_Found(m.start(), m.end(), point))
-    for regex, handler in _PREP_RES:
+    for regex, handler in _patterns().prep:
         for m in regex.finditer(query):
             point = handler(m, asked)
             if point is not None:
@@ -473,7 +494,7 @@ def _points(query: str, asked: Date, language: str | None) -> list[_Found]:
                     start += 1
                 found.append(_Found(start, m.end(), point))
     if language == "fr":  # "hier" is German for "here"
-        for m in _FRENCH_HIER.finditer(query):
+        for m in _patterns().french_hier.finditer(query):
             day = asked - dt.timedelta(days=1)
             found.append(_Found(m.start(), m.end(), (day, day)))
     found.sort(key=lambda f: (f.start, -(f.end - f.start)))
@@ -508,18 +529,18 @@ def find(
         lo = p.start
         cut = max(0, p.start - 16)  # a bound word is right before: look no further back
         before = query[cut : p.start]
-        between = _BETWEEN.search(before)
+        between = _patterns().between.search(before)
         nxt = points[i + 1] if i + 1 < len(points) else None
-        if between and not (nxt and _JOIN.match(query[p.end : nxt.start])):
+        if between and not (nxt and _patterns().join.match(query[p.end : nxt.start])):
             nxt = _bare_after_join(query, p.end, today) or nxt
-        if between and nxt and _JOIN.match(query[p.end : nxt.start]):
+        if between and nxt and _patterns().join.match(query[p.end : nxt.start]):
             lo, end = cut + between.start(), nxt.point[1]
             if start and end and end < start:  # "between November and February"
                 start = add_months(start, -12)
             out.append(TimeWindow(start, end, query[lo : nxt.end], (lo, nxt.end)))
             i += 2
             continue
-        bound = _BOUND_WORD.search(before)
+        bound = _patterns().bound_word.search(before)
         if bound:
             lo = cut + bound.start()
             kind = _BOUNDS[bound["word"].lower()]
@@ -539,10 +560,10 @@ def find(
 
 def _bare_after_join(query: str, at: int, asked: Date) -> _Found | None:
     """In "between March and May", the bare month, year or weekday after the "and"."""
-    m = _AFTER_JOIN.match(query, at)
+    m = _patterns().after_join.match(query, at)
     if m is None:
         return None
-    for regex, handler in _BARE_RES:
+    for regex, handler in _patterns().bare:
         bare = regex.match(query, m.end())
         if bare:
             point = handler(bare, asked)
