@@ -124,6 +124,9 @@ def test_a_command_sent_to_the_owner_never_loads_the_index_layer(
     watching: Watching, vault_dir: Path
 ) -> None:
     """A client only encodes the call and prints the answer: the owner has the index."""
+    # The owner's first sync done: under load it can outlast the wait a read gives a
+    # running sync (BUSY_ANSWER_SECONDS), and the answer would come before the note.
+    watching.until(lambda: found(vault_dir, "apple") == {"notes/a.md"})
     argv = vault_argv(vault_dir, "search", "apple", "--mode", "keyword", "--json")
     probe = subprocess.run(
         [argv[0], "-c", PROBE, *argv[3:]], capture_output=True, text=True, timeout=120

@@ -25,11 +25,11 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar, overload
 
-from markvault.answers.status import OwnerInfo
 from markvault.config import Settings
 from markvault.types import ReindexReport
 
 if TYPE_CHECKING:
+    from markvault.answers.status import OwnerInfo
     from markvault.core import Core
     from markvault.indexing.change_feed import Listener
     from markvault.indexing.watch_batches import WatchBatch

@@ -9,11 +9,13 @@ import dataclasses
 import datetime as dt
 import threading
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, NamedTuple, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, cast
 
-from markvault.answers.search import HitJSON, SearchJSON
-from markvault.answers.sync import IndexReport
 from markvault.errors import CallCancelled, UsageError
+
+if TYPE_CHECKING:
+    from markvault.answers.search import HitJSON, SearchJSON
+    from markvault.answers.sync import IndexReport
 
 TRASH_DIR = ".trash"  # deleted notes, in the vault: Obsidian's own trash; hidden, so never indexed
 

@@ -17,10 +17,14 @@ the core, the index layer or the model.
 
 from __future__ import annotations
 
-from markvault.answers.status import Status
+from typing import TYPE_CHECKING
+
 from markvault.calls import Host, declared_calls, reads, writes
 from markvault.config import Settings
 from markvault.errors import UsageError
+
+if TYPE_CHECKING:
+    from markvault.answers.status import Status
 
 
 class Vault:

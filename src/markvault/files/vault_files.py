@@ -22,7 +22,6 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 from urllib.parse import unquote
 
-from markvault.answers.writing import TrashItem
 from markvault.errors import ConflictError, NotFoundError, RefusedError
 from markvault.files.atomic import TEMP_PREFIX, fsync_dir, write_new, write_temp
 from markvault.files.vault_scan import FileStat, VaultScan, scan_listing, scan_vault
@@ -31,6 +30,7 @@ from markvault.git.repo import WRITE_WAIT_SECONDS, find_repo
 from markvault.types import TRASH_DIR
 
 if TYPE_CHECKING:
+    from markvault.answers.writing import TrashItem
     from markvault.files.find_walk import FindListing
 
 P = ParamSpec("P")

@@ -8,9 +8,6 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from markvault.answers.context import UnresolvedLink
-from markvault.answers.reading import Backlink, OutLink, TopicCount
-from markvault.answers.status import IndexStats, NoteProblem
 from markvault.errors import UsageError
 from markvault.identity import id_problem
 from markvault.index.filters import current_sql, filters_sql, sql_string
@@ -21,6 +18,10 @@ from markvault.types import Filters
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from markvault.answers.context import UnresolvedLink
+    from markvault.answers.reading import Backlink, OutLink, TopicCount
+    from markvault.answers.status import IndexStats, NoteProblem
 
 # What a hit shows of its note (``chunk_details``), in the order they are read. Only
 # what is shown: each column costs a query time, a list column (tags) most.
