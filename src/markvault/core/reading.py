@@ -6,21 +6,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from markvault.answers.reading import (
-    AttachmentPage,
-    ChunkOmitted,
-    ChunkView,
-    Completions,
-    NoteBrief,
-    NotesPage,
-    NoteView,
-    RefError,
-    TopicCount,
-)
-from markvault.answers.search import SearchError, SearchJSON
-from markvault.answers.writing import TrashItem
 from markvault.attachments.view import ATTACHMENT_KIND, attachment_view, page_range
 from markvault.core.common import chunk_ref
 from markvault.core.lifecycle import IndexKeeper
@@ -39,6 +26,21 @@ from markvault.types import (
     SearchRequest,
     SearchResult,
 )
+
+if TYPE_CHECKING:
+    from markvault.answers.reading import (
+        AttachmentPage,
+        ChunkOmitted,
+        ChunkView,
+        Completions,
+        NoteBrief,
+        NotesPage,
+        NoteView,
+        RefError,
+        TopicCount,
+    )
+    from markvault.answers.search import SearchError, SearchJSON
+    from markvault.answers.writing import TrashItem
 
 MAX_LISTED = 200  # links, backlinks and chunks listed with a note
 

@@ -20,14 +20,17 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Union
 
-from markvault.answers.status import AutoSyncLast, AutoSyncRunning
-from markvault.answers.sync import SyncAnswer
 from markvault.config import SyncSettings
 from markvault.errors import ConfigError, MarkvaultError
 
-RunSync = Callable[[], SyncAnswer]
-Result = SyncAnswer | MarkvaultError  # a sync's report, or why it failed
+if TYPE_CHECKING:
+    from markvault.answers.status import AutoSyncLast, AutoSyncRunning
+    from markvault.answers.sync import SyncAnswer
+
+RunSync = Callable[[], "SyncAnswer"]
+Result = Union["SyncAnswer", MarkvaultError]  # a sync's report, or why it failed
 KEPT_RESULTS = 20
 
 

@@ -446,6 +446,26 @@ class NoteReads:
             kept = self._unsound = (self.store.changes, frozenset(str(r[0]) for r in rows))
         return kept[1]
 
+    def unsound_among(self, paths: Sequence[str]) -> frozenset[str]:
+        """``unsound_paths`` restricted to ``paths`` (a page of hits): read from the kept
+        set when this process has it, else asked for those notes alone (the whole set
+        is a self-join of every note, ~8 ms on 6,600 notes, for a one-shot search)."""
+        kept = self._unsound
+        if kept is not None and kept[0] == self.store.changes:
+            return kept[1] & frozenset(paths)
+        if not paths:
+            return frozenset()
+        mine = "a.id <> a.path AND a.path IN (SELECT unnest(?))"
+        rows = self.con.execute(
+            f"SELECT a.path FROM notes a JOIN notes b ON b.path = a.id WHERE {mine} "
+            "UNION SELECT a.path FROM notes a JOIN notes b ON b.path = a.id || '.md' "
+            f"AND b.path <> a.path WHERE {mine} "
+            "UNION SELECT a.path FROM notes a JOIN notes b ON b.id = a.id "
+            f"AND b.path <> a.path WHERE {mine}",
+            [list(paths)] * 3,
+        ).fetchall()
+        return frozenset(str(r[0]) for r in rows)
+
     def identity_problems(self) -> list[NoteProblem]:
         """Frontmatter ids that do not name their note (``identity``): another note's
         path, shared with another note, or written as a path. Equality joins only: an

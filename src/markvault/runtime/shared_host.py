@@ -25,7 +25,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from markvault import errors
-from markvault.answers.status import OwnerInfo
 from markvault.calls import Call, SyncReport
 from markvault.config import Settings
 from markvault.indexing.change_feed import ChangeBatch, FeedItem, Listener, tell_each
@@ -34,6 +33,7 @@ from markvault.runtime.owner import IndexOwner, OwnerLock, lock_path, socket_pat
 from markvault.vault import Vault
 
 if TYPE_CHECKING:
+    from markvault.answers.status import OwnerInfo
     from markvault.core import Core
     from markvault.runtime.local_host import LocalHost
 

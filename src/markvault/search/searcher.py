@@ -384,7 +384,7 @@ class Searcher:
         details = self.index.reads.chunk_details([item[0] for item in page])
         query_tokens = set(plan.terms) if plan else set(tokenize(query))
         hits: list[Hit] = []
-        bad = self.index.reads.unsound_paths() if page else frozenset()
+        bad = self.index.reads.unsound_among([row["path"] for row in details.values()])
         for cid, score, ranks, scores in page:
             row = details[cid]
             # An attachment's chunk holds its page number where a note's holds lines.
