@@ -39,6 +39,7 @@ import gen_vault
 from markvault.config import DEFAULT_MODEL, Settings
 from markvault.core.lifecycle import chunk_fingerprint
 from markvault.embed.embedder import SentenceEmbedder, model_path
+from markvault.embed.encoder import stay_offline
 from markvault.index import Index
 from markvault.runtime.local_host import open_local
 from markvault.types import SearchRequest
@@ -469,14 +470,7 @@ def import_times(report: Report) -> None:
 
 def load_sentence_transformer(name: str = DEFAULT_MODEL) -> Any:
     """The model as ``embed.Embedder`` loads it: local files, CPU, offline."""
-    for key, value in (
-        ("HF_HUB_OFFLINE", "1"),
-        ("TRANSFORMERS_OFFLINE", "1"),
-        ("HF_HUB_DISABLE_PROGRESS_BARS", "1"),
-        ("TRANSFORMERS_VERBOSITY", "error"),
-        ("TOKENIZERS_PARALLELISM", "false"),
-    ):
-        os.environ.setdefault(key, value)
+    stay_offline()
     from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(model_path(name), device="cpu")

@@ -48,7 +48,7 @@ from machine import machine_line
 from markvault.config import DEFAULT_MODEL, Settings
 from markvault.core.lifecycle import chunk_fingerprint
 from markvault.embed.embedder import SentenceEmbedder, model_path
-from markvault.embed.encoder import backend_choice
+from markvault.embed.encoder import backend_choice, stay_offline
 from markvault.index import Index
 from markvault.runtime.local_host import open_local
 
@@ -69,13 +69,7 @@ def load_average() -> str:
 
 def plain_model() -> Any:
     """The packaged model in sentence-transformers, as before this backend existed."""
-    for key, value in (
-        ("HF_HUB_OFFLINE", "1"),
-        ("TRANSFORMERS_OFFLINE", "1"),
-        ("TRANSFORMERS_VERBOSITY", "error"),
-        ("TOKENIZERS_PARALLELISM", "false"),
-    ):
-        os.environ.setdefault(key, value)
+    stay_offline()
     from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(model_path(DEFAULT_MODEL), device="cpu")

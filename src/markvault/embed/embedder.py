@@ -10,7 +10,6 @@ small deterministic stand-in (``tests/fakes.py``).
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -143,13 +142,10 @@ class SentenceEmbedder:
 
     def _build(self) -> Any:
         path = model_path(self.name)
-        # Nothing may reach a hub at run time, and library progress bars are noise.
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from markvault.embed import encoder_choice
+        from markvault.embed.encoder import stay_offline
+
+        stay_offline()
 
         try:
             verdict = encoder_choice.choose(path, self.cache_dir, self.say)

@@ -70,6 +70,22 @@ def backend_choice(env: dict[str, str] | None = None) -> str:
     return value if value in BACKENDS else DEFAULT_BACKEND
 
 
+# Nothing may reach a hub at run time, and the libraries' progress bars are noise.
+OFFLINE_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+
+
+def stay_offline() -> None:
+    """Set OFFLINE_ENV (where not set already) before torch or transformers load."""
+    for key, value in OFFLINE_ENV.items():
+        os.environ.setdefault(key, value)
+
+
 def default_cache_dir() -> Path:
     """``encoders/`` in the user's cache folder, beside the default index folders."""
     import platformdirs

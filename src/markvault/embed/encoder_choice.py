@@ -58,6 +58,7 @@ from markvault.embed.encoder import (
     default_cache_dir,
     export_folder,
     read_layout,
+    stay_offline,
 )
 from markvault.files.atomic import write_replacing
 
@@ -549,14 +550,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--candidates", required=True)
     p.add_argument("--alone", action="store_true")
     args = p.parse_args(argv)
-    for key, value in (
-        ("HF_HUB_OFFLINE", "1"),
-        ("TRANSFORMERS_OFFLINE", "1"),
-        ("HF_HUB_DISABLE_PROGRESS_BARS", "1"),
-        ("TRANSFORMERS_VERBOSITY", "error"),
-        ("TOKENIZERS_PARALLELISM", "false"),
-    ):
-        os.environ.setdefault(key, value)
+    stay_offline()
     layout = read_layout(args.model_dir)
     if layout is None:
         print("not a supported model", file=sys.stderr)
