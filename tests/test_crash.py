@@ -20,7 +20,7 @@ from markvault.files.atomic import TEMP_PREFIX
 from markvault.runtime.local_host import open_local
 from markvault.types import SearchRequest
 
-from .conftest import OpenVault, WriteNotes
+from .conftest import OpenVault, WriteNotes, vault_argv
 
 VERSIONS = 40
 
@@ -161,18 +161,8 @@ def test_a_full_disk_keeps_the_original(write: WriteNotes, vault_dir: Path) -> N
 def test_the_server_stops_within_two_seconds(write: WriteNotes, vault_dir: Path, how: str) -> None:
     """A client that goes away, or a SIGTERM, ends `vault mcp` at once."""
     write({"a.md": "apple"})
-    index = str(vault_dir.parent / "index")
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "markvault.cli",
-            "--vault",
-            str(vault_dir),
-            "--index",
-            index,
-            "mcp",
-        ],
+        vault_argv(vault_dir, "mcp"),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -436,13 +436,7 @@ class NoteReads:
         and a query each time cost more than the rest of a keyword search."""
         kept = self._unsound
         if kept is None or kept[0] != self.store.changes:
-            rows = self.con.execute(
-                "SELECT a.path FROM notes a JOIN notes b ON b.path = a.id WHERE a.id <> a.path "
-                "UNION SELECT a.path FROM notes a JOIN notes b ON b.path = a.id || '.md' "
-                "AND b.path <> a.path WHERE a.id <> a.path "
-                "UNION SELECT a.path FROM notes a JOIN notes b ON b.id = a.id "
-                "AND b.path <> a.path WHERE a.id <> a.path"
-            ).fetchall()
+            rows = self.con.execute(_unsound_sql("a.id <> a.path")).fetchall()
             kept = self._unsound = (self.store.changes, frozenset(str(r[0]) for r in rows))
         return kept[1]
 
@@ -455,15 +449,8 @@ class NoteReads:
             return kept[1] & frozenset(paths)
         if not paths:
             return frozenset()
-        mine = "a.id <> a.path AND a.path IN (SELECT unnest(?))"
-        rows = self.con.execute(
-            f"SELECT a.path FROM notes a JOIN notes b ON b.path = a.id WHERE {mine} "
-            "UNION SELECT a.path FROM notes a JOIN notes b ON b.path = a.id || '.md' "
-            f"AND b.path <> a.path WHERE {mine} "
-            "UNION SELECT a.path FROM notes a JOIN notes b ON b.id = a.id "
-            f"AND b.path <> a.path WHERE {mine}",
-            [list(paths)] * 3,
-        ).fetchall()
+        where = "a.id <> a.path AND a.path IN (SELECT unnest(?))"
+        rows = self.con.execute(_unsound_sql(where), [list(paths)] * 3).fetchall()
         return frozenset(str(r[0]) for r in rows)
 
     def identity_problems(self) -> list[NoteProblem]:
@@ -532,3 +519,16 @@ class _ChunkNotes:
                 strict=True,
             )
         }
+
+
+def _unsound_sql(where: str) -> str:
+    """The notes ``a`` (those ``where`` keeps) whose id names another note's path, with or
+    without ".md", or is shared with another note: equality joins only, as an OR in the
+    join would compare every note with every other."""
+    return (
+        f"SELECT a.path FROM notes a JOIN notes b ON b.path = a.id WHERE {where} "
+        "UNION SELECT a.path FROM notes a JOIN notes b ON b.path = a.id || '.md' "
+        f"AND b.path <> a.path WHERE {where} "
+        "UNION SELECT a.path FROM notes a JOIN notes b ON b.id = a.id "
+        f"AND b.path <> a.path WHERE {where}"
+    )
