@@ -21,6 +21,8 @@ from markvault.embed.embedder import SentenceEmbedder, model_path
 from markvault.embed.encoder import EncoderUnavailable, backend_choice, cache_key, read_layout
 from markvault.embed.encoder_choice import decide
 
+from .conftest import vault_argv
+
 TEXTS = [
     "How do I connect Claude Code to this vault?",
     "x",
@@ -439,3 +441,61 @@ def test_a_damaged_export_is_measured_again(
     cosine = (embedder.encode(TEXTS) * plain_vectors).sum(axis=1)
     assert embedder.backend == "onnx" and cosine.min() > 0.9999
     assert model_file.stat().st_size > 1000
+
+
+@pytest.mark.model
+def test_the_query_encoder_loads_ahead_only_where_measured(
+    encoder_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A one-shot hybrid search opens the query's encoder in a thread while it opens the
+    index: never measuring or exporting (that is the search's own work, with progress),
+    and giving the vector made without it."""
+    monkeypatch.setenv("MARKVAULT_ENCODER", "onnx")  # fp32: faithful on every CPU
+    empty = tmp_path / "nothing-measured"
+    fresh = SentenceEmbedder("all-MiniLM-L6-v2", empty)
+    fresh.start_query_loading().join()
+    assert not fresh.loaded and not empty.exists()
+    SentenceEmbedder("all-MiniLM-L6-v2", encoder_cache).load()  # measured by now
+    ahead = SentenceEmbedder("all-MiniLM-L6-v2", encoder_cache)
+    ahead.start_query_loading().join()
+    assert ahead.loaded and ahead.backend == "onnx"
+    assert ahead.load().query_model()._query_session is not None  # opened by the thread
+    plain = SentenceEmbedder("all-MiniLM-L6-v2", encoder_cache).encode_query("hello there")
+    assert np.array_equal(ahead.encode_query("hello there"), plain)
+
+
+@pytest.mark.model
+def test_a_one_shot_hybrid_search_answers_as_a_batch_does(
+    encoder_cache: Path, vault_dir: Path, tmp_path: Path
+) -> None:
+    """The command's search with its query encoder loaded ahead (one query) and without
+    (``--batch``) rank the same notes with the same scores."""
+    from .conftest import run_cli
+
+    cache = tmp_path / "xdg-cache"
+    (cache / "markvault").mkdir(parents=True)
+    (cache / "markvault" / "encoders").symlink_to(encoder_cache)
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "MARKVAULT_ENCODER": "onnx"}
+    for name, text in {
+        "koala.md": "# Koalas\n\nKoalas sleep most of the day in eucalyptus trees.\n",
+        "rust.md": "# Rust\n\nThe borrow checker rejects two mutable references.\n",
+        "bread.md": "# Bread\n\nSourdough needs a starter fed with flour and water.\n",
+    }.items():
+        (vault_dir / name).write_text(text)
+    assert run_cli(vault_dir, "reindex", "--quiet", env=env).returncode == 0
+    query = "which animal naps in trees"
+    one = run_cli(vault_dir, "search", query, "--json", env=env)
+    assert one.returncode == 0, one.stderr
+    batch = subprocess.run(
+        [*vault_argv(vault_dir, "search", "--batch", "-")],
+        input=query + "\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert batch.returncode == 0, batch.stderr
+    ranked = [(h["path"], round(h["score"], 6)) for h in json.loads(one.stdout)["hits"]]
+    batched = json.loads(batch.stdout.splitlines()[0])
+    assert ranked[0][0] == "koala.md"
+    assert ranked == [(h["path"], round(h["score"], 6)) for h in batched["hits"]]

@@ -250,12 +250,14 @@ def open_vault(
     index_lock_wait: float | None = None,
     look_ahead: bool = False,
     walk_ahead: bool = False,
+    embed_ahead: bool = False,
 ) -> Vault:
     """The vault: this process owns its index, or asks the process that does (see
     shared.py), so any number of commands and servers can run at once.
     ``index_lock_wait``: how long to wait for the DuckDB file's lock (as the owner);
     ``look_ahead``: the command is one search, made now; ``walk_ahead``: its first call
-    syncs the whole vault, now (``shared.connect``)."""
+    syncs the whole vault, now; ``embed_ahead``: that search embeds its query
+    (``shared_host.connect``)."""
     settings = settings_of(ctx)
     if index_lock_wait is not None:
         settings = dataclasses.replace(settings, index_lock_wait=index_lock_wait)
@@ -266,7 +268,7 @@ def open_vault(
         # collection would walk the imports' ~100k objects again (~2-3 ms of a search
         # on big). Not when the index is missing: the search builds it first.
         gc.disable()
-    vault = connect(settings, look_ahead=look_ahead, walk_ahead=walk_ahead)
+    vault = connect(settings, look_ahead=look_ahead, walk_ahead=walk_ahead, embed_ahead=embed_ahead)
     ctx.call_on_close(vault.close)
     return vault
 

@@ -324,7 +324,7 @@ def search(
         min_score=min_score,
         as_of=as_of,
     )
-    vault = open_vault(ctx, look_ahead=not batch)
+    vault = open_vault(ctx, look_ahead=not batch, embed_ahead=not batch and mode != "keyword")
     if batch:
         if query:
             raise UsageError("Give a query or --batch, not both.")

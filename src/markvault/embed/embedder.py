@@ -105,6 +105,30 @@ class SentenceEmbedder:
         """Load the model in a background thread (a server answers meanwhile)."""
         threading.Thread(target=self._load_quietly, name="load-model", daemon=True).start()
 
+    def start_query_loading(self) -> threading.Thread:
+        """Open the query's encoder in a background thread, for a search about to need
+        it (a one-shot hybrid `vault search`). Its imports take turns with the caller's,
+        but ONNX Runtime opens the session and the tokenizer reads its file without the
+        GIL, so the libraries are imported here, first (they hold it), and the thread
+        opens the session while the caller goes on to the index (~0.1 s of a one-shot
+        hybrid search, on 2 cores). Only where this machine's verdict is already made:
+        a first measurement (a minute, with progress) is the search's own to make."""
+        import numpy  # noqa: F401
+        import onnxruntime  # noqa: F401
+        import tokenizers  # noqa: F401
+
+        thread = threading.Thread(target=self._open_query_quietly, name="load-query", daemon=True)
+        thread.start()
+        return thread
+
+    def _open_query_quietly(self) -> None:
+        try:
+            runner = self.load(measure=False)
+            if runner is not None:
+                runner.warm_query()
+        except Exception:  # the search loads it again, and says why
+            return
+
     def _load_quietly(self) -> None:
         try:
             self.load().warm()
@@ -133,24 +157,32 @@ class SentenceEmbedder:
         finally:
             self.say = None
 
-    def load(self) -> Any:
+    def load(self, measure: bool = True) -> Any:
+        """The model, loaded on first use. ``measure=False``: only where this machine's
+        verdict is already made (else None, and nothing is loaded)."""
         with self._lock:
             if self._model is None:
-                self._model = self._build()
-                self._ready.set()
+                self._model = self._build(measure)
+                if self._model is not None:
+                    self._ready.set()
         return self._model
 
-    def _build(self) -> Any:
+    def _build(self, measure: bool = True) -> Any:
         path = model_path(self.name)
         from markvault.embed import encoder_choice
         from markvault.embed.encoder import stay_offline
 
         stay_offline()
-
-        try:
-            verdict = encoder_choice.choose(path, self.cache_dir, self.say)
-        except encoder_choice.EncoderUnavailable as exc:
-            verdict = encoder_choice.Verdict("torch", str(exc))
+        if not measure:
+            found = encoder_choice.peek(path, self.cache_dir)
+            if found is None:
+                return None
+            verdict = found
+        else:
+            try:
+                verdict = encoder_choice.choose(path, self.cache_dir, self.say)
+            except encoder_choice.EncoderUnavailable as exc:
+                verdict = encoder_choice.Verdict("torch", str(exc))
         self.verdict, self.backend, self.reason = verdict, verdict.backend, verdict.reason
         return _Runner(path, self.cache_dir, verdict)
 
@@ -238,12 +270,18 @@ class _Runner:
         backend = self.verdict.query_backend
         return self._open(backend) if backend else None
 
+    def warm_query(self) -> None:
+        """Open the query's encoder and its session (ONNX only: torch has none apart)."""
+        query = self.query_model()
+        if query is not None:
+            query.open_query_session()
+
     def warm(self) -> None:
         """Open what a server will need: the batch model and the query's."""
         model = self.batch_model()
         if hasattr(model, "session"):
             model.session  # noqa: B018
-        self.query_model()
+        self.warm_query()
 
     def dim(self) -> int:
         from markvault.embed.encoder import read_layout

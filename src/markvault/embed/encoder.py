@@ -223,10 +223,14 @@ class OnnxEncoder:
         and its weights not repacked: both cost more time at opening (~0.1 s together,
         on an AVX2 EPYC) than they save on one short text, and the vector differs by
         less than 1e-4."""
+        return self._encode(self.open_query_session(), [text], 1, True)[0]
+
+    def open_query_session(self) -> Any:
+        """The single-threaded session ``encode_one`` runs (opened on first use)."""
         with self._query_lock:
             if self._query_session is None:
                 self._query_session = self._open_session(threads=1, optimize=False)
-        return self._encode(self._query_session, [text], 1, True)[0]
+            return self._query_session
 
     def _encode(
         self,

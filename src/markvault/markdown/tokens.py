@@ -209,6 +209,8 @@ def word_spans(line: str) -> Iterator[tuple[int, int, list[str]]]:
 
 def latin_share(text: str) -> float:
     """The share of letters in ``text`` that are Latin script (1.0 when it has none)."""
+    if text.isascii():  # every ASCII letter is Latin; no need for the Unicode patterns
+        return 1.0
     patterns = _unicode()
     letters = len(patterns.letter.findall(text))
     return len(patterns.latin_letter.findall(text)) / letters if letters else 1.0

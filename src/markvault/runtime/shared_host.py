@@ -35,6 +35,7 @@ from markvault.vault import Vault
 if TYPE_CHECKING:
     from markvault.answers.status import OwnerInfo
     from markvault.core import Core
+    from markvault.embed.embedder import SentenceEmbedder
     from markvault.runtime.local_host import LocalHost
 
 LIVE_RETRIES = 5  # reconnections to find a live owner before a write
@@ -48,6 +49,7 @@ def connect(
     must_own: bool = False,
     look_ahead: bool = False,
     walk_ahead: bool = False,
+    embed_ahead: bool = False,
 ) -> Vault:
     """The vault as the faces use it: this process owns its index, or asks the process
     that does, and takes over when that one stops. ``must_own``: wait until this process
@@ -55,9 +57,18 @@ def connect(
     (a one-shot command): where this process becomes the owner, its freshness look at
     the disk starts before the index layer is imported. ``walk_ahead``: likewise, the
     first call is a sync of the whole vault made now (a one-shot `vault reindex`): GNU
-    find's walk of the vault starts before that import, for the sync's scan."""
+    find's walk of the vault starts before that import, for the sync's scan.
+    ``embed_ahead``: that search embeds its query: where this process becomes the owner
+    of an existing index, the query's encoder starts loading in a thread meanwhile
+    (``SentenceEmbedder.start_query_loading``)."""
     return Vault(
-        SharedHost(settings, must_own=must_own, look_ahead=look_ahead, walk_ahead=walk_ahead)
+        SharedHost(
+            settings,
+            must_own=must_own,
+            look_ahead=look_ahead,
+            walk_ahead=walk_ahead,
+            embed_ahead=embed_ahead,
+        )
     )
 
 
@@ -76,12 +87,14 @@ class SharedHost:
         must_own: bool = False,
         look_ahead: bool = False,
         walk_ahead: bool = False,
+        embed_ahead: bool = False,
     ) -> None:
         """``must_own``: wait until this process owns the index (`vault watch`);
-        ``look_ahead``, ``walk_ahead``: see ``connect``."""
+        ``look_ahead``, ``walk_ahead``, ``embed_ahead``: see ``connect``."""
         self._settings = settings
         self._look_ahead = look_ahead
         self._walk_ahead = walk_ahead
+        self._embed_ahead = embed_ahead
         self._background = False
         self._watch = False
         self._poll: bool | None = None
@@ -170,6 +183,17 @@ class SharedHost:
             time.sleep(delay)  # an owner is between taking the lock and listening
             delay = min(delay * 2, 0.2)
 
+    def _embedder_ahead(self) -> SentenceEmbedder | None:
+        """The model, its query encoder loading for the command's search (``connect``);
+        not where that search first builds a missing index."""
+        if not self._embed_ahead or not self._settings.db_path.exists():
+            return None
+        from markvault.embed.embedder import SentenceEmbedder
+
+        embedder = SentenceEmbedder(self._settings.model)
+        embedder.start_query_loading()
+        return embedder
+
     def _become_owner(self) -> None:
         from markvault.core.freshness import look_ahead
         from markvault.core.runtime_context import RuntimeContext
@@ -179,14 +203,15 @@ class SharedHost:
         look = look_ahead(self._settings) if self._look_ahead else None
         vault, index = str(self._settings.vault_dir), str(self._settings.index_dir)
         walk = FindWalk.start(vault, index) if self._walk_ahead else None
+        embedder = self._embedder_ahead()
         # A later takeover's first call is not the command's.
-        self._look_ahead = self._walk_ahead = False
+        self._look_ahead = self._walk_ahead = self._embed_ahead = False
         try:
             from markvault.runtime.local_host import (
                 LocalHost,  # the index layer: only the owner loads it
             )
 
-            context = RuntimeContext(self._settings, look=look, walk=walk)
+            context = RuntimeContext(self._settings, embedder, look=look, walk=walk)
             host = LocalHost(context, owner=True, reclaim=self._lock.reclaim)
         except BaseException:
             if walk is not None:  # no keeper took it: stopped and reaped here
