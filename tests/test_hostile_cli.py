@@ -28,7 +28,10 @@ EXIT_CODES = {0, 1, 2, 3, 4, 5, 6}
 def _commands(
     group: click.Group, path: tuple[str, ...] = ()
 ) -> Iterator[tuple[tuple[str, ...], click.Command]]:
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # click's API: the group imports them lazily
+        command = group.get_command(ctx, name)
+        assert command is not None, name
         if isinstance(command, click.Group):
             yield from _commands(command, (*path, name))
         yield (*path, name), command

@@ -8,11 +8,11 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from markvault.answers.reading import AttachmentChunk, AttachmentPage
 from markvault.errors import UsageError
 from markvault.types import ATTACHMENT_KIND
 
 if TYPE_CHECKING:
+    from markvault.answers.reading import AttachmentChunk, AttachmentPage
     from markvault.index import Index
 
 __all__ = ["ATTACHMENT_KIND", "attachment_view", "page_range"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import importlib
 import json
 import os
 import select
@@ -90,9 +91,48 @@ def _quiet_pipes() -> Iterator[None]:
         raise SystemExit(READER_GONE_STATUS) from None
 
 
+# Each command's modules (``cli/<module>.py``, which register it on the group when
+# imported): a command imports its own, `vault --help` all of them (tests/test_cli.py
+# holds this map to what the modules register).
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "check": ("setup",),
+    "delete": ("writes",),
+    "edit": ("notes",),
+    "get": ("notes",),
+    "init": ("setup",),
+    "learn": ("writes",),
+    "map": ("context",),
+    "mcp": ("serve",),
+    "move": ("writes",),
+    "new": ("notes",),
+    "recent": ("context",),
+    "reindex": ("search",),
+    "related": ("context",),
+    "search": ("search",),
+    "sessions": ("sessions", "session_hooks"),
+    "status": ("notes",),
+    "store": ("writes",),
+    "sync": ("sync",),
+    "timeline": ("context",),
+    "topics": ("context",),
+    "trash": ("writes",),
+    "trust": ("setup",),
+    "watch": ("serve",),
+}
+
+
 class _VaultGroup(click.Group):
     """The `vault` group: refuses arguments no path or query holds, ends quietly when its
-    reader goes away, and turns every command's expected failures into exit codes."""
+    reader goes away, and turns every command's expected failures into exit codes. Its
+    commands are imported when named (``COMMAND_MODULES``)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMAND_MODULES, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        for module in COMMAND_MODULES.get(cmd_name, ()):
+            importlib.import_module(f"markvault.cli.{module}")
+        return super().get_command(ctx, cmd_name)
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         with _quiet_pipes():  # `vault --help | head -1`

@@ -1,7 +1,8 @@
 """The `vault` command line: thin commands over ``Vault``; no SQL, no file I/O.
 
 The group and what the commands share are in ``app.py``; each command module registers
-its commands on the group when imported, which this module does for all of them.
+its commands on the group when imported, which the group does for the command given
+(``app.COMMAND_MODULES``).
 """
 
 from __future__ import annotations
@@ -10,18 +11,7 @@ import contextlib
 import os
 import sys
 
-from markvault.cli import (  # noqa: F401  (they register their commands)
-    app,
-    context,
-    notes,
-    search,
-    serve,
-    session_hooks,
-    sessions,
-    setup,
-    sync,
-    writes,
-)
+from markvault.cli import app
 from markvault.cli.app import main
 
 __all__ = ["main", "run"]

@@ -22,7 +22,6 @@ from markvault.cli.app import (
 )
 from markvault.display import fold
 from markvault.errors import UsageError
-from markvault.search.time_signal import time_line
 from markvault.types import (
     SCOPES,
     Filters,
@@ -169,6 +168,8 @@ def _print_result(result: SearchResult, fmt: str) -> None:
     for w in result.warnings:
         click.echo(click.style("note: ", fg="yellow") + fold(w), err=True)
     if result.time:
+        from markvault.search.time_signal import time_line
+
         click.echo(click.style("time: ", fg="yellow") + fold(time_line(result.time)), err=True)
     for hit in result.hits:  # every value from a note folded: one hit, one line (display.py)
         heading = fold(" > ".join(hit.heading_path) or hit.title)

@@ -11,11 +11,14 @@ before the call returns: the next search finds it.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
-from markvault.answers.sync import SyncAnswer
-from markvault.core.lifecycle import IndexKeeper
 from markvault.errors import IndexBusyError, UsageError
 from markvault.git.sync import PullMode, SyncOptions, sync_vault
+
+if TYPE_CHECKING:
+    from markvault.answers.sync import SyncAnswer
+    from markvault.core.lifecycle import IndexKeeper
 
 PULL_MODES: tuple[PullMode, ...] = ("merge", "rebase")
 

@@ -16,7 +16,6 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from markvault.answers.status import IndexStatus, PendingCounts
 from markvault.config import ChunkParams
 from markvault.core.runtime_context import RuntimeContext
 from markvault.embed.embedder import Embedder, SentenceEmbedder, model_path
@@ -31,6 +30,7 @@ from markvault.markdown.chunk import fingerprint
 from markvault.types import Progress, ReindexReport
 
 if TYPE_CHECKING:
+    from markvault.answers.status import IndexStatus, PendingCounts
     from markvault.files.find_walk import FindWalk
     from markvault.git.autosync import AutoSync
     from markvault.indexing.watcher import Watcher

@@ -11,8 +11,10 @@ from __future__ import annotations
 import posixpath
 from collections import Counter, deque
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from markvault.answers.context import FolderLinks, LinkMetrics, LinkStep, RelatedStep
+if TYPE_CHECKING:
+    from markvault.answers.context import FolderLinks, LinkMetrics, LinkStep, RelatedStep
 
 
 class LinkGraph:

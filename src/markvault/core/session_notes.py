@@ -7,32 +7,34 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from markvault.answers.sessions import (
-    SessionEntry,
-    SessionFacts,
-    SessionList,
-    SessionMatches,
-    SessionPage,
-    SessionProjects,
-    SummaryJSON,
-    SummarySaved,
-    TranscriptMatch,
-)
 from markvault.core.common import check_page, moment
-from markvault.core.gate import CredentialGate
-from markvault.core.lifecycle import IndexKeeper
-from markvault.core.reading import NoteReader
 from markvault.errors import NotFoundError, UsageError
 from markvault.files.vault_files import check_hash, content_hash
 from markvault.git.repo import check_writable
 from markvault.identity import note_uri, recite
-from markvault.index import Index
 from markvault.markdown.frontmatter import split_frontmatter
 from markvault.markdown.tokens import tokenize
 from markvault.sessions.session_summary import SessionSummary, read_summary, set_summary
 from markvault.types import PAGE_CHARS, SessionQuery
+
+if TYPE_CHECKING:
+    from markvault.answers.sessions import (
+        SessionEntry,
+        SessionFacts,
+        SessionList,
+        SessionMatches,
+        SessionPage,
+        SessionProjects,
+        SummaryJSON,
+        SummarySaved,
+        TranscriptMatch,
+    )
+    from markvault.core.gate import CredentialGate
+    from markvault.core.lifecycle import IndexKeeper
+    from markvault.core.reading import NoteReader
+    from markvault.index import Index
 
 
 class SessionNotes:

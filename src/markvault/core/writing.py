@@ -5,38 +5,40 @@ note names the hash it was read with, and the index is refreshed before returnin
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
-import secrets
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from markvault.answers.writing import (
-    BrokenLink,
-    NoteCreated,
-    NoteDeleted,
-    NoteEdited,
-    NoteMoved,
-    NoteRestored,
-    WriteWarnings,
-)
 from markvault.attachments.formats import Extracted, format_of
 from markvault.core.common import chunk_ref
 from markvault.core.gate import CredentialGate, GatedWrite, unsecret
-from markvault.core.lifecycle import IndexKeeper
-from markvault.core.reading import NoteReader
 from markvault.errors import ConflictError, RefusedError, UsageError
 from markvault.files.document_sources import DocumentSources
 from markvault.files.vault_files import check_hash, content_hash, safe_file_name
 from markvault.git.repo import check_writable
 from markvault.identity import note_uri
-from markvault.index import Index
 from markvault.markdown.edit import apply_edit
 from markvault.markdown.frontmatter import fill_template, load_frontmatter, split_frontmatter
 from markvault.markdown.parse import FOLDER_KINDS, parse_note
 from markvault.markdown.template_text import place_content
 from markvault.resources import read_template
 from markvault.types import ATTACHMENT_KIND, KINDS, Edit
+
+if TYPE_CHECKING:
+    from markvault.answers.writing import (
+        BrokenLink,
+        NoteCreated,
+        NoteDeleted,
+        NoteEdited,
+        NoteMoved,
+        NoteRestored,
+        WriteWarnings,
+    )
+    from markvault.core.lifecycle import IndexKeeper
+    from markvault.core.reading import NoteReader
+    from markvault.index import Index
 
 KIND_FOLDERS = {kind: folder for folder, kind in FOLDER_KINDS.items()}
 
@@ -93,7 +95,7 @@ class NoteWriter:
         project = gate.name(" ".join((project or "").split()), "project")
         tag_list = [t.strip().lstrip("#") for t in tags if t.strip().lstrip("#")]
         now = dt.datetime.now().astimezone().replace(microsecond=0)
-        note_id = f"{kind[0]}-{now:%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+        note_id = f"{kind[0]}-{now:%Y%m%d-%H%M%S}-{os.urandom(2).hex()}"
         values: dict[str, Any] = {
             "id": note_id,
             "title": " ".join(title.split()),  # one line: it is also the H1

@@ -14,8 +14,10 @@ import hashlib
 import secrets as _secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from markvault.answers.writing import RedactedFinding
+if TYPE_CHECKING:
+    from markvault.answers.writing import RedactedFinding
 
 REDACTED = "[REDACTED]"
 NAME_REDACTED = "REDACTED"  # in a file name: brackets would break a [[wikilink]] to it

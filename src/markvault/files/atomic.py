@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from pathlib import Path
 
 TEMP_PREFIX = ".mv-tmp-"  # a half-written file: never a note, never committed
@@ -25,7 +24,9 @@ TEMP_PREFIX = ".mv-tmp-"  # a half-written file: never a note, never committed
 def write_temp(folder: Path, data: bytes, mode: int = 0o666, sync: bool = True) -> Path:
     """A new temporary file in ``folder`` holding ``data``, fsynced unless not ``sync``
     (removed again if the write fails), created with ``mode`` (less the umask)."""
-    tmp = folder / f"{TEMP_PREFIX}{secrets.token_hex(6)}"
+    # os.urandom, not ``secrets``: the name only has to be new (O_EXCL checks it), and
+    # ``secrets`` costs every command ~2 ms of imports.
+    tmp = folder / f"{TEMP_PREFIX}{os.urandom(6).hex()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
         with open(fd, "wb", closefd=True) as fh:

@@ -13,7 +13,6 @@ import functools
 import hashlib
 import os
 import re
-import secrets
 import stat as stat_mod
 import time
 import unicodedata
@@ -336,7 +335,7 @@ class VaultFiles:
         dst = self.root / trash_rel
         if dst.exists() or dst.is_symlink():
             stamp = time.strftime("%Y%m%d-%H%M%S")
-            trash_rel = f"{trash_rel[:-3]}~{stamp}-{secrets.token_hex(2)}.md"
+            trash_rel = f"{trash_rel[:-3]}~{stamp}-{os.urandom(2).hex()}.md"
             dst = self.root / trash_rel
         self._refuse_symlinked_folders(dst)  # before mkdir: it would follow a link out
         dst.parent.mkdir(parents=True, exist_ok=True)

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from markvault.answers.status import GitOperation
 from markvault.errors import MarkvaultError
 from markvault.git.repo import find_repo, has_conflict_markers
+
+if TYPE_CHECKING:
+    from markvault.answers.status import GitOperation
 
 MAX_LISTED = 50
 

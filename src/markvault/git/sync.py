@@ -32,14 +32,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
-from markvault.answers.sync import SyncJSON
 from markvault.config import CONFIG_FILE
 from markvault.errors import ConfigError, MarkvaultError, RefusedError, SyncConflict, SyncError
 from markvault.files.atomic import TEMP_PREFIX, write_replacing
 from markvault.git.repo import GitRepo, check_writable, exclude_trash, find_repo
 from markvault.types import TRASH_DIR
+
+if TYPE_CHECKING:
+    from markvault.answers.sync import SyncJSON
 
 # How long a sync waits for in-flight markvault writes before each git step.
 LOCK_WAIT_SECONDS = 30.0

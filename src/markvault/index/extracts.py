@@ -4,12 +4,14 @@ or a copy reuses them), their pages, and what ``vault status`` says of attachmen
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from markvault.answers.status import AttachmentCounts, AttachmentProblem
 from markvault.attachments.formats import Extracted
 from markvault.index.filters import sql_string
-from markvault.index.store import Store
+
+if TYPE_CHECKING:
+    from markvault.answers.status import AttachmentCounts, AttachmentProblem
+    from markvault.index.store import Store
 
 
 class ExtractStore:

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from markvault.answers.sessions import ProjectEntry
 from markvault.index.store import Store, dict_rows
-from markvault.types import SessionQuery
+
+if TYPE_CHECKING:
+    from markvault.answers.sessions import ProjectEntry
+    from markvault.types import SessionQuery
 
 # Which session notes have a summary: a chunk under "Summary" (or a "Decisions",
 # "Outcomes" or "Open items" section) with text beyond headings and HTML comments (a new

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -62,7 +61,7 @@ def probe_granularity(folder: Path) -> int | None:
     removed at once; None where no file can be made there."""
     units: list[int] = []
     for _ in range(2):
-        probe = folder / f"{TEMP_PREFIX}probe-{secrets.token_hex(4)}"
+        probe = folder / f"{TEMP_PREFIX}probe-{os.urandom(4).hex()}"
         try:
             fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except OSError:

@@ -35,10 +35,10 @@ import threading
 import time
 from collections.abc import Generator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import watchfiles
 
-from markvault.answers.status import WatcherStatus
 from markvault.indexing.watch_batches import (
     FOLDER,
     GIT,
@@ -60,6 +60,9 @@ from markvault.indexing.watch_limits import (
     no_event_filesystem,
 )
 from markvault.indexing.watch_rules import WatchRules, relative_path, scan_files, scan_folders
+
+if TYPE_CHECKING:
+    from markvault.answers.status import WatcherStatus
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from markvault import errors
-from markvault.answers.status import OwnerInfo
 from markvault.calls import Call, SyncReport
 from markvault.config import Settings
 from markvault.core import Core
@@ -42,6 +41,7 @@ from markvault.types import SearchRequest, SearchResult
 from markvault.vault import Vault
 
 if TYPE_CHECKING:
+    from markvault.answers.status import OwnerInfo
     from markvault.indexing.watch_batches import WatchBatch
     from markvault.indexing.watcher import Watcher
 

@@ -13,14 +13,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from markvault.answers.sessions import SummaryJSON
 from markvault.errors import UsageError
 from markvault.markdown.edit import replace_section, section_spans
 from markvault.markdown.frontmatter import read_frontmatter, set_keys
 from markvault.sessions.sanitize import sanitize
 from markvault.sessions.session_note import FRONTMATTER_HINT, NOTE_KEY_ORDER
+
+if TYPE_CHECKING:
+    from markvault.answers.sessions import SummaryJSON
 
 
 @dataclass(frozen=True)
