@@ -453,11 +453,15 @@ def test_the_query_encoder_loads_ahead_only_where_measured(
     monkeypatch.setenv("MARKVAULT_ENCODER", "onnx")  # fp32: faithful on every CPU
     empty = tmp_path / "nothing-measured"
     fresh = SentenceEmbedder("all-MiniLM-L6-v2", empty)
-    fresh.start_query_loading().join()
+    thread = fresh.start_query_loading()
+    assert thread is not None
+    thread.join()
     assert not fresh.loaded and not empty.exists()
     SentenceEmbedder("all-MiniLM-L6-v2", encoder_cache).load()  # measured by now
     ahead = SentenceEmbedder("all-MiniLM-L6-v2", encoder_cache)
-    ahead.start_query_loading().join()
+    thread = ahead.start_query_loading()
+    assert thread is not None
+    thread.join()
     assert ahead.loaded and ahead.backend == "onnx"
     assert ahead.load().query_model()._query_session is not None  # opened by the thread
     plain = SentenceEmbedder("all-MiniLM-L6-v2", encoder_cache).encode_query("hello there")

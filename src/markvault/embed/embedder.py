@@ -105,18 +105,21 @@ class SentenceEmbedder:
         """Load the model in a background thread (a server answers meanwhile)."""
         threading.Thread(target=self._load_quietly, name="load-model", daemon=True).start()
 
-    def start_query_loading(self) -> threading.Thread:
+    def start_query_loading(self) -> threading.Thread | None:
         """Open the query's encoder in a background thread, for a search about to need
         it (a one-shot hybrid `vault search`). Its imports take turns with the caller's,
         but ONNX Runtime opens the session and the tokenizer reads its file without the
         GIL, so the libraries are imported here, first (they hold it), and the thread
         opens the session while the caller goes on to the index (~0.1 s of a one-shot
         hybrid search, on 2 cores). Only where this machine's verdict is already made:
-        a first measurement (a minute, with progress) is the search's own to make."""
-        import numpy  # noqa: F401
-        import onnxruntime  # noqa: F401
-        import tokenizers  # noqa: F401
-
+        a first measurement (a minute, with progress) is the search's own to make.
+        None where ONNX Runtime is not installed (the search says so)."""
+        try:
+            import numpy  # noqa: F401
+            import onnxruntime  # noqa: F401
+            import tokenizers  # noqa: F401
+        except ImportError:
+            return None
         thread = threading.Thread(target=self._open_query_quietly, name="load-query", daemon=True)
         thread.start()
         return thread
