@@ -118,6 +118,40 @@ def test_a_phrase_or_and_that_matches_nothing_falls_back_to_its_words(vault: Vau
     assert [h.path for h in exact.hits] == ["5.md"] and not exact.relaxed
 
 
+def test_more_syntax_than_a_person_writes_is_read_as_words(vault: Vault) -> None:
+    """Pasted code or logs carry operators, quotes and dashes by the dozen: past
+    ``MAX_SYNTAX`` the query is its words, all optional, and the result says so; up to
+    it, every operator counts."""
+    from markvault.search.query import MAX_SYNTAX
+
+    held = " ".join(["-juice", '"pie chart"', "apple AND pie"] + ["-x"] * (MAX_SYNTAX - 4))
+    plan = parse(held)
+    assert plan.constrained and not plan.pasted
+    pasted = held + " -crust"  # one more than MAX_SYNTAX
+    plan = parse(pasted)
+    assert plan.pasted == MAX_SYNTAX + 1 and not plan.constrained
+    assert {"juic", "crust", "pie", "chart", "appl"} <= set(plan.terms)
+    result = vault.search(SearchRequest(pasted, mode="keyword"))
+    assert {h.path for h in result.hits} >= {"2.md", "3.md"}  # excluded words are words now
+    assert any("read as plain words" in w for w in result.warnings)
+    code = 'def f(a: int = 1) -> "x":  # a AND b OR NOT -c\n' * 20
+    assert parse(code).pasted and not parse(code).constrained
+
+
+def test_a_pasted_page_looks_up_its_most_repeated_terms() -> None:
+    from markvault.search.query_cost import MAX_LOOKUP, looked_up
+
+    short = ["a", "b", "a"]
+    assert looked_up(short) == short
+    many = [f"t{i}" for i in range(MAX_LOOKUP + 10)] + ["t5", "t7", "t5"]
+    kept = looked_up(many)
+    assert len(set(kept)) == MAX_LOOKUP
+    assert kept.count("t5") == 3 and kept.count("t7") == 2  # repeats first, then the first written
+    assert f"t{MAX_LOOKUP + 9}" not in kept and "t0" in kept
+    chinese = "".join(chr(0x4E00 + i) for i in range(4000))
+    assert len(set(parse(chinese).terms)) == MAX_LOOKUP
+
+
 def test_a_query_with_nothing_to_look_for_finds_nothing_and_says_why(vault: Vault) -> None:
     result = vault.search(SearchRequest("-apple", mode="keyword"))
     assert result.hits == [] and "no word to search for" in result.warnings[0]

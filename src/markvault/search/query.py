@@ -16,7 +16,12 @@ apostrophes are never quotes: I'm, don't, O'Brien); a parenthesis groups only wi
 partner; AND and OR are operators only between two words and NOT only before one, and
 none of them in a query written all in capitals; ``-`` excludes only at the start of a
 word and before a letter, a quote or a parenthesis (``-5`` and ``--verbose`` are words);
-``*`` makes a prefix only at the end of a word. Whatever is left has no word to look for
+``*`` makes a prefix only at the end of a word. A query with more than ``MAX_SYNTAX``
+phrases, required or excluded parts, prefixes and groups is pasted text (code, a log:
+``a AND b``, ``-x`` and quotes by the dozen) and is read as its words, all optional: so
+many operators are not clearly meant, and each costs the index a condition to evaluate
+(a 4,000-character paste of code took 6x a 4-word query's keyword stage, bench/
+bench_query_length.py); the result says so. Whatever is left has no word to look for
 (``()``, ``-x`` alone): the plan then has no terms, and search finds nothing, with a
 warning that says why.
 
@@ -36,15 +41,21 @@ theirs.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 from markvault.markdown.tokens import prefix_token, word_tokens
 from markvault.search import language
-from markvault.search.query_cost import term_reads
+from markvault.search.query_cost import looked_up, term_reads
 
 Occur = Literal["should", "must", "not"]
+
+# Phrases, required and excluded parts, prefixes and groups one query may use; past it,
+# the query is read as its words (see the module docstring). No query of the evaluation
+# sets uses more than 2 (Cranfield, CACM, LongMemEval's 50, our own sets).
+MAX_SYNTAX = 8
 
 # A run of text between spaces and parentheses; quotes are found beforehand.
 _CHUNK = re.compile(r"[^\s()]+")
@@ -73,6 +84,7 @@ class Plan:
     constrained: bool  # phrases, required or excluded parts: ranking alone is not enough
     text: str  # the query with operators removed, for the embedding model
     language: str | None = None  # detected from its function words (language.detect)
+    pasted: int = 0  # the syntax read as words (more than MAX_SYNTAX), else 0
 
     @property
     def empty(self) -> bool:
@@ -95,7 +107,9 @@ class Plan:
                 root.clauses.append((occur, node))
             else:
                 root.clauses += [("should", leaf) for leaf in _positive_words(node)]
-        return Plan(self.terms, self.prefixes, root, not _plain(root), self.text, self.language)
+        return Plan(
+            self.terms, self.prefixes, root, not _plain(root), self.text, self.language, self.pasted
+        )
 
 
 # Tokens of the lexer: ("word", text), ("phrase", text), ("op", AND|OR|NOT), ("-", ""),
@@ -239,7 +253,35 @@ def parse(query: str) -> Plan:
             _add_leaf(g, occur, value, quoted=kind == "phrase")
         return g
 
-    return _plan(_simplified(group(0)))
+    root = _simplified(group(0))
+    syntax = _syntax(root)
+    if syntax <= MAX_SYNTAX:
+        return _plan(root)
+    words = Group([("should", leaf) for leaf in _words(root)])
+    return dataclasses.replace(_plan(words), pasted=syntax)
+
+
+def _syntax(node: Group) -> int:
+    """How many phrases, required or excluded parts, prefixes and groups ``node`` holds."""
+    count = 0
+    for occur, sub in node.clauses:
+        count += occur != "should"
+        if isinstance(sub, Group):
+            count += 1 + _syntax(sub)
+        elif sub.prefix is not None or (sub.quoted and len(sub.tokens) > 1):
+            count += 1
+    return count
+
+
+def _words(node: Leaf | Group) -> list[Leaf]:
+    """Every word of ``node``, excluded ones too, each a leaf of its own (a prefix is
+    its word)."""
+    if isinstance(node, Group):
+        return [leaf for _, sub in node.clauses for leaf in _words(sub)]
+    if node.prefix is not None:
+        leaf = _leaf(node.source, quoted=True)
+        return [] if leaf is None else _words(leaf)
+    return [Leaf([t], words=[w]) for t, w in zip(node.tokens, node.words, strict=True)]
 
 
 def _add_leaf(g: Group, occur: Occur, text: str, *, quoted: bool) -> None:
@@ -307,7 +349,7 @@ def _plan(root: Group) -> Plan:
     words: list[str] = []
     _collect(root, False, leaves, prefixes, words)
     lang = language.detect(w for _, leaf in leaves for w in leaf.words)
-    terms = _ranking_terms(leaves, language.query_stopwords(lang))
+    terms = looked_up(_ranking_terms(leaves, language.query_stopwords(lang)))
     return Plan(terms, prefixes, root, not _plain(root), " ".join(words), lang)
 
 

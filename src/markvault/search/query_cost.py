@@ -20,8 +20,16 @@ keep the keyword stage bounded by a short query's cost:
   one ``IN`` scan costs less than the branches (measured on Cranfield: 30 terms as
   branches about 9x one scan, 300 about 19x).
 
+- **A bound on what is looked up.** Finding each term's weight is itself a read of the
+  vocabulary; a 4,000-character paste of Chinese is ~4,000 distinct bigrams, and looking
+  them all up took 3.7x a 4-word query's keyword stage. A query's ``MAX_LOOKUP`` distinct
+  terms that it repeats most (ties: the first written) are looked up, the rest left
+  out before, as Lucene's MoreLikeThis reads at most its first 5,000 tokens. No query
+  short of a pasted page has that many (English prose: ~170 in 600 words).
+
 Phrases, required and excluded words are never dropped (they decide what matches, not
-only how it ranks); their presence is read the same way (``query.presence_sql``).
+only how it ranks); their presence is read the same way (``query.presence_sql``), up to
+``query.MAX_SYNTAX`` of them: a query with more is pasted text, read as words.
 """
 
 from __future__ import annotations
@@ -31,7 +39,19 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 MAX_TERMS = 32  # distinct ranking terms of one query
+MAX_LOOKUP = 1024  # distinct terms of one query looked up in the vocabulary
 UNION_TERMS = 8  # up to this many terms, one equality read each; past it, one IN
+
+
+def looked_up(terms: Sequence[str]) -> list[str]:
+    """``terms`` (repeats kept) cut to the ``MAX_LOOKUP`` distinct terms repeated most
+    (ties: the first written), in their order; ``terms`` itself below that."""
+    counts = Counter(terms)
+    if len(counts) <= MAX_LOOKUP:
+        return list(terms)
+    first = {t: i for i, t in reversed(list(enumerate(terms)))}
+    keep = set(sorted(counts, key=lambda t: (-counts[t], first[t]))[:MAX_LOOKUP])
+    return [t for t in terms if t in keep]
 
 
 def strongest(

@@ -88,6 +88,11 @@ class Searcher:
 
         plan: query_lang.Plan | None = query_lang.parse(query)
         window, plan = _time_window(query, plan, asked)
+        if plan is not None and plan.pasted:
+            run.warnings.append(
+                f"read as plain words: the query has {plan.pasted} operators, phrases and "
+                f"groups (pasted text?); at most {query_lang.MAX_SYNTAX} are read as syntax"
+            )
         run.lap("parse")
         if plan is not None and plan.empty:
             if mode != "vector":
