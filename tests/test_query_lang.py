@@ -131,6 +131,8 @@ def test_more_syntax_than_a_person_writes_is_read_as_words(vault: Vault) -> None
     plan = parse(pasted)
     assert plan.pasted == MAX_SYNTAX + 1 and not plan.constrained
     assert {"juic", "crust", "pie", "chart", "appl"} <= set(plan.terms)
+    # The embedding model reads the words as written, syntax left out.
+    assert plan.text.split()[:4] == ["juice", "pie", "chart", "apple"]
     result = vault.search(SearchRequest(pasted, mode="keyword"))
     assert {h.path for h in result.hits} >= {"2.md", "3.md"}  # excluded words are words now
     assert any("read as plain words" in w for w in result.warnings)

@@ -281,7 +281,9 @@ def _words(node: Leaf | Group) -> list[Leaf]:
     if node.prefix is not None:
         leaf = _leaf(node.source, quoted=True)
         return [] if leaf is None else _words(leaf)
-    return [Leaf([t], words=[w]) for t, w in zip(node.tokens, node.words, strict=True)]
+    if len(node.tokens) == 1:  # its source as written, for the embedding model
+        return [Leaf(node.tokens, source=node.source, words=node.words)]
+    return [Leaf([t], source=w, words=[w]) for t, w in zip(node.tokens, node.words, strict=True)]
 
 
 def _add_leaf(g: Group, occur: Occur, text: str, *, quoted: bool) -> None:
