@@ -458,12 +458,17 @@ def test_the_query_encoder_loads_ahead_only_where_measured(
     thread.join()
     assert not fresh.loaded and not empty.exists()
     SentenceEmbedder("all-MiniLM-L6-v2", encoder_cache).load()  # measured by now
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()  # its pid: an export's process that is gone
+    abandoned = encoder_cache / f".export-{ended.pid}-killed"
+    abandoned.mkdir()
     ahead = SentenceEmbedder("all-MiniLM-L6-v2", encoder_cache)
     thread = ahead.start_query_loading()
     assert thread is not None
     thread.join()
     assert ahead.loaded and ahead.backend == "onnx"
     assert ahead.load().query_model()._query_session is not None  # opened by the thread
+    assert not abandoned.exists()  # a killed export's work folder goes, as a load's does
     plain = SentenceEmbedder("all-MiniLM-L6-v2", encoder_cache).encode_query("hello there")
     assert np.array_equal(ahead.encode_query("hello there"), plain)
 

@@ -180,6 +180,10 @@ class SentenceEmbedder:
             found = encoder_choice.peek(path, self.cache_dir)
             if found is None:
                 return None
+            from markvault.embed.encoder import default_cache_dir
+            from markvault.embed.encoder_export import remove_abandoned_exports
+
+            remove_abandoned_exports(self.cache_dir or default_cache_dir())  # as choose does
             verdict = found
         else:
             try:
