@@ -127,8 +127,14 @@ class SentenceEmbedder:
     def _open_query_quietly(self) -> None:
         try:
             runner = self.load(measure=False)
-            if runner is not None:
-                runner.warm_query()
+            if runner is None:
+                return
+            runner.warm_query()
+            # As a load that may measure does, once the search has what it needs.
+            from markvault.embed.encoder import default_cache_dir
+            from markvault.embed.encoder_export import remove_abandoned_exports
+
+            remove_abandoned_exports(self.cache_dir or default_cache_dir())
         except Exception:  # the search loads it again, and says why
             return
 
@@ -180,10 +186,6 @@ class SentenceEmbedder:
             found = encoder_choice.peek(path, self.cache_dir)
             if found is None:
                 return None
-            from markvault.embed.encoder import default_cache_dir
-            from markvault.embed.encoder_export import remove_abandoned_exports
-
-            remove_abandoned_exports(self.cache_dir or default_cache_dir())  # as choose does
             verdict = found
         else:
             try:
