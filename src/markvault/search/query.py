@@ -106,7 +106,7 @@ class Plan:
             if occur == "not":
                 root.clauses.append((occur, node))
             else:
-                root.clauses += [("should", leaf) for leaf in _positive_words(node)]
+                root.clauses += [("should", leaf) for leaf in _words(node, excluded=False)]
         return Plan(
             self.terms, self.prefixes, root, not _plain(root), self.text, self.language, self.pasted
         )
@@ -257,7 +257,7 @@ def parse(query: str) -> Plan:
     syntax = _syntax(root)
     if syntax <= MAX_SYNTAX:
         return _plan(root)
-    words = Group([("should", leaf) for leaf in _words(root)])
+    words = Group([("should", leaf) for leaf in _words(root, excluded=True)])
     return dataclasses.replace(_plan(words), pasted=syntax)
 
 
@@ -273,16 +273,20 @@ def _syntax(node: Group) -> int:
     return count
 
 
-def _words(node: Leaf | Group) -> list[Leaf]:
-    """Every word of ``node``, excluded ones too, each a leaf of its own (a prefix is
-    its word)."""
+def _words(node: Leaf | Group, *, excluded: bool) -> list[Leaf]:
+    """Each word of ``node``'s leaves as a leaf of its own (a prefix stays one), those
+    excluded too when ``excluded``: the optional words a relaxed query (``excluded``
+    False: its exclusions are kept apart) or a pasted one is read as. A word keeps its
+    source as written, for the embedding model."""
     if isinstance(node, Group):
-        return [leaf for _, sub in node.clauses for leaf in _words(sub)]
-    if node.prefix is not None:
-        leaf = _leaf(node.source, quoted=True)
-        return [] if leaf is None else _words(leaf)
-    if len(node.tokens) == 1:  # its source as written, for the embedding model
-        return [Leaf(node.tokens, source=node.source, words=node.words)]
+        return [
+            leaf
+            for occur, sub in node.clauses
+            if excluded or occur != "not"
+            for leaf in _words(sub, excluded=excluded)
+        ]
+    if node.prefix is not None or len(node.tokens) <= 1:
+        return [Leaf(node.tokens, node.prefix, node.source, node.words)]
     return [Leaf([t], source=w, words=[w]) for t, w in zip(node.tokens, node.words, strict=True)]
 
 
@@ -318,15 +322,6 @@ def _simplified(g: Group) -> Group:
                 continue
         out.clauses.append((occur, node))
     return out
-
-
-def _positive_words(node: Leaf | Group) -> list[Leaf]:
-    """Each word of ``node``'s leaves that are not excluded, as a leaf of its own."""
-    if isinstance(node, Leaf):
-        if node.prefix is not None or len(node.tokens) <= 1:
-            return [Leaf(node.tokens, node.prefix, node.source, node.words)]
-        return [Leaf([t], words=[w]) for t, w in zip(node.tokens, node.words, strict=True)]
-    return [leaf for occur, sub in node.clauses if occur != "not" for leaf in _positive_words(sub)]
 
 
 def _narrowing(node: Leaf | Group, occur: Occur, out: list[str]) -> None:
