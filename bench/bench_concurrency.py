@@ -75,7 +75,7 @@ from markvault.errors import MarkvaultError
 from markvault.files.atomic import TEMP_PREFIX
 from markvault.files.vault_files import content_hash
 from markvault.runtime.shared_host import connect
-from markvault.types import Filters, SearchRequest
+from markvault.types.search import Filters, SearchRequest
 from markvault.vault import Vault
 
 CORES = os.cpu_count() or 1

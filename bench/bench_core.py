@@ -37,12 +37,12 @@ import numpy as np
 
 import gen_vault
 from markvault.config import DEFAULT_MODEL, Settings
-from markvault.core.lifecycle import chunk_fingerprint
 from markvault.embed.embedder import SentenceEmbedder, model_path
 from markvault.embed.encoder import stay_offline
 from markvault.index import Index
+from markvault.markdown.fingerprint import chunk_fingerprint
 from markvault.runtime.local_host import open_local
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 from markvault.vault import Vault
 
 CORES = os.cpu_count() or 1

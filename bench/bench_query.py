@@ -42,7 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 HERE = Path(__file__).resolve().parent
 OUT_DIR = HERE / "out"

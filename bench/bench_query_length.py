@@ -34,7 +34,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from markvault.runtime.local_host import open_local
-from markvault.types import Filters, SearchRequest, SessionQuery
+from markvault.types.search import Filters, SearchRequest
+from markvault.types.sessions import SessionQuery
 from markvault.vault import Vault
 
 CORES = os.cpu_count() or 1

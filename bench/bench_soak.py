@@ -57,7 +57,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from markvault.files.vault_init import init_vault
 from markvault.runtime.local_host import open_local
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out" / "soak.md"

@@ -44,7 +44,8 @@ import gen_vault
 from markvault.config import Settings
 from markvault.indexing.watch_batches import GIT, WatchBatch, vault_callback
 from markvault.indexing.watcher import Watcher
-from markvault.types import Filters, ReindexReport, SearchRequest
+from markvault.types.reindex import ReindexReport
+from markvault.types.search import Filters, SearchRequest
 from markvault.vault import Vault
 
 CORES = os.cpu_count() or 1

@@ -49,7 +49,7 @@ from markvault.markdown.chunk import chunk_note
 from markvault.markdown.links import LinkResolver
 from markvault.markdown.parse import parse_note
 from markvault.markdown.tokens import chunk_words
-from markvault.types import NoteRecord
+from markvault.types.notes import NoteRecord
 
 
 def rss_mb() -> float:

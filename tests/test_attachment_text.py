@@ -20,7 +20,7 @@ from markvault.config import AttachmentLimits, Settings
 from markvault.errors import RefusedError
 from markvault.files.vault_files import content_hash
 from markvault.runtime.local_host import local_vault
-from markvault.types import Filters, SearchRequest
+from markvault.types.search import Filters, SearchRequest
 
 from . import documents
 from .conftest import WriteNotes, checksums

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from markvault import Vault
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 from .conftest import OpenVault, WriteNotes, checksums
 

@@ -13,7 +13,7 @@ from markvault import ConfigError
 from markvault.config import Settings, trust_vault
 from markvault.core.runtime_context import RuntimeContext
 from markvault.runtime.local_host import LocalHost
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 from markvault.vault import Vault
 
 from .test_gitsync import Clone, clone, git, git_config, write

@@ -16,7 +16,7 @@ from markvault.indexing.note_reading import build_record
 from markvault.markdown import chunk
 from markvault.markdown.chunk import chunk_note, estimate_pieces, fingerprint
 from markvault.markdown.parse import parse_note
-from markvault.types import Chunk
+from markvault.types.notes import Chunk
 
 from .conftest import BUNDLED_VAULT
 

@@ -207,6 +207,13 @@ NOT_FOR_KEYWORD_SEARCH = (
     "typing_extensions",
     "secrets",
     "decimal",  # DuckDB imports it for a bound string: keys go in as literals
+    # the values a keyword search never builds (a dataclass costs ~1 ms to define)
+    "markvault.types.notes",
+    "markvault.types.edits",
+    "markvault.types.sessions",
+    "markvault.types.reindex",
+    "markvault.markdown.chunk",
+    "markvault.search.time_expressions",  # a query without time words: one scan
     "markvault.cli.notes",  # the other commands' modules
     "markvault.cli.serve",
     "markvault.cli.sessions",

@@ -10,7 +10,7 @@ from markvault.config import Settings
 from markvault.errors import ConflictError
 from markvault.files.atomic import TEMP_PREFIX
 from markvault.runtime.shared_host import connect
-from markvault.types import Edit
+from markvault.types.edits import Edit
 
 from .conftest import OpenVault, WriteNotes
 

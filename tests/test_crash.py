@@ -18,7 +18,7 @@ import pytest
 from markvault.errors import RefusedError, UsageError
 from markvault.files.atomic import TEMP_PREFIX
 from markvault.runtime.local_host import open_local
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 from .conftest import OpenVault, WriteNotes, vault_argv
 
@@ -42,7 +42,7 @@ def run_child(code: str, *args: str) -> subprocess.Popen[str]:
 WRITER = """
     import sys
     from markvault.runtime.local_host import open_local
-    from markvault.types import Edit
+    from markvault.types.edits import Edit
     v = open_local(sys.argv[1], sys.argv[2])
     from tests.test_crash import version_text, VERSIONS
     for n in range(1, VERSIONS):
@@ -138,7 +138,7 @@ def test_a_full_disk_keeps_the_original(write: WriteNotes, vault_dir: Path) -> N
     code = """
         import resource, signal, sys
         from markvault.runtime.local_host import open_local
-        from markvault.types import Edit
+        from markvault.types.edits import Edit
         from markvault.errors import MarkvaultError
         v = open_local(sys.argv[1], sys.argv[2])
         note = v.get("note.md")
@@ -201,7 +201,7 @@ def test_oversized_requests_are_refused(write: WriteNotes, open_vault: OpenVault
     assert not (v.settings.vault_dir / "notes/Huge.md").exists()
     note = v.get("a.md")
     with pytest.raises(RefusedError, match="size limit"):
-        from markvault.types import Edit
+        from markvault.types.edits import Edit
 
         v.edit_note("a.md", [Edit("append", "y" * 20_000_000)], note["hash"])
     assert (v.settings.vault_dir / "a.md").read_text() == "apple"

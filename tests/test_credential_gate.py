@@ -24,7 +24,7 @@ from markvault.credentials.policy import CredentialRefused
 from markvault.files.vault_init import init_vault
 from markvault.runtime.local_host import open_local
 from markvault.server.tools import build_server
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 from .test_credentials import ALNUM, UPPER_ALNUM, rand
 from .test_sessions import assistant, user

@@ -10,7 +10,7 @@ import pytest
 from markvault.errors import ConflictError, RefusedError, UsageError
 from markvault.git.repo import check_writable
 from markvault.markdown.edit import apply_edit, replace_section
-from markvault.types import Edit
+from markvault.types.edits import Edit
 
 NOTE = (
     "---\n"

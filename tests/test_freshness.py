@@ -18,7 +18,7 @@ import markvault.core.freshness as freshness
 import markvault.files.find_walk as find_walk
 from markvault.config import Settings
 from markvault.runtime.shared_host import connect
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 from .conftest import run_cli, stdio_server
 from .test_gitsync import Clone, clone, git, git_config, write

@@ -19,7 +19,7 @@ from markvault.runtime.local_host import LocalHost, open_local
 from markvault.search import fusion
 from markvault.search.fusion import KEYWORD_WEIGHT, RRF_K
 from markvault.search.searcher import ORIGINAL_WEIGHT
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 from .conftest import WriteNotes
 from .fakes import NAME, HashEmbedder

@@ -21,7 +21,8 @@ from markvault.git.repo import find_repo
 from markvault.git.sync import Change, StagedCommit, SyncOptions, commit_message, sync_vault
 from markvault.runtime.local_host import open_local
 from markvault.server.tools import build_server
-from markvault.types import Edit, SearchRequest
+from markvault.types.edits import Edit
+from markvault.types.search import SearchRequest
 
 from .conftest import run_cli
 

@@ -15,7 +15,7 @@ from mcp import Client
 from markvault import Vault
 from markvault.errors import UsageError
 from markvault.server.tools import build_server
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 NOTES: dict[str, str | bytes] = {
     "notes/Target.md": "---\nid: tgt\ncreated: 2026-01-01\n---\n# Target\n\nzebra real.\n",
@@ -92,7 +92,7 @@ def test_writes_by_path_act_on_that_path(vault: Vault, vault_dir: Path, change: 
     target = vault.get("notes/Target.md")
     if change == "edit":
         vault.edit_note("notes/Target.md", [], target["hash"])  # no change: still resolves
-        from markvault.types import Edit
+        from markvault.types.edits import Edit
 
         vault.edit_note("notes/Target.md", [Edit("append", "more")], target["hash"])
         assert "more" in (vault_dir / "notes/Target.md").read_text()

@@ -13,7 +13,7 @@ from markvault.index import Index, keyword
 from markvault.index.keyword import BM25_B, BM25_K1
 from markvault.markdown.tokens import tokenize
 from markvault.runtime.local_host import open_local
-from markvault.types import Filters, SearchRequest
+from markvault.types.search import Filters, SearchRequest
 
 from .conftest import OpenVault, WriteNotes, checksums
 

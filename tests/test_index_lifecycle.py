@@ -20,7 +20,7 @@ from mcp import Client, StdioServerParameters, types
 from markvault.config import Settings
 from markvault.runtime.local_host import open_local
 from markvault.runtime.owner import lock_path
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 from .conftest import WriteNotes, vault_argv
 

@@ -23,7 +23,7 @@ from markvault import Vault
 from markvault.config import Settings
 from markvault.errors import CallCancelled
 from markvault.runtime.shared_host import OwnerLostError, connect
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 from .conftest import WriteNotes, run_cli, stdio_server
 

@@ -21,7 +21,7 @@ from markvault.cli.main import main
 from markvault.markdown.template_text import placeholders
 from markvault.markdown.tokens import tokenize
 from markvault.server.tools import build_server
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 from .conftest import WriteNotes, run_cli
 

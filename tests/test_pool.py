@@ -11,7 +11,8 @@ import pytest
 
 from markvault.indexing.pool import WORKER_GC_THRESHOLD, _batches, in_workers
 from markvault.runtime.local_host import open_local
-from markvault.types import SearchRequest, SessionQuery
+from markvault.types.search import SearchRequest
+from markvault.types.sessions import SessionQuery
 
 from .conftest import OpenVault, WriteNotes
 from .test_sessions import assistant, user

@@ -20,7 +20,7 @@ from markvault import Vault
 from markvault.cli.main import main
 from markvault.search.query import parse
 from markvault.server.tools import build_server
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 from .conftest import OpenVault, WriteNotes
 

@@ -19,7 +19,7 @@ import pytest
 from markvault.files.vault_scan import FileStat
 from markvault.indexing.racy import RACY_CTIME, measure_granularity, racy_window, settle
 from markvault.runtime.local_host import open_local
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 from .conftest import WriteNotes, vault_argv
 

@@ -7,7 +7,7 @@ import pytest
 from markvault.config import DEFAULT_MODEL
 from markvault.markdown.tokens import normalize, word_tokens
 from markvault.search import language, query
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 from .conftest import OpenVault, WriteNotes
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from markvault import ConflictError, RefusedError, Vault
-from markvault.types import Edit, SearchRequest
+from markvault.types.edits import Edit
+from markvault.types.search import SearchRequest
 
 from .conftest import OpenVault, WriteNotes, checksums
 

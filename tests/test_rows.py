@@ -10,7 +10,7 @@ from markvault.config import Settings
 from markvault.files.vault_files import VaultFiles
 from markvault.index.rows import NoteRows, RowBlock, row_tables
 from markvault.indexing import note_reading
-from markvault.types import NoteRecord
+from markvault.types.notes import NoteRecord
 
 from .conftest import WriteNotes
 

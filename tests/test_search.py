@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from markvault import Filters, UsageError, Vault
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 from .conftest import HIT_FIELDS, OpenVault, WriteNotes
 

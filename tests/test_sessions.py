@@ -797,7 +797,7 @@ def test_cjk_title_path(write_transcript: WriteTranscript) -> None:
 
 def test_edits_through_markvault_survive_reimport(session: Session, note: str) -> None:
     from markvault.markdown.edit import apply_edit
-    from markvault.types import Edit
+    from markvault.types.edits import Edit
 
     # markvault writes frontmatter keys the way the importer does: setting a key to its
     # current value changes nothing.

@@ -21,7 +21,8 @@ from markvault.errors import ConflictError, NotFoundError, RefusedError, UsageEr
 from markvault.runtime.local_host import local_vault, open_local
 from markvault.runtime.shared_host import connect
 from markvault.sessions.session_summary import SessionSummary, read_summary
-from markvault.types import Filters, SearchRequest, SessionQuery
+from markvault.types.search import Filters, SearchRequest
+from markvault.types.sessions import SessionQuery
 
 from .conftest import checksums
 from .test_sessions import FIXTURE, SID, assistant, user

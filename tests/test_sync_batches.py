@@ -16,7 +16,9 @@ from markvault.indexing import reconcile as sync
 from markvault.indexing.change_feed import FeedItem
 from markvault.markdown import chunk
 from markvault.runtime.local_host import open_local
-from markvault.types import NoProgress, ReindexReport, SearchRequest
+from markvault.types.progress import NoProgress
+from markvault.types.reindex import ReindexReport
+from markvault.types.search import SearchRequest
 from markvault.vault import Vault
 
 from .conftest import WriteNotes

@@ -8,6 +8,7 @@ import pytest
 
 from markvault.search import time_expressions as te
 from markvault.search import time_signal
+from markvault.search.time_words import MAX_QUERY_CHARS
 
 D = dt.date
 TUESDAY = D(2023, 4, 18)  # a Tuesday
@@ -217,7 +218,7 @@ def test_closeness_is_one_inside_and_fades_outside() -> None:
 def test_a_passage_is_not_read_for_dates() -> None:
     """Past MAX_QUERY_CHARS a query is a passage, and its dates are not the question's
     (and reading them would cost a long query time)."""
-    passage = "the deploy last Tuesday " + "and more words " * (te.MAX_QUERY_CHARS // 15)
-    assert len(passage) > te.MAX_QUERY_CHARS
+    passage = "the deploy last Tuesday " + "and more words " * (MAX_QUERY_CHARS // 15)
+    assert len(passage) > MAX_QUERY_CHARS
     assert te.find(passage, TUESDAY) == []
-    assert te.find(passage[: te.MAX_QUERY_CHARS], TUESDAY)[0].text == "last Tuesday"
+    assert te.find(passage[:MAX_QUERY_CHARS], TUESDAY)[0].text == "last Tuesday"

@@ -15,7 +15,7 @@ from mcp import Client
 from markvault import UsageError, Vault
 from markvault.cli.main import main
 from markvault.server.tools import build_server
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 from .conftest import OpenVault, WriteNotes
 

@@ -10,7 +10,7 @@ import pytest
 from markvault import Vault
 from markvault.embed.embedder import Embedder, SentenceEmbedder
 from markvault.runtime.local_host import open_local
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 from .conftest import WriteNotes
 

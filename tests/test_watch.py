@@ -30,7 +30,7 @@ from markvault.indexing.watch_batches import (
 )
 from markvault.indexing.watch_limits import no_event_filesystem, read_mounts
 from markvault.indexing.watcher import POLLING, Watcher
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 from .conftest import OpenVault
 

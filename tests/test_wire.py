@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import inspect
 import json
 from pathlib import Path
@@ -10,17 +12,12 @@ import pytest
 
 from markvault import errors
 from markvault.calls import Call, Host, declared_calls
-from markvault.runtime.wire import decode, dumps, encode, error_json, raise_error
+from markvault.runtime.wire import _PLAIN, decode, dumps, encode, error_json, raise_error
 from markvault.sessions.session_summary import SessionSummary
-from markvault.types import (
-    Edit,
-    Filters,
-    Hit,
-    ReindexReport,
-    SearchRequest,
-    SearchResult,
-    SessionImportReport,
-)
+from markvault.types.edits import Edit
+from markvault.types.reindex import ReindexReport
+from markvault.types.search import Filters, Hit, SearchRequest, SearchResult
+from markvault.types.sessions import SessionImportReport
 from markvault.vault import CALLS, Vault
 
 # What each call may do: a read is sent again after an owner died, a write is not.
@@ -90,6 +87,14 @@ def test_values_survive_the_wire() -> None:
     result = SearchResult("q", "keyword", [hit], {"total": 1.0}, 1, ["w"], {"keyword": 1})
     back = decode(encode(result))
     assert back.hits == [hit] and (back.query, back.total, back.counts) == ("q", 1, {"keyword": 1})
+
+
+def test_every_plain_type_named_on_the_wire_is_a_dataclass_of_its_module() -> None:
+    """The codec names each type's module (imported when a value arrives): a name or a
+    module that moved would fail only when that value first crosses."""
+    for name, home in _PLAIN.items():
+        cls = getattr(importlib.import_module(home), name)
+        assert dataclasses.is_dataclass(cls) and cls.__name__ == name
 
 
 def test_other_dataclasses_cross_as_mappings() -> None:

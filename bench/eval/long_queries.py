@@ -31,7 +31,7 @@ from pathlib import Path
 
 from markvault import Vault
 from markvault.runtime.local_host import open_local
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 from . import experiments as exps
 from . import runner, sets

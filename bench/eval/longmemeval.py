@@ -52,7 +52,7 @@ from typing import Any
 
 from markvault import Vault
 from markvault.sessions.session_note import quote
-from markvault.types import SearchRequest
+from markvault.types.search import SearchRequest
 
 from . import report, runner
 from .metrics import paired_p_value

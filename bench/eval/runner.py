@@ -18,7 +18,7 @@ from typing import Any
 
 from markvault import Vault
 from markvault.runtime.local_host import open_local
-from markvault.types import SearchRequest, SearchResult
+from markvault.types.search import SearchRequest, SearchResult
 
 from .metrics import Scores, evaluate
 from .notes import write_vault

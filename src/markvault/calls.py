@@ -26,18 +26,18 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar, overload
 
 from markvault.config import Settings
-from markvault.types import ReindexReport
 
 if TYPE_CHECKING:
     from markvault.answers.status import OwnerInfo
     from markvault.core import Core
     from markvault.indexing.change_feed import Listener
     from markvault.indexing.watch_batches import WatchBatch
+    from markvault.types.reindex import ReindexReport
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-SyncReport = Callable[["WatchBatch", ReindexReport], None]
+SyncReport = Callable[["WatchBatch", "ReindexReport"], None]
 
 
 class Host(Protocol):

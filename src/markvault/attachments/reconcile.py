@@ -20,21 +20,16 @@ from typing import TYPE_CHECKING, Any
 from markvault.attachments.formats import Extracted, format_of, unit_of
 from markvault.files.vault_files import content_hash
 from markvault.index.rows import NoteRows
-from markvault.types import (
-    ATTACHMENT_KIND,
-    Block,
-    Chunk,
-    NoteRecord,
-    ParsedNote,
-    Progress,
-    ReindexReport,
-)
+from markvault.types import ATTACHMENT_KIND
+from markvault.types.progress import Progress
 
 if TYPE_CHECKING:
     from markvault.config import ChunkParams, Settings
     from markvault.files.vault_files import VaultFiles
     from markvault.index import Index
     from markvault.indexing.change_feed import ChangeFeed
+    from markvault.types.notes import NoteRecord
+    from markvault.types.reindex import ReindexReport
 
 _UNHASHED = "unread:"  # the "hash" of a file too large to read: its size and mtime
 
@@ -51,9 +46,11 @@ def attachment_record(
     """The index note of an attachment: its pages as chunks (a chunk never spans two),
     the page number in each chunk's line fields; a file without text has one chunk of
     its name, so it is still found by it."""
+    # Here: a freshness check that asks only ``changed_attachments`` builds no note.
     from markvault.index.rows import note_terms
     from markvault.markdown.chunk import chunk_note
     from markvault.markdown.tokens import chunk_words
+    from markvault.types.notes import Block, Chunk, NoteRecord, ParsedNote
 
     title = path.rsplit("/", 1)[-1]
     lines: list[str] = []

@@ -18,7 +18,7 @@ from markvault.cli.app import (
     paging_options,
 )
 from markvault.display import fold
-from markvault.types import Filters
+from markvault.types.search import Filters
 
 if TYPE_CHECKING:
     from markvault.answers.context import TimelineNote

@@ -10,11 +10,8 @@ import click
 from markvault.cli.app import emit_json, json_option, main, open_vault, say_redacted, say_saved
 from markvault.display import fold, shown
 from markvault.errors import UsageError
-from markvault.types import (
-    PAGE_CHARS,
-    Edit,
-    Op,
-)
+from markvault.types import PAGE_CHARS
+from markvault.types.edits import Edit, Op
 from markvault.vault import parse_lines
 
 if TYPE_CHECKING:

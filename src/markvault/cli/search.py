@@ -22,12 +22,7 @@ from markvault.cli.app import (
 )
 from markvault.display import fold
 from markvault.errors import UsageError
-from markvault.types import (
-    SCOPES,
-    Filters,
-    SearchRequest,
-    SearchResult,
-)
+from markvault.types.search import SCOPES, Filters, SearchRequest, SearchResult
 
 RANK_LABELS = {"keyword": "kw", "vector": "vec"}  # how a hit's ranks are shown
 

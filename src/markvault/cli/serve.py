@@ -18,7 +18,7 @@ from markvault.cli.app import (
 from markvault.config import HTTP_DEFAULTS as HTTP
 from markvault.config import HttpOptions
 from markvault.runtime.shared_host import connect
-from markvault.types import ReindexReport
+from markvault.types.reindex import ReindexReport
 
 
 @main.command()

@@ -21,7 +21,7 @@ from markvault.cli.app import (
 from markvault.cli.notes import print_item
 from markvault.display import fold
 from markvault.errors import UsageError
-from markvault.types import SessionQuery
+from markvault.types.sessions import SessionQuery
 from markvault.vault import parse_lines
 
 

@@ -24,7 +24,7 @@ from markvault.core.reading import NoteReader
 from markvault.errors import MarkvaultError, NotFoundError, UsageError
 from markvault.identity import note_uri, recite
 from markvault.sessions.session_summary import read_summary
-from markvault.types import Filters, SearchRequest
+from markvault.types.search import Filters, SearchRequest
 
 
 class ContextViews:

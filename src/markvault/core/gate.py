@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from markvault.config import CONFIG_FILE, Settings, read_credential_settings
-from markvault.types import Edit
 
 if TYPE_CHECKING:
     from markvault.answers.writing import CredentialReport
     from markvault.credentials.finding import Finding
     from markvault.credentials.policy import CredentialPolicy
+    from markvault.types.edits import Edit
 
 
 class CredentialGate:

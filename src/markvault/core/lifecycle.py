@@ -16,7 +16,6 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from markvault.config import ChunkParams
 from markvault.core.runtime_context import RuntimeContext
 from markvault.embed.embedder import Embedder, SentenceEmbedder, model_path
 from markvault.errors import IndexBusyError, MarkvaultError
@@ -26,14 +25,15 @@ from markvault.index import Index, IndexUnusable
 from markvault.index.guard import FileStamp, is_index_failure, looks_like_duckdb
 from markvault.indexing.change_feed import ChangeFeed
 from markvault.indexing.racy import RACY_CTIME
-from markvault.markdown.chunk import fingerprint
-from markvault.types import Progress, ReindexReport
+from markvault.markdown.fingerprint import chunk_fingerprint, fingerprint
+from markvault.types.progress import Progress
 
 if TYPE_CHECKING:
     from markvault.answers.status import IndexStatus, PendingCounts
     from markvault.files.find_walk import FindWalk
     from markvault.git.autosync import AutoSync
     from markvault.indexing.watcher import Watcher
+    from markvault.types.reindex import ReindexReport
 
 # A write or a watcher's sync embeds its new chunks at once when there are at most this
 # many; more (a first build, a checkout) are left to the background backfill. Inline
@@ -456,11 +456,6 @@ def _size(path: os.PathLike[str]) -> int:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
-
-
-def chunk_fingerprint(params: ChunkParams) -> str:
-    """The part of the fingerprint that changes chunk text (the model is tracked apart)."""
-    return fingerprint(params, model="")
 
 
 class ActivityProgress:

@@ -16,16 +16,9 @@ from markvault.files.vault_files import content_hash
 from markvault.identity import citation_key, note_uri, path_forms, ref_key
 from markvault.index import Index
 from markvault.search.searcher import Searcher, chunk_uri
-from markvault.types import (
-    MAX_GET_NOTES,
-    MAX_PAGE_CHARS,
-    MIN_PAGE_CHARS,
-    PAGE_CHARS,
-    Filters,
-    Progress,
-    SearchRequest,
-    SearchResult,
-)
+from markvault.types import MAX_GET_NOTES, MAX_PAGE_CHARS, MIN_PAGE_CHARS, PAGE_CHARS
+from markvault.types.progress import Progress
+from markvault.types.search import Filters, SearchRequest, SearchResult
 
 if TYPE_CHECKING:
     from markvault.answers.reading import (

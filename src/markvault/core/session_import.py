@@ -37,7 +37,8 @@ from markvault.sessions.session import Session
 from markvault.sessions.session_note import note_path, render_note
 from markvault.sessions.transcript_files import TranscriptFile, transcripts_at
 from markvault.sessions.transcript_reader import read_transcript
-from markvault.types import NoProgress, Progress, SessionImportReport
+from markvault.types.progress import NoProgress, Progress
+from markvault.types.sessions import SessionImportReport
 
 
 class SessionImporter:

@@ -17,7 +17,8 @@ from markvault.identity import note_uri, recite
 from markvault.markdown.frontmatter import split_frontmatter
 from markvault.markdown.tokens import tokenize
 from markvault.sessions.session_summary import SessionSummary, read_summary, set_summary
-from markvault.types import PAGE_CHARS, SessionQuery
+from markvault.types import PAGE_CHARS
+from markvault.types.sessions import SessionQuery
 
 if TYPE_CHECKING:
     from markvault.answers.sessions import (

@@ -24,7 +24,8 @@ from markvault.markdown.frontmatter import fill_template, load_frontmatter, spli
 from markvault.markdown.parse import FOLDER_KINDS, parse_note
 from markvault.markdown.template_text import place_content
 from markvault.resources import read_template
-from markvault.types import ATTACHMENT_KIND, KINDS, Edit
+from markvault.types import ATTACHMENT_KIND, KINDS
+from markvault.types.edits import Edit
 
 if TYPE_CHECKING:
     from markvault.answers.writing import (

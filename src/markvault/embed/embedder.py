@@ -21,7 +21,7 @@ from markvault.errors import ConfigError
 if TYPE_CHECKING:
     import numpy as np
 
-    from markvault.types import Progress
+    from markvault.types.progress import Progress
 
 
 def model_path(name: str) -> str:

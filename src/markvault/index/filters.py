@@ -6,7 +6,7 @@ import datetime as dt
 import json
 from typing import Any
 
-from markvault.types import SCOPES, Filters
+from markvault.types.search import SCOPES, Filters
 
 # The SQL of each search scope (``model.SCOPES``) over ``chunks c``: "sessions" is
 # note-level; the others pick chunks, so their SQL needs ``chunks c`` joined (see

@@ -29,7 +29,7 @@ from markvault.index.posting_rows import (
 from markvault.index.reads import NoteReads
 from markvault.index.store import Store
 from markvault.search.query_cost import MAX_TERMS, strongest
-from markvault.types import Filters
+from markvault.types.search import Filters
 
 if TYPE_CHECKING:  # a search never writes: it need not import the rows module
     from markvault.index.rows import NoteRows

@@ -14,7 +14,7 @@ from markvault.index.filters import current_sql, filters_sql, sql_string
 from markvault.index.prefix_lookup import NameIndex, count_lookup
 from markvault.index.store import Store, dict_rows
 from markvault.search.time_signal import note_days
-from markvault.types import Filters
+from markvault.types.search import Filters
 
 if TYPE_CHECKING:
     import numpy as np

@@ -16,10 +16,12 @@ from array import array
 from collections import _count_elements, defaultdict  # type: ignore[attr-defined]
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, chain, repeat
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from markvault.markdown.links import link_name
-from markvault.types import NoteRecord
+
+if TYPE_CHECKING:
+    from markvault.types.notes import NoteRecord
 
 NOTE_COLUMNS = (
     "path",

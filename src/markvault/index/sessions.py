@@ -14,7 +14,7 @@ from markvault.index.store import Store, dict_rows
 
 if TYPE_CHECKING:
     from markvault.answers.sessions import ProjectEntry
-    from markvault.types import SessionQuery
+    from markvault.types.sessions import SessionQuery
 
 # Which session notes have a summary: a chunk under "Summary" (or a "Decisions",
 # "Outcomes" or "Open items" section) with text beyond headings and HTML comments (a new

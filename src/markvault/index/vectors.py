@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from markvault.index.store import Store
-from markvault.types import embed_input
 
 if TYPE_CHECKING:
     import numpy as np
@@ -68,6 +67,8 @@ class VectorIndex:
     def _embed_inputs(
         self, where: str = "", params: list[Any] | None = None
     ) -> list[tuple[str, str]]:
+        from markvault.types.notes import embed_input  # a search defines no note types
+
         rows = self.con.execute(
             "SELECT c.hash, any_value(c.context), any_value(c.text) FROM chunks c "
             f"{where} GROUP BY c.hash ORDER BY c.hash",

@@ -19,7 +19,8 @@ from markvault.files.vault_scan import FileStat
 from markvault.git.repo import has_conflict_markers
 from markvault.index.rows import NoteRows, RowBlock, note_terms
 from markvault.markdown.memo import Recent
-from markvault.types import Chunk, NoteRecord, ParsedNote, Progress
+from markvault.types.notes import Chunk, NoteRecord, ParsedNote
+from markvault.types.progress import Progress
 
 if TYPE_CHECKING:  # the workers that read notes import this module: not DuckDB
     from markvault.markdown.outline import Outline

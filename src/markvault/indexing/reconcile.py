@@ -33,7 +33,8 @@ from markvault.indexing.sync_changes import (
     tell_skipped,
 )
 from markvault.markdown.links import LinkResolver, link_name, names_of
-from markvault.types import NoProgress, Progress, ReindexReport
+from markvault.types.progress import NoProgress, Progress
+from markvault.types.reindex import ReindexReport
 
 if TYPE_CHECKING:  # the workers that read notes import this module: not DuckDB
     from markvault.files.find_walk import FindWalk

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from markvault.index.rows import NoteRows
 from markvault.indexing.change_feed import ChangeFeed, NoteChange
-from markvault.types import ReindexReport
+from markvault.types.reindex import ReindexReport
 
 if TYPE_CHECKING:
     from markvault.index import Index

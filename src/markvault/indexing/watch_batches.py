@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from markvault.errors import CallCancelled
-from markvault.types import StopsWhen
+from markvault.types.progress import StopsWhen
 
 if TYPE_CHECKING:
-    from markvault.types import ReindexReport
+    from markvault.types.reindex import ReindexReport
 
 # Why a batch asks for a full reconcile (WatchBatch.reasons).
 START = "start"  # the watcher started: anything may have changed while nobody looked

@@ -4,20 +4,17 @@ all-MiniLM-L6-v2 reads at most 256 word pieces; text past that is invisible to
 its vector. Chunks therefore hold at most ``ChunkParams.max_pieces`` pieces by a
 cheap, conservative estimate (no tokenizer import on the keyword path). A chunk
 never crosses a heading and never splits a code fence: an oversized fence stays
-whole (keyword search still sees all of it).
+whole (keyword search still sees all of it). A change to the chunks it makes from the
+same text bumps ``fingerprint.CHUNKER_VERSION``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 
 from markvault.config import ChunkParams
-from markvault.markdown.tokens import TOKENIZER_VERSION
-from markvault.types import Chunk, ParsedNote, embed_input
-
-CHUNKER_VERSION = "2"  # 2: template placeholders are not indexed (template_text.py)
+from markvault.types.notes import Chunk, ParsedNote, embed_input
 
 # The standard library's engine: several times faster than `regex` for these classes.
 _WORDS_AND_MARKS = re.compile(r"\w+|[^\w\s]")
@@ -117,17 +114,6 @@ def forget_pieces() -> None:
     characters of its edits' lines and words for as long as it runs. A worker keeps its
     own until its sync ends with it."""
     _known.clear()
-
-
-def fingerprint(params: ChunkParams, model: str) -> str:
-    """Identifies everything that decides chunk text and vectors."""
-    data = {
-        "chunker": CHUNKER_VERSION,
-        "tokenizer": TOKENIZER_VERSION,
-        "max_pieces": params.max_pieces,
-        "model": model,
-    }
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def chunk_note(note: ParsedNote, lines: list[str], params: ChunkParams) -> list[Chunk]:

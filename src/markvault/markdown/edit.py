@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from markvault.errors import ConflictError, UsageError
 from markvault.markdown.frontmatter import is_plain_key, set_keys, split_frontmatter
 from markvault.markdown.parse import parse_note
-from markvault.types import OPS, Edit, Section
+from markvault.types.edits import OPS, Edit
+from markvault.types.notes import Section
 
 
 def apply_edit(text: str, edit: Edit, path: str = "note") -> str:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyromark
 
-from markvault.types import Block, Section
+from markvault.types.notes import Block, Section
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt

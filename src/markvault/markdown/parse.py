@@ -15,7 +15,8 @@ from urllib.parse import unquote
 
 from markvault.markdown.frontmatter import load_frontmatter, opens_block, split_frontmatter
 from markvault.markdown.outline import Outline, outline, outline_reference
-from markvault.types import KINDS, Link, ParsedNote
+from markvault.types import KINDS
+from markvault.types.notes import Link, ParsedNote
 
 if TYPE_CHECKING:
     from markvault.markdown.memo import Recent

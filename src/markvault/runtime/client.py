@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from markvault.errors import CallCancelled
 from markvault.runtime.wire import MAX_LINE, PROGRESS, decode, dumps, encode, raise_error
-from markvault.types import Progress
+from markvault.types.progress import Progress
 
 
 @runtime_checkable

@@ -37,7 +37,7 @@ from markvault.embed.embedder import Embedder
 from markvault.git.autosync import AutoSync
 from markvault.index.guard import IndexTurns, is_index_failure
 from markvault.indexing.change_feed import ChangeFeed, Listener
-from markvault.types import SearchRequest, SearchResult
+from markvault.types.search import SearchRequest, SearchResult
 from markvault.vault import Vault
 
 if TYPE_CHECKING:

@@ -39,7 +39,7 @@ from markvault.config import Settings
 from markvault.errors import MarkvaultError
 from markvault.indexing.change_feed import FeedQueue
 from markvault.runtime.wire import MAX_LINE, PROGRESS, decode, dumps, encode, error_json
-from markvault.types import Progress
+from markvault.types.progress import Progress
 from markvault.vault import CALLS
 
 if TYPE_CHECKING:

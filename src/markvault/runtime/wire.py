@@ -14,6 +14,7 @@ are not JSON (filters, edits, paths, search results, reports) travel as
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,28 +22,25 @@ from typing import Any
 
 from markvault import errors
 from markvault.errors import MarkvaultError
-from markvault.indexing.change_feed import ChangeBatch, NoteChange, OwnerEvent
-from markvault.types import (
-    Edit,
-    Filters,
-    Hit,
-    ReindexReport,
-    SearchRequest,
-    SearchResult,
-    SessionImportReport,
-    SessionQuery,
-)
+from markvault.types.search import Hit, SearchResult
 
 MAX_LINE = 256 * 1024 * 1024
 PROGRESS = "__progress__"  # a ``progress`` argument: the owner relays its events
 
-# Plain dataclasses that cross the wire as their fields, rebuilt on the other side.
-_PLAIN: dict[str, type] = {
-    cls.__name__: cls
-    for cls in (
-        *(Filters, SearchRequest, SessionQuery, Edit, ReindexReport, SessionImportReport),
-        *(ChangeBatch, NoteChange, OwnerEvent),  # the owner's change feed (feed.py)
-    )
+# Plain dataclasses that cross the wire as their fields, rebuilt on the other side: each
+# name with its module, imported when a value of it arrives (a search's client then
+# never defines the classes of edits, sessions or the change feed).
+_PLAIN: dict[str, str] = {
+    "Filters": "markvault.types.search",
+    "SearchRequest": "markvault.types.search",
+    "SessionQuery": "markvault.types.sessions",
+    "SessionImportReport": "markvault.types.sessions",
+    "Edit": "markvault.types.edits",
+    "ReindexReport": "markvault.types.reindex",
+    # the owner's change feed (change_feed.py)
+    "ChangeBatch": "markvault.indexing.change_feed",
+    "NoteChange": "markvault.indexing.change_feed",
+    "OwnerEvent": "markvault.indexing.change_feed",
 }
 
 
@@ -94,9 +92,10 @@ def decode(value: Any) -> Any:
             data.get("relaxed", False),
             data.get("time"),
         )
-    cls = _PLAIN.get(kind)
-    if cls is None:
+    home = _PLAIN.get(kind)
+    if home is None:
         raise ValueError(f"unknown value type {kind!r} on the wire")
+    cls = getattr(importlib.import_module(home), kind)
     names = {f.name for f in dataclasses.fields(cls)}
     return cls(**{k: v for k, v in data.items() if k in names})
 

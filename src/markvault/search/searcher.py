@@ -22,11 +22,13 @@ from markvault.index import Index
 from markvault.markdown.tokens import tokenize, word_spans
 from markvault.search import fusion, language, time_signal
 from markvault.search import query as query_lang
-from markvault.search import time_expressions as times
-from markvault.types import Filters, Hit, SearchRequest, SearchResult
+from markvault.search.time_words import may_name_a_time
+from markvault.types.search import Filters, Hit, SearchRequest, SearchResult
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from markvault.search.time_expressions import TimeWindow
 
 MODES = ("keyword", "vector", "hybrid", "deep")
 ORDERS = ("relevance", "date")
@@ -123,7 +125,7 @@ class Searcher:
             result.time = {**window.to_json(), "asked_at": asked_at}
         return result
 
-    def _time_boost(self, fused: list[Fused], window: times.TimeWindow, run: _Run) -> list[Fused]:
+    def _time_boost(self, fused: list[Fused], window: TimeWindow, run: _Run) -> list[Fused]:
         """Notes dated in (or near) ``window`` raised (time_signal.boost)."""
         paths = self._chunk_paths([f[0] for f in fused], run)
         days = self.index.reads.note_days(sorted(set(paths.values())))
@@ -421,10 +423,14 @@ class Searcher:
 
 def _time_window(
     query: str, plan: query_lang.Plan | None, asked: dt.date | None
-) -> tuple[times.TimeWindow | None, query_lang.Plan | None]:
+) -> tuple[TimeWindow | None, query_lang.Plan | None]:
     """The query's time window, and its plan: as it is, or with the time words left out
     of the keyword terms when ``time_signal.LEAVE_OUT_WORDS`` says so (and something is
     left)."""
+    if not may_name_a_time(query):
+        return None, plan  # most queries: the expressions are never loaded
+    from markvault.search import time_expressions as times
+
     found = time_signal.outside_quotes(
         query, times.find(query, asked, plan.language if plan else None)
     )

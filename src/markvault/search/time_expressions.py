@@ -45,10 +45,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from markvault.search.time_words import MONTHS, NUMBERS, UNITS, WEEKDAYS
+from markvault.search.time_words import (
+    MONTHS,
+    NUMBERS,
+    UNITS,
+    WEEKDAYS,
+    may_name_a_time,
+)
 
 Date = dt.date
-MAX_QUERY_CHARS = 1000  # a longer "query" is a passage: its dates are not a question's
 
 
 @dataclass(frozen=True)
@@ -416,7 +421,7 @@ class _Patterns(NamedTuple):
 
 @functools.cache
 def _patterns() -> _Patterns:
-    """The expressions, compiled on the first query that may name a time (``_TRIGGER``):
+    """The expressions, compiled on the first query that may name a time (``may_name_a_time``):
     compiling them costs ~25 ms, which a search without one never pays."""
     return _Patterns(
         point=[(re.compile(rf"(?<!\w)(?:{p})(?!\w)", _FLAGS), h) for p, h in _POINTS],
@@ -431,43 +436,6 @@ def _patterns() -> _Patterns:
         bare=[(re.compile(rf"(?:{p})(?!\w)", _FLAGS), h) for p, h in _AFTER_PREPOSITION],
         french_hier=re.compile(r"(?<!\w)hier(?!\w)", _FLAGS),
     )
-
-
-# Words without which a query names no time: most queries are rejected by one scan.
-_TRIGGER = re.compile(
-    r"\d|(?<!\w)(?:"
-    + _alternation(
-        [
-            *MONTHS,
-            *WEEKDAYS,
-            *(u for u in UNITS if len(u) > 2),
-            "today",
-            "tonight",
-            "yesterday",
-            "morning",
-            "afternoon",
-            "evening",
-            "night",
-            "weekend",
-            "heute",
-            "gestern",
-            "vorgestern",
-            "hier",
-            "aujourd",
-            "ayer",
-            "hoy",
-            "anteayer",
-            "antier",
-            "oggi",
-            "ieri",
-            "altroieri",
-            "ans",
-            "an",
-        ]
-    )
-    + r")(?!\w)",
-    _FLAGS,
-)
 
 
 @dataclass(frozen=True)
@@ -518,7 +486,7 @@ def find(
     if isinstance(asked, dt.datetime):
         asked = asked.date()
     today = asked or Date.today()
-    if len(query) > MAX_QUERY_CHARS or not _TRIGGER.search(query):
+    if not may_name_a_time(query):
         return []
     points = _points(query, today, language)
     out: list[TimeWindow] = []

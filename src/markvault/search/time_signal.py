@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from markvault.errors import UsageError
-from markvault.search.time_expressions import Date, TimeWindow
+
+if TYPE_CHECKING:  # a query without time words never loads the expressions
+    from markvault.search.time_expressions import TimeWindow
+
+Date = dt.date
 
 # A note inside the window gains this share of its own score (doubled: it passes the
 # notes outside that match up to twice as well); a note nearby gains less, a note that

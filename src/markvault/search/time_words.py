@@ -1,8 +1,13 @@
 """The words of time that queries use: month and weekday names, numbers as words, and
 units of time, in English, German, French, Spanish and Italian (``time_expressions``
-reads queries with them)."""
+reads queries with them), and the one scan that tells most queries apart as naming no
+time (``may_name_a_time``): search then never loads the expressions."""
 
 from __future__ import annotations
+
+import re
+
+MAX_QUERY_CHARS = 1000  # a longer "query" is a passage: its dates are not a question's
 
 MONTHS = {
     name: i
@@ -137,3 +142,46 @@ UNITS = {
     "anno": "year",
     "anni": "year",
 }
+
+# Words without which a query names no time (nor does one without a digit).
+TRIGGER_WORDS = frozenset(
+    [
+        *MONTHS,
+        *WEEKDAYS,
+        *(u for u in UNITS if len(u) > 2),
+        "today",
+        "tonight",
+        "yesterday",
+        "morning",
+        "afternoon",
+        "evening",
+        "night",
+        "weekend",
+        "heute",
+        "gestern",
+        "vorgestern",
+        "hier",
+        "aujourd",
+        "ayer",
+        "hoy",
+        "anteayer",
+        "antier",
+        "oggi",
+        "ieri",
+        "altroieri",
+        "ans",
+        "an",
+    ]
+)
+_DIGIT = re.compile(r"\d")
+_WORD = re.compile(r"\w+")
+
+
+def may_name_a_time(query: str) -> bool:
+    """False when ``query`` surely names no time: no digit and none of the trigger words
+    (or it is a passage, longer than ``MAX_QUERY_CHARS``)."""
+    if len(query) > MAX_QUERY_CHARS:
+        return False
+    if _DIGIT.search(query):
+        return True
+    return any(word in TRIGGER_WORDS for word in _WORD.findall(query.lower()))

@@ -12,7 +12,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from markvault.answers.context import RecentNotes, Timeline, VaultMap
 from markvault.answers.status import Status
 from markvault.server.vault_service import READ_ONLY, VaultService, check_page_chars, open_answer
-from markvault.types import PAGE_CHARS, Filters
+from markvault.types import PAGE_CHARS
+from markvault.types.search import Filters
 from markvault.vault import parse_lines
 
 

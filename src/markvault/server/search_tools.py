@@ -10,7 +10,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from markvault.display import fold
 from markvault.search.time_signal import time_line
 from markvault.server.vault_service import READ_ONLY, VaultService
-from markvault.types import Filters, SearchRequest, SearchResult
+from markvault.types.search import Filters, SearchRequest, SearchResult
 
 
 def format_index(result: SearchResult) -> str:

@@ -17,7 +17,8 @@ from markvault.server.vault_service import (
     check_page_chars,
     open_answer,
 )
-from markvault.types import PAGE_CHARS, SessionQuery
+from markvault.types import PAGE_CHARS
+from markvault.types.sessions import SessionQuery
 from markvault.vault import parse_lines
 
 IMPORT_LISTED = 50  # sessions and errors an import lists; the counts cover all

@@ -20,7 +20,7 @@ from markvault.server.vault_service import (
     VaultService,
     open_answer,
 )
-from markvault.types import Edit, Op
+from markvault.types.edits import Edit, Op
 
 
 def write_tools(server: MCPServer, service: VaultService) -> None:
