@@ -84,6 +84,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "markvault.files.atomic",  # the one atomic writer: trust.py writes through it
             "markvault.answers",
             "markvault.config",
+            "markvault.http_settings",
             "markvault.trust",
             "markvault.user_folders",
             "markvault.resources",

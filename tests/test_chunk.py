@@ -14,7 +14,8 @@ from markvault.files.vault_scan import FileStat
 from markvault.indexing import note_reading as reading
 from markvault.indexing.note_reading import build_record
 from markvault.markdown import chunk
-from markvault.markdown.chunk import chunk_note, estimate_pieces, fingerprint
+from markvault.markdown.chunk import chunk_note, estimate_pieces
+from markvault.markdown.fingerprint import fingerprint
 from markvault.markdown.parse import parse_note
 from markvault.types.notes import Chunk
 

@@ -24,8 +24,8 @@ from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.subscriptions import ResourceUpdated
 
-from markvault.config import HttpOptions
 from markvault.errors import ConfigError, UsageError
+from markvault.http_settings import HttpOptions
 from markvault.runtime.local_host import open_local
 from markvault.server.http import (
     TokenBucket,
@@ -424,7 +424,7 @@ def test_serve_http_listens_on_loopback_and_never_prints_the_token(
         "import sys; from markvault.runtime.local_host import open_local;"
         "from markvault.server.tools import build_server;"
         "from markvault.server.http import serve_http;"
-        "from markvault.config import HttpOptions;"
+        "from markvault.http_settings import HttpOptions;"
         "v = open_local(sys.argv[1], sys.argv[2]); v.reindex(vectors=False);"
         "serve_http(build_server(v), HttpOptions(port=0))"
     )

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from markvault.errors import ConfigError
-from markvault.user_folders import APP_NAME, user_cache_dir
+from markvault.user_folders import user_cache_dir
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 # The names the packaged default model answers to. It reads English (Latin script)
@@ -31,7 +31,6 @@ ENV_VAULT = "MARKVAULT_VAULT"
 ENV_INDEX = "MARKVAULT_INDEX"
 ENV_MODEL = "MARKVAULT_MODEL"
 ENV_DOCUMENT_ROOTS = "MARKVAULT_DOCUMENT_ROOTS"
-TOKEN_ENV = "MARKVAULT_TOKEN_FILE"
 PULL_MODES = ("merge", "rebase")
 ORIGIN_CACHE = "default: your cache directory"
 ORIGIN_GIVEN = "set by --index or MARKVAULT_INDEX"
@@ -257,37 +256,6 @@ def default_index_dir(vault_dir: Path) -> Path:
     digest = hashlib.blake2b(str(resolved).encode(), digest_size=6).hexdigest()
     name = re.sub(r"[^\w.-]+", "-", resolved.name).strip("-.")[:40] or "vault"
     return user_cache_dir() / "indexes" / f"{name}-{digest}"
-
-
-@dataclass(frozen=True)
-class HttpOptions:
-    """How `vault mcp --http` listens and what it allows: the one home of its defaults,
-    here so that `vault mcp --help` shows them without loading the SDK (server/http.py)."""
-
-    host: str = "127.0.0.1"
-    port: int = 8765  # 0: any free port
-    allow_remote: bool = False
-    """A host beyond loopback is refused unless this is set (`--allow-remote`)."""
-    max_body: int = 4 * 1024 * 1024
-    """Bytes a request body may hold."""
-    write_rate: int = 30
-    """Write tool calls allowed per minute (and as a burst)."""
-    extra_hosts: tuple[str, ...] = ()
-    """More Host headers to accept (``nas.lan`` or ``nas.lan:8765``)."""
-    extra_origins: tuple[str, ...] = ()
-    """Web origins besides localhost that may call the server."""
-
-
-HTTP_DEFAULTS = HttpOptions()
-
-
-def token_path() -> Path:
-    """Where `vault mcp --http`'s bearer token lives: a per-user config file, never in a vault."""
-    override = os.environ.get(TOKEN_ENV)
-    if override:
-        return Path(override).expanduser()
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base).expanduser() / APP_NAME / "http-token"
 
 
 def _sync_settings(table: Any, path: Path) -> SyncSettings:

@@ -15,8 +15,8 @@ from markvault.cli.app import (
     scope_option,
     settings_of,
 )
-from markvault.config import HTTP_DEFAULTS as HTTP
-from markvault.config import HttpOptions
+from markvault.http_settings import HTTP_DEFAULTS as HTTP
+from markvault.http_settings import HttpOptions
 from markvault.runtime.shared_host import connect
 from markvault.types.reindex import ReindexReport
 

@@ -22,9 +22,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from markvault.config import CONFIG_FILE, ENV_DOCUMENT_ROOTS, Settings, token_path
+from markvault.config import CONFIG_FILE, ENV_DOCUMENT_ROOTS, Settings
 from markvault.errors import NotFoundError, RefusedError
 from markvault.files.vault_files import resolve_path
+from markvault.http_settings import token_path
 
 ALLOW_HINT = (
     'List the folders documents may come from in .markvault.toml, e.g. document_roots = ["~/docs"]'

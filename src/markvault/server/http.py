@@ -56,9 +56,9 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from markvault.config import HTTP_DEFAULTS, HttpOptions, token_path
 from markvault.errors import ConfigError, UsageError
 from markvault.files.atomic import write_new
+from markvault.http_settings import HTTP_DEFAULTS, HttpOptions, token_path
 from markvault.server.sdk import json_answers_for_handshake_sessions
 
 if TYPE_CHECKING:
