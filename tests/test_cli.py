@@ -219,9 +219,13 @@ NOT_FOR_KEYWORD_SEARCH = (
     "markvault.cli.sessions",
 )
 # `vault --help` opens no vault: no index layer, no DuckDB, no core.
-# (It lists every command: their modules are loaded.)
+# (It lists every command: their modules are loaded, and the values their options name.)
 NOT_FOR_HELP = (
-    *(m for m in NOT_FOR_KEYWORD_SEARCH if not m.startswith("markvault.cli.")),
+    *(
+        m
+        for m in NOT_FOR_KEYWORD_SEARCH
+        if not m.startswith(("markvault.cli.", "markvault.types."))
+    ),
     "_duckdb",
     "markvault.index",
     "markvault.core",
