@@ -25,7 +25,8 @@ from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
 from markvault import Vault
 from markvault.config import Settings
-from markvault.indexing.change_feed import ChangeBatch, ChangeFeed, FeedItem, FeedQueue, NoteChange
+from markvault.indexing.change_feed import ChangeFeed, FeedQueue
+from markvault.indexing.feed_items import ChangeBatch, FeedItem, NoteChange
 from markvault.runtime.shared_host import connect
 
 from .conftest import WriteNotes, stdio_server, vault_argv

@@ -213,6 +213,7 @@ NOT_FOR_KEYWORD_SEARCH = (
     "markvault.types.sessions",
     "markvault.types.reindex",
     "markvault.markdown.chunk",
+    "markvault.indexing.feed_items",  # made when something is sent on the feed
     "markvault.search.time_expressions",  # a query without time words: one scan
     "markvault.cli.notes",  # the other commands' modules
     "markvault.cli.serve",

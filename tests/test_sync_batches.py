@@ -13,7 +13,7 @@ import pytest
 from markvault.index import keyword, store
 from markvault.indexing import note_reading
 from markvault.indexing import reconcile as sync
-from markvault.indexing.change_feed import FeedItem
+from markvault.indexing.feed_items import FeedItem
 from markvault.markdown import chunk
 from markvault.runtime.local_host import open_local
 from markvault.types.progress import NoProgress

@@ -263,7 +263,7 @@ def sync_attachments(
         index.keyword.rebuild()
     _report(report, records, removed, new, reused, later, retries, known, started)
     if feed is not None and feed.listening and (records or removed):
-        from markvault.indexing.change_feed import NoteChange
+        from markvault.indexing.feed_items import NoteChange
 
         feed.publish(
             [NoteChange("changed" if r.path in known else "added", r.path, r.path) for r in records]

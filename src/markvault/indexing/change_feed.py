@@ -16,6 +16,8 @@ changed hands - listeners get a ``ChangeBatch`` with ``lost`` set instead: anyth
 have changed, read again what matters.
 
 Light on purpose (no index layer): processes that only talk to an owner decode these.
+The items themselves are in ``feed_items``, imported when one is made or read: every
+command's host makes a feed, and most never send anything on it.
 """
 
 from __future__ import annotations
@@ -23,66 +25,17 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING
 
-Level = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
-"""The log levels of the MCP specification (syslog's), least severe first."""
+if TYPE_CHECKING:
+    from markvault.indexing.feed_items import FeedItem, Level, NoteChange
 
 MAX_LISTED = 1000
 """A batch of more changes than this goes out as ``lost`` (listeners re-read instead)."""
 QUEUE_ITEMS = 256
 """Items a remote reader may fall behind by before they are dropped for one ``lost``."""
 
-
-@dataclass(frozen=True)
-class NoteChange:
-    """One note that changed in the index, as the owner's sync saw it.
-
-    ``kind``: ``added``, ``changed``, ``moved`` (``old_*`` say where it was) or
-    ``removed``. Paths are vault-relative; ``id`` is the note's id; ``topic`` its
-    knowledge topic, if any.
-    """
-
-    kind: Literal["added", "changed", "moved", "removed"]
-    path: str
-    id: str | None = None
-    topic: str | None = None
-    old_path: str | None = None
-    old_id: str | None = None
-    old_topic: str | None = None
-
-
-@dataclass(frozen=True)
-class ChangeBatch:
-    """The notes one sync changed, or (``lost`` set: why) word that they cannot be listed."""
-
-    notes: tuple[NoteChange, ...] = ()
-    lost: str | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "notes", tuple(self.notes))  # a list when decoded
-
-
-@dataclass(frozen=True)
-class OwnerEvent:
-    """News from the owner for the people behind the clients: a log line.
-
-    ``kind`` says what it is about (``skipped``, ``embedding``, ``sync_conflict``, ...),
-    ``paths`` the notes concerned. Paths and reasons only, never a note's text.
-    """
-
-    level: Level
-    kind: str
-    message: str
-    paths: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "paths", tuple(self.paths))
-
-
-FeedItem = ChangeBatch | OwnerEvent
-Listener = Callable[[FeedItem], None]
+Listener = Callable[["FeedItem"], None]
 """Called on the publishing thread: must return at once (queue the item, never block)."""
 
 
@@ -122,6 +75,8 @@ class ChangeFeed:
 
     def publish(self, notes: Sequence[NoteChange]) -> None:
         """What one sync changed (nothing when empty; ``lost`` when too many to list)."""
+        from markvault.indexing.feed_items import ChangeBatch
+
         if len(notes) > MAX_LISTED:
             self.lost(f"{len(notes):,} notes changed at once")
         elif notes:
@@ -129,12 +84,16 @@ class ChangeFeed:
 
     def lost(self, reason: str) -> None:
         """Changes happened that are not listed: listeners should read again what matters."""
+        from markvault.indexing.feed_items import ChangeBatch
+
         self._send(ChangeBatch(lost=reason))
 
     def event(self, level: Level, kind: str, message: str, paths: Sequence[str] = ()) -> None:
         """The hook for the owner's own news (files skipped, embedding progress, a sync
         conflict): a log line for the clients' users, at ``level``. Paths and reasons
         only: never the text of a note."""
+        from markvault.indexing.feed_items import OwnerEvent
+
         self._send(OwnerEvent(level, kind, message, tuple(paths)))
 
     def _send(self, item: FeedItem) -> None:
@@ -169,6 +128,8 @@ class FeedQueue:
                 return
             if len(self._items) >= self._limit:
                 self._items.clear()
+                from markvault.indexing.feed_items import ChangeBatch
+
                 item = ChangeBatch(lost="a reader fell behind the change feed")
             self._items.append(item)
             self._ready.notify()

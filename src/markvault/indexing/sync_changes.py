@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from markvault.index.rows import NoteRows
-from markvault.indexing.change_feed import ChangeFeed, NoteChange
+from markvault.indexing.change_feed import ChangeFeed
+from markvault.indexing.feed_items import NoteChange
 from markvault.types.reindex import ReindexReport
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from markvault import errors
 from markvault.calls import Call, SyncReport
 from markvault.config import Settings
-from markvault.indexing.change_feed import ChangeBatch, FeedItem, Listener, tell_each
+from markvault.indexing.change_feed import Listener, tell_each
 from markvault.runtime.client import Declined, OwnerClient
 from markvault.runtime.owner import IndexOwner, OwnerLock, lock_path, socket_path
 from markvault.vault import Vault
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from markvault.answers.status import OwnerInfo
     from markvault.core import Core
     from markvault.embed.embedder import SentenceEmbedder
+    from markvault.indexing.feed_items import FeedItem
     from markvault.runtime.local_host import LocalHost
 
 LIVE_RETRIES = 5  # reconnections to find a live owner before a write
@@ -409,6 +410,8 @@ class _Follower:
 
     def _resumed(self, missed: bool) -> None:
         if missed:
+            from markvault.indexing.feed_items import ChangeBatch
+
             self._relay(ChangeBatch(lost="the index changed owners"))
 
     def _follow_owner(self) -> None:

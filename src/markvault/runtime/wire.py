@@ -38,9 +38,9 @@ _PLAIN: dict[str, str] = {
     "Edit": "markvault.types.edits",
     "ReindexReport": "markvault.types.reindex",
     # the owner's change feed (change_feed.py)
-    "ChangeBatch": "markvault.indexing.change_feed",
-    "NoteChange": "markvault.indexing.change_feed",
-    "OwnerEvent": "markvault.indexing.change_feed",
+    "ChangeBatch": "markvault.indexing.feed_items",
+    "NoteChange": "markvault.indexing.feed_items",
+    "OwnerEvent": "markvault.indexing.feed_items",
 }
 
 

@@ -54,7 +54,7 @@ from mcp.types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from markvault.indexing.change_feed import ChangeBatch, FeedItem, NoteChange, OwnerEvent
+from markvault.indexing.feed_items import ChangeBatch, FeedItem, NoteChange, OwnerEvent
 from markvault.server.sdk import connection_of, declare_resources_list_changed, lowlevel
 
 __all__ = ["LiveServer", "NoteChange", "Peer"]
