@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from markvault.markdown.tokens import normalize, prefix_token, tokenize
+from markvault.markdown.tokens import normalize, prefix_token, tokenize, word_spans
 
 
 def test_cjk_runs_become_bigrams() -> None:
@@ -91,7 +91,7 @@ def test_the_separator_test_agrees_with_the_word_pattern_on_every_character() ->
     import regex
 
     word = regex.compile(r"[\p{L}\p{N}\p{M}]")
-    differ = []
+    differ: list[str] = []
     for point in range(sys.maxunicode + 1):
         char = chr(point)
         category = unicodedata.category(char)
@@ -102,17 +102,44 @@ def test_the_separator_test_agrees_with_the_word_pattern_on_every_character() ->
     assert differ == []
 
 
-def test_ascii_text_with_typographic_symbols_never_imports_regex() -> None:
-    """A search whose query and snippets are English with curly quotes, dashes or ®
-    does not pay for the Unicode patterns (~35 ms in a new process)."""
+def test_ascii_words_among_symbols_and_emoji_selectors_are_tokenized_as_other_text() -> None:
+    """Text whose characters beyond ASCII are separators and variation selectors (the
+    mark of "🗂️", "⚠️") takes a way of its own; a Cyrillic word sends it down the general
+    way. A selector stays in the word beside it, which is then its own token."""
+    words = ["🗂️", "⚠️x", "a\ufe0fb", "Themes", "✅", "x\ufe0e", "\ufe0f\ufe0f", "it’s"]
+    words += ["Acme®", "a\u0301", "Tool™", "Éa", "猫"]
+    alphabet = "abcXYZ019_-'. \t\n\ufe0f\ufe0e\ufe00🗂✅’–\u00a0\x1c"
+    assert_tokens_as_in_longer_text(15, words, alphabet, "\u0436")
+
+
+def test_word_spans_are_the_word_patterns_matches() -> None:
+    """Highlighting finds words in a raw line as the Unicode word pattern does, by a
+    shorter way for ASCII lines and for lines beyond ASCII only by symbols and selectors."""
+    import regex
+
+    word = regex.compile(r"[\p{L}\p{N}\p{M}]+")
+    rng = random.Random(16)
+    alphabet = "abcXYZ019_-'. \t\ufe0f\ufe0e🗂✅’–®™\u00a0éж猫\u0301≠"
+    for _ in range(2000):
+        line = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        spans = [(s, e) for s, e, _ in word_spans(line)]
+        assert spans == [m.span() for m in word.finditer(line)], repr(line)
+
+
+def test_text_with_typographic_symbols_or_emoji_never_imports_regex() -> None:
+    """A search whose query and snippets are English with curly quotes, dashes, ® or
+    emoji with their selector (as in a heading "🗂️ Themes") does not pay for the
+    Unicode patterns (~15-35 ms in a new process)."""
     import subprocess
     import sys
 
     code = (
         "import sys\n"
-        "from markvault.markdown.tokens import tokenize\n"
+        "from markvault.markdown.tokens import tokenize, word_spans\n"
         "assert tokenize('It’s the plug–in’s “settings” page®…') == "
         "['it', 's', 'the', 'plug', 'in', 's', 'set', 'page']\n"
+        "assert tokenize('🗂️ Themes') == ['\\ufe0f', 'theme']\n"
+        "assert [s for s, _, _ in word_spans('⚠️ Read the “docs”')] == [1, 3, 8, 13]\n"
         "print('regex' in sys.modules)\n"
     )
     out = subprocess.run(

@@ -115,6 +115,9 @@ def tokenize(text: str) -> list[str]:
     text = unicodedata.normalize("NFKC", text).casefold()
     if text.isascii() or _ascii_words_only(text):
         return list(map(_stem, _ascii_words(text)))
+    selected = _selector_words(text)
+    if selected is not None:
+        return selected
     text = _unaccent(text)
     if text.isascii():  # "café" is "cafe" now
         return list(map(_stem, _ascii_words(text)))
@@ -145,22 +148,27 @@ def _ascii_words(text: str) -> list[str]:
     return data.translate(_ASCII_NOT_WORD).decode("ascii").split()
 
 
+@functools.cache
+def _word_char(char: str) -> bool:
+    """Whether the word pattern counts ``char`` in a word: a letter, digit or mark, which
+    is its general category (L, N or M), known to ``unicodedata`` without importing
+    ``regex`` (~15-35 ms in a new process). A character this Python's tables do not know
+    yet (``Cn``) is asked of the pattern, whose tables may be newer (a test holds the two
+    equal on every other one)."""
+    category = unicodedata.category(char)
+    if category == "Cn":
+        return _unicode().word.match(char) is not None
+    return category[0] in "LNM"
+
+
 class _Separators(dict[str, bool]):
     """character -> whether it only separates words: neither a letter, digit or mark
-    of any script, nor changed by the normalization past NFKC and case folding.
-
-    A letter, digit or mark (what the word pattern matches) is a general category, L, N
-    or M, which ``unicodedata`` knows without importing ``regex``: ~35 ms in a new
-    process, which ASCII text with a dash or a curly quote then never pays. A character
-    this Python's tables do not know yet (``Cn``) is asked of the pattern, whose tables
-    may be newer (a test holds the two equal on every other one)."""
+    of any script (``_word_char``), nor changed by the normalization past NFKC and case
+    folding."""
 
     def __missing__(self, char: str) -> bool:
-        category = unicodedata.category(char)
-        unknown = category == "Cn"
-        word = _unicode().word.match(char) is not None if unknown else category[0] in "LNM"
         separates = (
-            not word
+            not _word_char(char)
             and unicodedata.combining(char) == 0
             and unicodedata.normalize("NFD", char) == char
         )
@@ -178,6 +186,28 @@ def _ascii_words_only(text: str) -> bool:
     for a symbol, a dash or quotation marks ("®", "–", "’"), for which the
     patterns' path costs many times more."""
     return all(map(_separators.__getitem__, set(_NON_ASCII.findall(text))))
+
+
+# The variation selectors: marks that ask for a character's emoji or text picture
+# ("🗂️" is U+1F5C2 and U+FE0F), common in note titles and headings.
+_SELECTORS = frozenset(map(chr, range(0xFE00, 0xFE10)))
+_ASCII_NOT_WORD_MAP = {c: " " for c in range(128) if c not in _ASCII_WORD_CHARS}
+_ASCII_OR_SELECTOR_WORD = re.compile(r"[A-Za-z0-9\ufe00-\ufe0f]+")
+
+
+def _selector_words(text: str) -> list[str] | None:
+    """The tokens of NFKC-folded ``text`` whose characters beyond ASCII are separators
+    and variation selectors, at least one (None for any other text): what the patterns'
+    way makes of it, without them. A selector is a mark, so it stays in the word beside
+    it, and a word that holds one is neither ASCII nor Cyrillic: its own token."""
+    beyond = set(_NON_ASCII.findall(text))
+    selectors = beyond & _SELECTORS
+    others = beyond - selectors
+    if not selectors or not all(map(_separators.__getitem__, others)):
+        return None
+    table: dict[int, str] = dict(_ASCII_NOT_WORD_MAP)
+    table.update((ord(c), " ") for c in others)
+    return [_stem(w) if w.isascii() else w for w in text.translate(table).split()]
 
 
 def _cjk_grams(run: str) -> list[str]:
@@ -211,7 +241,12 @@ def prefix_token(word: str) -> str:
 
 def word_spans(line: str) -> Iterator[tuple[int, int, list[str]]]:
     """(start, end, tokens) of each word in an unnormalized line, for highlighting."""
-    pattern = _ASCII_WORD if line.isascii() else _unicode().word
+    if line.isascii():
+        pattern = _ASCII_WORD
+    elif all(c in _SELECTORS or not _word_char(c) for c in set(_NON_ASCII.findall(line))):
+        pattern = _ASCII_OR_SELECTOR_WORD  # what the word pattern finds in such a line
+    else:
+        pattern = _unicode().word
     for match in pattern.finditer(line):
         yield match.start(), match.end(), tokenize(match.group())
 
