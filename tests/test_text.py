@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+from markvault.markdown import tokens
 from markvault.markdown.tokens import normalize, prefix_token, tokenize, word_spans
 
 
@@ -44,7 +45,8 @@ def test_prefix_token_is_normalized_not_stemmed() -> None:
 def assert_tokens_as_in_longer_text(seed: int, words: list[str], alphabet: str, word: str) -> None:
     """Random texts of ``words`` and ``alphabet`` tokenize as they do with `` word``
     appended (whose one token is dropped): the appended word sends the text down the
-    general way, the text alone may take a faster one."""
+    general way, the text alone may take a faster one (some only while the Unicode
+    patterns are not loaded: they are unloaded before it)."""
     rng = random.Random(seed)
     for _ in range(500):
         parts = [rng.choice(words) for _ in range(rng.randint(0, 4))]
@@ -52,6 +54,7 @@ def assert_tokens_as_in_longer_text(seed: int, words: list[str], alphabet: str, 
         text = " ".join(rng.sample(parts, len(parts)))
         general = tokenize(f"{text} {word}")
         assert general[-1] == word
+        tokens._unicode.cache_clear()  # as in a process that has not loaded the patterns
         assert tokenize(text) == general[:-1], text
 
 
@@ -112,24 +115,41 @@ def test_ascii_words_among_symbols_and_emoji_selectors_are_tokenized_as_other_te
     assert_tokens_as_in_longer_text(15, words, alphabet, "\u0436")
 
 
+def test_text_in_latin_letters_is_tokenized_as_every_other_text() -> None:
+    """Text whose characters beyond ASCII are Latin-1 and Latin Extended letters, their
+    accents, separators and selectors takes a way without the Unicode patterns; a
+    Cyrillic word sends it down the general way. Every letter of those blocks is tried."""
+    latin = "".join(chr(c) for c in range(0xC0, 0x250))
+    words = ["Café", "naïve", "Straße", "ǅemal", "Øre", "e\u0301", "ﬁle", "x\u0338", "İstanbul"]
+    words += ["Ærø", "🗂️", "a\u0301\u0327", "ŉ", "Ω"]
+    alphabet = "abcXYZ019_-'. \t\n\u0301\u0308\u0327\ufe0f’–\u00a0" + latin
+    assert_tokens_as_in_longer_text(17, words, alphabet, "\u0436")
+    for letter in latin:  # each one, bare and accented, in a word and alone
+        for text in (letter, f"x{letter}y", f"{letter}\u0301", f"{letter}\u0323\u0302s"):
+            general = tokenize(f"{text} \u0436")[:-1]
+            tokens._unicode.cache_clear()
+            assert tokenize(text) == general, repr(text)
+
+
 def test_word_spans_are_the_word_patterns_matches() -> None:
     """Highlighting finds words in a raw line as the Unicode word pattern does, by a
-    shorter way for ASCII lines and for lines beyond ASCII only by symbols and selectors."""
+    pattern of the line's own word characters while the patterns are not loaded."""
     import regex
 
     word = regex.compile(r"[\p{L}\p{N}\p{M}]+")
     rng = random.Random(16)
-    alphabet = "abcXYZ019_-'. \t\ufe0f\ufe0e🗂✅’–®™\u00a0éж猫\u0301≠"
+    alphabet = "abcXYZ019_-'. \t\ufe0f\ufe0e🗂✅’–®™\u00a0éжØß猫\u0301≠]^\\\u02bc"
     for _ in range(2000):
         line = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        tokens._unicode.cache_clear()  # as in a process that has not loaded the patterns
         spans = [(s, e) for s, e, _ in word_spans(line)]
         assert spans == [m.span() for m in word.finditer(line)], repr(line)
 
 
-def test_text_with_typographic_symbols_or_emoji_never_imports_regex() -> None:
+def test_latin_text_symbols_and_emoji_never_import_regex() -> None:
     """A search whose query and snippets are English with curly quotes, dashes, ® or
-    emoji with their selector (as in a heading "🗂️ Themes") does not pay for the
-    Unicode patterns (~15-35 ms in a new process)."""
+    emoji with their selector (as in a heading "🗂️ Themes"), or a European language in
+    Latin letters, does not pay for the Unicode patterns (~15-35 ms in a new process)."""
     import subprocess
     import sys
 
@@ -140,6 +160,7 @@ def test_text_with_typographic_symbols_or_emoji_never_imports_regex() -> None:
         "['it', 's', 'the', 'plug', 'in', 's', 'set', 'page']\n"
         "assert tokenize('🗂️ Themes') == ['\\ufe0f', 'theme']\n"
         "assert [s for s, _, _ in word_spans('⚠️ Read the “docs”')] == [1, 3, 8, 13]\n"
+        "assert tokenize('Grüße aus Köln, café') == ['gruss', 'aus', 'koln', 'cafe']\n"
         "print('regex' in sys.modules)\n"
     )
     out = subprocess.run(

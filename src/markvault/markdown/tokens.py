@@ -113,11 +113,15 @@ def tokenize(text: str) -> list[str]:
         data = text.encode("ascii").translate(_ASCII_FOLDED_WORDS)
         return list(map(_stem, data.decode("ascii").split()))
     text = unicodedata.normalize("NFKC", text).casefold()
-    if text.isascii() or _ascii_words_only(text):
+    if text.isascii():
         return list(map(_stem, _ascii_words(text)))
-    selected = _selector_words(text)
-    if selected is not None:
-        return selected
+    beyond = set(_NON_ASCII.findall(text))
+    if _ascii_words_only(beyond):
+        return list(map(_stem, _ascii_words(text)))
+    if _unicode.cache_info().currsize == 0:  # the patterns are not loaded (yet)
+        plain = _plain_words(text, beyond)
+        if plain is not None:
+            return plain
     text = _unaccent(text)
     if text.isascii():  # "café" is "cafe" now
         return list(map(_stem, _ascii_words(text)))
@@ -180,31 +184,51 @@ _separators = _Separators()
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
-def _ascii_words_only(text: str) -> bool:
-    """Whether NFKC-folded ``text`` has no word character but ASCII ones, and is
-    already normalized: then its tokens are its ASCII words. Much text is ASCII but
-    for a symbol, a dash or quotation marks ("®", "–", "’"), for which the
-    patterns' path costs many times more."""
-    return all(map(_separators.__getitem__, set(_NON_ASCII.findall(text))))
+def _ascii_words_only(beyond: set[str]) -> bool:
+    """Whether NFKC-folded text whose characters beyond ASCII are ``beyond`` has no word
+    character but ASCII ones, and is already normalized: then its tokens are its ASCII
+    words. Much text is ASCII but for a symbol, a dash or quotation marks ("®", "–",
+    "’"), for which the patterns' path costs many times more."""
+    return all(map(_separators.__getitem__, beyond))
 
 
 # The variation selectors: marks that ask for a character's emoji or text picture
 # ("🗂️" is U+1F5C2 and U+FE0F), common in note titles and headings.
 _SELECTORS = frozenset(map(chr, range(0xFE00, 0xFE10)))
 _ASCII_NOT_WORD_MAP = {c: " " for c in range(128) if c not in _ASCII_WORD_CHARS}
-_ASCII_OR_SELECTOR_WORD = re.compile(r"[A-Za-z0-9\ufe00-\ufe0f]+")
+_LATIN_ACCENT = re.compile("[\u0300-\u036f]")
 
 
-def _selector_words(text: str) -> list[str] | None:
-    """The tokens of NFKC-folded ``text`` whose characters beyond ASCII are separators
-    and variation selectors, at least one (None for any other text): what the patterns'
-    way makes of it, without them. A selector is a mark, so it stays in the word beside
-    it, and a word that holds one is neither ASCII nor Cyrillic: its own token."""
-    beyond = set(_NON_ASCII.findall(text))
-    selectors = beyond & _SELECTORS
-    others = beyond - selectors
-    if not selectors or not all(map(_separators.__getitem__, others)):
-        return None
+def _is_latin_letter(char: str) -> bool:
+    """A letter of Latin-1, Latin Extended-A or -B (the accented letters of Europe's
+    languages): never Cyrillic, and its accents decompose into U+0300-U+036F."""
+    return "\u00c0" <= char <= "\u024f" and unicodedata.category(char)[0] == "L"
+
+
+def _plain_words(text: str, beyond: set[str]) -> list[str] | None:
+    """The tokens of NFKC-folded ``text`` whose characters beyond ASCII (``beyond``) are
+    separators, variation selectors, accented Latin letters and their accents (None for
+    any other text): what the patterns' way makes of it, without them. Such text holds
+    no Cyrillic letter, so every accent goes; a selector is a mark, so it stays in the
+    word beside it; and a word left beyond ASCII (``ø``; ``ß`` is ``ss``) is its own token.
+
+    Only while the patterns are not loaded (``tokenize``): importing them costs a new
+    process 15-35 ms, which a search's snippets in English with emoji or in a European
+    language then never pay; once loaded they are faster on long text (an index build's)."""
+    others: list[str] = []
+    strip = False
+    for c in beyond:
+        if c in _SELECTORS:
+            continue
+        if _is_latin_letter(c) or "\u0300" <= c <= "\u036f":
+            strip = True
+        elif _separators[c]:
+            others.append(c)
+        else:
+            return None  # a letter of another script, CJK, a mark of its own
+    if strip:
+        stripped = _LATIN_ACCENT.sub("", unicodedata.normalize("NFD", text))
+        text = unicodedata.normalize("NFC", stripped)
     table: dict[int, str] = dict(_ASCII_NOT_WORD_MAP)
     table.update((ord(c), " ") for c in others)
     return [_stem(w) if w.isascii() else w for w in text.translate(table).split()]
@@ -243,10 +267,13 @@ def word_spans(line: str) -> Iterator[tuple[int, int, list[str]]]:
     """(start, end, tokens) of each word in an unnormalized line, for highlighting."""
     if line.isascii():
         pattern = _ASCII_WORD
-    elif all(c in _SELECTORS or not _word_char(c) for c in set(_NON_ASCII.findall(line))):
-        pattern = _ASCII_OR_SELECTOR_WORD  # what the word pattern finds in such a line
-    else:
+    elif _unicode.cache_info().currsize:  # the patterns are loaded: the word pattern
         pattern = _unicode().word
+    else:
+        # Its matches by a pattern of this line's own word characters, in the standard
+        # library's engine: a one-shot search's snippet never imports regex for them.
+        chars = {c for c in _NON_ASCII.findall(line) if _word_char(c)}
+        pattern = re.compile(f"[A-Za-z0-9{''.join(map(re.escape, sorted(chars)))}]+")
     for match in pattern.finditer(line):
         yield match.start(), match.end(), tokenize(match.group())
 
