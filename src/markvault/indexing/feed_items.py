@@ -11,11 +11,6 @@ from typing import Literal
 Level = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 """The log levels of the MCP specification (syslog's), least severe first."""
 
-MAX_LISTED = 1000
-"""A batch of more changes than this goes out as ``lost`` (listeners re-read instead)."""
-QUEUE_ITEMS = 256
-"""Items a remote reader may fall behind by before they are dropped for one ``lost``."""
-
 
 @dataclass(frozen=True)
 class NoteChange:
