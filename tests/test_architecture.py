@@ -9,6 +9,7 @@ round a longer cycle.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -269,3 +270,18 @@ def test_the_law_catches_a_backward_import(
 def test_the_law_passes_a_downward_import(tmp_path: Path) -> None:
     files = {"__init__.py": "", "vault.py": "from markvault.errors import X\n", "errors.py": ""}
     assert violations(_tree(tmp_path, files)) == []
+
+
+def test_every_public_name_of_the_package_loads() -> None:
+    """``markvault``'s names load on first use (PEP 562): each must name what its module
+    defines, and the type checkers' list must be the same names."""
+    import markvault
+
+    assert markvault.__all__ == sorted(markvault._HOMES)
+    for name in markvault.__all__:
+        assert getattr(markvault, name).__name__ == name
+    with pytest.raises(AttributeError):
+        _ = markvault.NoSuchName  # type: ignore[attr-defined]
+    source = (SRC / "markvault" / "__init__.py").read_text(encoding="utf-8")
+    checked = set(re.findall(r"import (\w+) as \1\b", source))
+    assert checked == set(markvault.__all__)

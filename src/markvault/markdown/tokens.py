@@ -69,6 +69,12 @@ def _unicode() -> _Unicode:
     return _Unicode()
 
 
+def _patterns_loaded() -> bool:
+    """Whether this process has the Unicode patterns: until then, text they are not
+    needed for is read without them (``_plain_words``, ``word_spans``)."""
+    return _unicode.cache_info().currsize > 0
+
+
 _english = Stemmer.Stemmer("english")
 _russian = Stemmer.Stemmer("russian")
 
@@ -118,7 +124,7 @@ def tokenize(text: str) -> list[str]:
     beyond = set(_NON_ASCII.findall(text))
     if _ascii_words_only(beyond):
         return list(map(_stem, _ascii_words(text)))
-    if _unicode.cache_info().currsize == 0:  # the patterns are not loaded (yet)
+    if not _patterns_loaded():
         plain = _plain_words(text, beyond)
         if plain is not None:
             return plain
@@ -267,7 +273,7 @@ def word_spans(line: str) -> Iterator[tuple[int, int, list[str]]]:
     """(start, end, tokens) of each word in an unnormalized line, for highlighting."""
     if line.isascii():
         pattern = _ASCII_WORD
-    elif _unicode.cache_info().currsize:  # the patterns are loaded: the word pattern
+    elif _patterns_loaded():
         pattern = _unicode().word
     else:
         # Its matches by a pattern of this line's own word characters, in the standard

@@ -46,11 +46,10 @@ UNION_TERMS = 8  # up to this many terms, one equality read each; past it, one I
 def looked_up(terms: Sequence[str]) -> list[str]:
     """``terms`` (repeats kept) cut to the ``MAX_LOOKUP`` distinct terms repeated most
     (ties: the first written), in their order; ``terms`` itself below that."""
-    counts = Counter(terms)
+    counts = Counter(terms)  # in first-written order; most_common's sort keeps it for ties
     if len(counts) <= MAX_LOOKUP:
         return list(terms)
-    first = {t: i for i, t in reversed(list(enumerate(terms)))}
-    keep = set(sorted(counts, key=lambda t: (-counts[t], first[t]))[:MAX_LOOKUP])
+    keep = {t for t, _ in counts.most_common(MAX_LOOKUP)}
     return [t for t in terms if t in keep]
 
 
