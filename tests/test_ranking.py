@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from markvault.config import DEFAULT_MODEL
+from markvault.index import bm25
 from markvault.markdown.tokens import normalize, word_tokens
 from markvault.search import language, query
-from markvault.types.search import SearchRequest
+from markvault.types.search import Filters, SearchRequest
 
 from .conftest import OpenVault, WriteNotes
 
@@ -146,3 +147,77 @@ def test_query_terms_are_sql_literals_that_cannot_break_out(
     index = v.host.core().keeper.open_index(write=False)
     found = index.keyword.term_ids(["alpha", "it's", "x') OR 1=1 --", "''"])
     assert set(found) == {"alpha"}
+
+
+def _session(title: str, user: str, assistant: str) -> str:
+    """A session note as sessions.render_transcript writes one."""
+    return (
+        f"---\nkind: session\n---\n# {title}\n\n## Transcript\n\n"
+        f"### 10:00 User\n\n> {user}\n\n### 10:01 Assistant\n\n> {assistant}\n"
+    )
+
+
+USER_SAID = {
+    # The person's own fact, in their turn.
+    "sessions/said.md": _session(
+        "Weekend plans",
+        "I adopted a beagle named Biscuit from the Elm Street shelter.",
+        "Congratulations! Puppies need a routine: meals, walks and sleep at set times.",
+    ),
+    # The same words, a little more of them, in the assistant's answer to a question.
+    "sessions/answered.md": _session(
+        "Dog names",
+        "What are popular names for a dog?",
+        "Popular names include Biscuit, Max and Luna. A beagle from a shelter often "
+        "keeps the shelter's name: Elm Street's shelter named a beagle Biscuit.",
+    ),
+    "notes/beagles.md": "# Beagles\n\nThe beagle is a small scent hound.\n",
+}
+
+
+@pytest.mark.parametrize("weight", [bm25.USER_TURN_WEIGHT, 0.0], ids=["weighed", "not"])
+def test_what_the_user_said_outranks_the_same_words_in_an_answer(
+    write: WriteNotes, open_vault: OpenVault, monkeypatch: pytest.MonkeyPatch, weight: float
+) -> None:
+    """A session's user turns count on their own (index/bm25.py): the session where the
+    person said it ranks above one whose assistant turn holds a little more of the same
+    words, which wins when user turns are not weighed; a note without a transcript
+    scores as before."""
+    monkeypatch.setattr(bm25, "USER_TURN_WEIGHT", weight)
+    write(USER_SAID)
+    v = open_vault()
+    v.reindex(vectors=False)
+    hits = v.search(SearchRequest("beagle Biscuit Elm Street shelter", mode="keyword")).hits
+    order = [h.path for h in hits]
+    if weight:
+        assert order[:2] == ["sessions/said.md", "sessions/answered.md"]
+    else:
+        assert order[:2] == ["sessions/answered.md", "sessions/said.md"]
+    assert order[2] == "notes/beagles.md"
+
+
+def test_user_turns_weigh_alike_on_every_scoring_path(
+    write: WriteNotes, open_vault: OpenVault
+) -> None:
+    """A first search (SQL, the pool read with the scores), a warm one (numpy, the
+    chunks' notes looked up, then kept as arrays) and a filtered one (the pool read on
+    its own) know the same user turns: the same hits with the same scores."""
+    write(USER_SAID)
+    v = open_vault()
+    v.reindex(vectors=False)
+    keyword = v.host.core().keeper.open_index(write=True).keyword
+    query = "beagle Biscuit Elm Street shelter"
+    runs = []
+    for arrays in (False, True, True):
+        keyword.arrays = arrays
+        runs.append(v.search(SearchRequest(query, mode="keyword")).hits)
+    runs.append(
+        v.search(
+            SearchRequest(query, mode="keyword", filters=Filters(kinds=["session", "note"]))
+        ).hits
+    )
+    first = [(h.path, h.chunk_id) for h in runs[0]]
+    assert first[0] == ("sessions/said.md", first[0][1])
+    for hits in runs[1:]:
+        assert [(h.path, h.chunk_id) for h in hits] == first
+        assert [h.score for h in hits] == pytest.approx([h.score for h in runs[0]], abs=1e-9)

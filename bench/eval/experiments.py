@@ -449,8 +449,8 @@ def _top_time_boost(fused: Any, note_of: Any, fit: Any, weight: Any = None) -> A
 
 
 def memory_experiments() -> list[Experiment]:
-    """Time in the query, how a long note's score is built from its chunks, and
-    diversity in the candidate list (issue 33). Run by ``python -m bench.eval`` with the
+    """Time in the query, the weight of what the user said, how a long note's score is
+    built from its chunks (issue 33). Run by ``python -m bench.eval`` with the
     others, and by ``python -m bench.eval.longmemeval``."""
     import markvault.search.time_expressions as times
     import markvault.search.time_signal as time_signal
@@ -496,6 +496,20 @@ def memory_experiments() -> list[Experiment]:
                 "alternative",
             )
             for w in (0.3, 0.7)
+        ),
+        Experiment(
+            "user turns: not weighed (before issue 33's dialogue-aware ranking)",
+            ("keyword", "hybrid"),
+            lambda: _patches((markvault.index.bm25, {"USER_TURN_WEIGHT": 0.0})),
+        ),
+        *(
+            Experiment(
+                f"user turns: weight {w}",
+                ("keyword", "hybrid"),
+                lambda w=w: _patches((markvault.index.bm25, {"USER_TURN_WEIGHT": w})),
+                "alternative",
+            )
+            for w in (0.15, 0.5)
         ),
         *(
             Experiment(

@@ -27,6 +27,19 @@ evidence together beat either): a chunk's score is
 score and shows that chunk. Measured per set in bench/eval/RESULTS.md: notes alone
 lost 0.10 nDCG@10 on long notes, chunks alone 0.06 on conversations.
 
+**What the person said counts on its own.** In a session's transcript, the user's turns
+("### hh:mm User", ``filters.USER_TURN_SQL``) are where people state their own facts,
+plans and preferences; the assistant's long answers share the query's words with every
+other session on the topic. So a note also gains ``USER_TURN_WEIGHT`` times its best
+user turn's own BM25 over the best user turn's among the candidates (times the best
+note score, BM25's scale):
+
+    + USER_TURN_WEIGHT * best note * user turn / best user turn
+
+A note with no user turn among the candidates (every note that is not a transcript)
+gains nothing, so a vault without sessions ranks exactly as before. Measured on
+LongMemEval (bench/eval/RESULTS.md), whose gold is mostly what the user said.
+
 In two steps, so that a query costs little more than scoring chunks: the best
 ``NOTE_POOL`` chunks by their own BM25 (``scored_sql``, through filters and checks), then
 their notes as wholes from those chunks' postings (``pool_sql``, ``note_scores``), then
@@ -51,9 +64,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from markvault.index.filters import USER_TURN_SQL
 from markvault.search.query_cost import term_reads
 
 if TYPE_CHECKING:
@@ -62,6 +76,7 @@ if TYPE_CHECKING:
 CHUNKS_PER_NOTE = 3
 NOTE_WEIGHT = 0.5
 NOTE_POOL = 200  # chunks ranked on their own, whose notes are then scored as wholes
+USER_TURN_WEIGHT = 0.3
 
 
 def _weight(df: str, n: str) -> str:
@@ -169,19 +184,23 @@ def split_top_pool(
 
 
 def pool_sql(found: Mapping[str, tuple[int, int, int]], chunk_ids: Sequence[int]) -> str:
-    """SQL yielding ``(chunk_id, termid, tf, path, note_len, notes, total)`` for the query
-    terms in ``chunk_ids``: what ``note_scores`` needs to score their notes as wholes (the
-    last two are the note count and the total length, for IDF and average length)."""
+    """SQL yielding ``(chunk_id, termid, tf, path, note_len, notes, total, user_turn)``
+    for the query terms in ``chunk_ids``: what ``note_scores`` needs to score their notes
+    as wholes (the note count and the total length, for IDF and average length), and
+    whether the chunk is a user's turn (``rerank``)."""
     pool = ", ".join(str(int(c)) for c in chunk_ids)
     # Both filtered on their own first: a join over all chunks would read every path.
     return f"""
-        WITH c AS MATERIALIZED (SELECT id, path, note_len FROM chunks WHERE id IN ({pool})),
+        WITH c AS MATERIALIZED (
+            SELECT id, path, note_len, {USER_TURN_SQL} AS user_turn
+            FROM chunks c WHERE id IN ({pool})
+        ),
         p AS MATERIALIZED (
             SELECT chunk_id, termid, tf FROM ({_term_postings(found, "chunk_id, termid, tf")})
             WHERE chunk_id IN ({pool})
         )
         SELECT p.chunk_id, p.termid, p.tf, c.path, c.note_len,
-               (SELECT count(*) FROM notes), (SELECT total FROM kw_stats)
+               (SELECT count(*) FROM notes), (SELECT total FROM kw_stats), c.user_turn
         FROM p JOIN c ON c.id = p.chunk_id
     """
 
@@ -189,7 +208,7 @@ def pool_sql(found: Mapping[str, tuple[int, int, int]], chunk_ids: Sequence[int]
 def note_scores(
     found: Mapping[str, tuple[int, int, int]],
     terms: Sequence[str],
-    pool: Sequence[tuple[int, int, int, str, int, int, int]],
+    pool: Sequence[tuple[Any, ...]],
     k1: float,
     b: float,
 ) -> dict[int, tuple[str, float]]:
@@ -204,7 +223,7 @@ def note_scores(
     avgdl = total / max(notes, 1)
     tf: Counter[tuple[str, int]] = Counter()
     length: dict[str, int] = {}
-    for _, termid, count, path, note_len, _, _ in pool:
+    for _, termid, count, path, note_len, *_ in pool:
         tf[(path, termid)] += count
         length[path] = note_len
     score: dict[str, float] = {}
@@ -213,22 +232,39 @@ def note_scores(
         idf = math.log((notes - ndf + 0.5) / (ndf + 0.5) + 1)
         norm = n + k1 * (1 - b + b * length[path] / avgdl)
         score[path] = score.get(path, 0.0) + weight * idf * n * (k1 + 1) / norm
-    return {cid: (path, score[path]) for cid, _, _, path, _, _, _ in pool}
+    return {row[0]: (row[3], score[row[3]]) for row in pool}
+
+
+def user_turns(pool: Sequence[tuple[Any, ...]]) -> set[int]:
+    """The chunks of ``pool`` (rows of ``pool_sql``) that are a user's turn."""
+    return {row[0] for row in pool if row[7]}
 
 
 def rerank(
-    rows: Sequence[tuple[int, float]], notes: Mapping[int, tuple[str, float]]
+    rows: Sequence[tuple[int, float]],
+    notes: Mapping[int, tuple[str, float]],
+    user: Collection[int] = (),
 ) -> list[tuple[int, float]]:
     """Chunks with their own BM25 (``rows``) scored with their note's too (``notes``, from
-    ``note_scores``; see the module docstring), best first, at most ``CHUNKS_PER_NOTE``
-    of a note."""
+    ``note_scores``) and their note's best user turn's (``user``: the chunks that are
+    one; see the module docstring), best first, at most ``CHUNKS_PER_NOTE`` of a note."""
     best_note = max((s for _, s in notes.values()), default=0.0)
     best_chunk = max((own for _, own in rows), default=0.0)
     scale = best_note / best_chunk if best_chunk > 0 else 0.0
+    said: dict[str, float] = {}  # each note's best user turn
+    for cid, own in rows:
+        if cid in user and cid in notes:
+            path = notes[cid][0]
+            said[path] = max(said.get(path, 0.0), own)
+    best_said = max(said.values(), default=0.0)
+    lift = USER_TURN_WEIGHT * best_note / best_said if best_said > 0 else 0.0
     combined = []
     for cid, own in rows:
         path, note = notes.get(cid, (f"#{cid}", 0.0))
-        combined.append((NOTE_WEIGHT * note + (1 - NOTE_WEIGHT) * own * scale, own, cid, path))
+        score = NOTE_WEIGHT * note + (1 - NOTE_WEIGHT) * own * scale
+        if lift:
+            score += lift * said.get(path, 0.0)
+        combined.append((score, own, cid, path))
     combined.sort(key=lambda r: (-r[0], -r[1], r[2]))
     shown: Counter[str] = Counter()
     out: list[tuple[int, float]] = []
@@ -309,12 +345,12 @@ def _sum_by_chunk(chunk: np.ndarray, part: np.ndarray, chunks: int) -> tuple[Any
 def pool_rows(
     rows: Mapping[str, np.ndarray],
     chunk_ids: Sequence[int],
-    notes: Mapping[int, tuple[str, int]],
+    notes: Mapping[int, tuple[str, int, bool]],
     stats: tuple[int, int],
 ) -> list[tuple[Any, ...]]:
     """``pool_sql``'s rows from ``rows`` (``postings_sql`` as arrays): the postings of
-    ``chunk_ids`` with each chunk's (path, note length) from ``notes``; ``stats``: the
-    note count and the chunks' total length."""
+    ``chunk_ids`` with each chunk's (path, note length, user turn) from ``notes``;
+    ``stats``: the note count and the chunks' total length."""
     import numpy as np
 
     chunk = rows["chunk_id"]
@@ -327,6 +363,6 @@ def pool_rows(
         strict=True,
     ):
         if cid in notes:
-            path, note_len = notes[cid]
-            out.append((cid, termid, tf, path, note_len, stats[0], stats[1]))
+            path, note_len, user_turn = notes[cid]
+            out.append((cid, termid, tf, path, note_len, stats[0], stats[1], user_turn))
     return out

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from markvault.index import bm25
-from markvault.index.filters import filters_sql, sql_string
+from markvault.index.filters import USER_TURN_SQL, filters_sql, sql_string
 from markvault.index.posting_rows import (
     StagedPostings,
     counted_rows,
@@ -397,7 +397,7 @@ class KeywordIndex:
             if chunk_notes is not None:
                 chunk_notes.update((row[0], row[3]) for row in pool)
             notes = bm25.note_scores(found, terms, pool, BM25_K1, BM25_B)
-            ranked = bm25.rerank(ranked, notes)
+            ranked = bm25.rerank(ranked, notes, bm25.user_turns(pool))
         if verify is None:
             return ranked[:limit]
         kept: list[tuple[int, float]] = []
@@ -460,11 +460,11 @@ class KeywordIndex:
             rows, notes, total = postings
             wanted = set(chunk_ids)
             at = {
-                int(r[0]): (r[1], int(r[2]))
-                for r in self.reads.chunk_rows(chunk_ids, "path, note_len")
+                int(r[0]): r[1:]
+                for r in self.reads.chunk_rows(chunk_ids, f"path, note_len, {USER_TURN_SQL}")
             }
             return [
-                (cid, termid, tf, *at[cid], notes, total)
+                (cid, termid, tf, at[cid][0], int(at[cid][1]), notes, total, at[cid][2])
                 for cid, termid, tf in rows
                 if cid in wanted and cid in at
             ]

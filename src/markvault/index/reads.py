@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from markvault.errors import UsageError
 from markvault.identity import id_problem
-from markvault.index.filters import current_sql, filters_sql, sql_string
+from markvault.index.filters import USER_TURN_SQL, current_sql, filters_sql, sql_string
 from markvault.index.prefix_lookup import NameIndex, count_lookup
 from markvault.index.store import Store, dict_rows
 from markvault.search.time_signal import note_days
@@ -127,18 +127,19 @@ class NoteReads:
             return []
         wanted = ", ".join(str(int(i)) for i in ids)
         return self.con.execute(
-            f"SELECT id, {columns} FROM chunks WHERE id IN ({wanted})"
+            f"SELECT id, {columns} FROM chunks c WHERE id IN ({wanted})"
         ).fetchall()
 
     def chunk_paths(self, ids: Sequence[int]) -> dict[int, str]:
         """The note path of each chunk id (ids that no longer exist are left out)."""
         return {int(r[0]): r[1] for r in self.chunk_rows(ids, "path")}
 
-    def chunk_notes(self, ids: Sequence[int]) -> dict[int, tuple[str, int]]:
-        """The note path and note length of each chunk id (ids that no longer exist are
-        left out). A warm search (in numpy: keyword.py) asks for ~200 at a time, which an
+    def chunk_notes(self, ids: Sequence[int]) -> dict[int, tuple[str, int, bool]]:
+        """The note path, the note's length and whether the chunk is a user's turn
+        (``filters.USER_TURN_SQL``) of each chunk id (ids that no longer exist are left
+        out). A warm search (in numpy: keyword.py) asks for ~200 at a time, which an
         ``IN`` list cost DuckDB ~2-3 ms to plan and look up; so the second time it is
-        asked with no write in between, every chunk's is read into arrays (~16 bytes a
+        asked with no write in between, every chunk's is read into arrays (~17 bytes a
         chunk; that search takes ~150 ms longer at 10k notes: bench/README.md), kept
         until the index changes."""
         changes = self.store.changes
@@ -146,8 +147,8 @@ class NoteReads:
             return self._chunk_notes[1].lookup(ids)
         if self._notes_asked != changes:  # a write may come before the next search
             self._notes_asked = changes
-            rows = self.chunk_rows(ids, "path, note_len")
-            return {int(r[0]): (r[1], int(r[2])) for r in rows}
+            rows = self.chunk_rows(ids, f"path, note_len, {USER_TURN_SQL}")
+            return {int(r[0]): (r[1], int(r[2]), bool(r[3])) for r in rows}
         self._chunk_notes = (changes, _ChunkNotes(self.con))
         return self._chunk_notes[1].lookup(ids)
 
@@ -477,20 +478,23 @@ class NoteReads:
 
 
 class _ChunkNotes:
-    """Every chunk's note (path, length) by chunk id, in sorted arrays (16 bytes a chunk
-    and a path a note), and in a smaller vault what a hit shows of each note."""
+    """Every chunk's note (path, length) and whether it is a user's turn by chunk id, in
+    sorted arrays (17 bytes a chunk and a path a note), and in a smaller vault what a hit
+    shows of each note."""
 
     def __init__(self, con: Any) -> None:
         import numpy as np
 
         # Notes by row id: a join yields small integers, not a path string per chunk.
         rows = con.execute(
-            "SELECT c.id, n.rowid AS note, c.note_len FROM chunks c JOIN notes n ON n.path = c.path"
+            f"SELECT c.id, n.rowid AS note, c.note_len, {USER_TURN_SQL} AS user_turn "
+            "FROM chunks c JOIN notes n ON n.path = c.path"
         ).fetchnumpy()
         order = np.argsort(rows["id"], kind="stable")
         self.ids = np.asarray(rows["id"], dtype=np.int64)[order]
         self.note = np.asarray(rows["note"], dtype=np.int32)[order]
         self.note_len = np.asarray(rows["note_len"], dtype=np.int32)[order]
+        self.user_turn = np.asarray(rows["user_turn"], dtype=np.bool_)[order]
         notes = con.execute("SELECT rowid, path FROM notes").fetchall()
         self.paths: list[str] = [""] * (max((r[0] for r in notes), default=-1) + 1)
         for rowid, path in notes:
@@ -502,7 +506,7 @@ class _ChunkNotes:
             shown = con.execute("SELECT path, id, title, kind, type, hash FROM notes").fetchall()
             self.details = {r[0]: r[1:] for r in shown}
 
-    def lookup(self, ids: Sequence[int]) -> dict[int, tuple[str, int]]:
+    def lookup(self, ids: Sequence[int]) -> dict[int, tuple[str, int, bool]]:
         import numpy as np
 
         if not len(ids) or not len(self.ids):
@@ -513,11 +517,12 @@ class _ChunkNotes:
         at = at[found]
         paths = self.paths
         return {
-            cid: (paths[note], length)
-            for cid, note, length in zip(
+            cid: (paths[note], length, user_turn)
+            for cid, note, length, user_turn in zip(
                 wanted[found].tolist(),
                 self.note[at].tolist(),
                 self.note_len[at].tolist(),
+                self.user_turn[at].tolist(),
                 strict=True,
             )
         }
