@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from markvault.config import DEFAULT_MODEL
 from markvault.index import bm25
 from markvault.markdown.tokens import normalize, word_tokens
 from markvault.search import language, query
+from markvault.sessions import turns
+from markvault.sessions.session import Event, Session
+from markvault.sessions.session_note import render_transcript
 from markvault.types.search import Filters, SearchRequest
 
 from .conftest import OpenVault, WriteNotes
@@ -147,6 +152,42 @@ def test_query_terms_are_sql_literals_that_cannot_break_out(
     index = v.host.core().keeper.open_index(write=False)
     found = index.keyword.term_ids(["alpha", "it's", "x') OR 1=1 --", "''"])
     assert set(found) == {"alpha"}
+
+
+@pytest.mark.parametrize(
+    ("heading_path", "said"),
+    [
+        (("Fix the build", "Transcript", "14:05 User"), True),
+        (("Fix the build", "Transcript", "2026-03-02 09:10 User"), True),  # a later day
+        (("Fix the build", "Transcript", "User"), True),  # no time
+        (("Fix the build", "Transcript", "14:06 Assistant"), False),
+        (("Fix the build", "Transcript", "14:07 Context compacted"), False),
+        (("Notes", "User"), False),  # not a transcript
+        (("Fix the build", "Transcript", "14:05 User feedback"), False),
+        (("Fix the build", "Transcript", "١٤:٠٥ User"), False),  # never written so
+        ((), False),
+    ],
+)
+def test_a_user_turn_is_read_from_its_heading(heading_path: tuple[str, ...], said: bool) -> None:
+    assert turns.is_user_turn(heading_path) is said
+
+
+def test_the_transcript_writer_and_the_reader_agree() -> None:
+    """Every heading render_transcript writes over a prompt reads back as a user turn,
+    and no other."""
+    day = dt.datetime(2026, 3, 1, 14, 5, tzinfo=dt.UTC)
+    events = (
+        Event("prompt", day, "fix the build"),
+        Event("text", day + dt.timedelta(minutes=1), "Done."),
+        Event("prompt", day + dt.timedelta(days=1), "and the docs"),
+        Event("text", None, "Done too."),
+        Event("prompt", None, "thanks"),
+    )
+    session = Session("s1", "proj", "/work", "main", day, None, 3, (), {}, (), (), events)
+    text = render_transcript(session)
+    headings = [line[4:] for line in text.splitlines() if line.startswith("### ")]
+    said = [turns.is_user_turn(("Title", turns.TRANSCRIPT, h)) for h in headings]
+    assert said == [True, False, True, False, True], headings
 
 
 def _session(title: str, user: str, assistant: str) -> str:

@@ -28,7 +28,7 @@ score and shows that chunk. Measured per set in bench/eval/RESULTS.md: notes alo
 lost 0.10 nDCG@10 on long notes, chunks alone 0.06 on conversations.
 
 **What the person said counts on its own.** In a session's transcript, the user's turns
-("### hh:mm User", ``filters.USER_TURN_SQL``) are where people state their own facts,
+("### hh:mm User": ``chunks.user_turn``, sessions/turns.py) are where people state their own facts,
 plans and preferences; the assistant's long answers share the query's words with every
 other session on the topic. So a note also gains ``USER_TURN_WEIGHT`` times its best
 user turn's own BM25 over the best user turn's among the candidates (times the best
@@ -67,7 +67,6 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from markvault.index.filters import USER_TURN_SQL
 from markvault.search.query_cost import term_reads
 
 if TYPE_CHECKING:
@@ -192,8 +191,7 @@ def pool_sql(found: Mapping[str, tuple[int, int, int]], chunk_ids: Sequence[int]
     # Both filtered on their own first: a join over all chunks would read every path.
     return f"""
         WITH c AS MATERIALIZED (
-            SELECT id, path, note_len, {USER_TURN_SQL} AS user_turn
-            FROM chunks c WHERE id IN ({pool})
+            SELECT id, path, note_len, user_turn FROM chunks WHERE id IN ({pool})
         ),
         p AS MATERIALIZED (
             SELECT chunk_id, termid, tf FROM ({_term_postings(found, "chunk_id, termid, tf")})

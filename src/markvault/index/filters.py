@@ -8,19 +8,13 @@ from typing import Any
 
 from markvault.types.search import SCOPES, Filters
 
-# The transcript's "### hh:mm User" turns ("### YYYY-MM-DD hh:mm User" on a later
-# day, "### User" without a time), as sessions.render_transcript writes them: what the
-# person said. The "prompts" scope, and what keyword ranking weighs (index/bm25.py).
-USER_TURN_SQL = (
-    "list_contains(c.heading_path, 'Transcript') AND regexp_matches("
-    "c.heading_path[-1], '^(\\d{4}-\\d{2}-\\d{2} )?(\\d{2}:\\d{2} )?User$')"
-)
 # The SQL of each search scope (``model.SCOPES``) over ``chunks c``: "sessions" is
 # note-level; the others pick chunks, so their SQL needs ``chunks c`` joined (see
 # ``Filters.notes_only``).
 SCOPE_SQL: dict[str, str] = {
     "sessions": "",
-    "prompts": USER_TURN_SQL,
+    # A transcript's user turns, marked as the chunks are stored (sessions/turns.py).
+    "prompts": "c.user_turn",
     # "### Decisions" of a summary, or "## Decisions" of a hand-written session note.
     "decisions": "lower(c.heading_path[-1]) = 'decisions'",
     "outcomes": "lower(c.heading_path[-1]) = 'outcomes'",

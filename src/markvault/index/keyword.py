@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from markvault.index import bm25
-from markvault.index.filters import USER_TURN_SQL, filters_sql, sql_string
+from markvault.index.filters import filters_sql, sql_string
 from markvault.index.posting_rows import (
     StagedPostings,
     counted_rows,
@@ -461,7 +461,7 @@ class KeywordIndex:
             wanted = set(chunk_ids)
             at = {
                 int(r[0]): r[1:]
-                for r in self.reads.chunk_rows(chunk_ids, f"path, note_len, {USER_TURN_SQL}")
+                for r in self.reads.chunk_rows(chunk_ids, "path, note_len, user_turn")
             }
             return [
                 (cid, termid, tf, at[cid][0], int(at[cid][1]), notes, total, at[cid][2])

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from markvault.errors import UsageError
 from markvault.identity import id_problem
-from markvault.index.filters import USER_TURN_SQL, current_sql, filters_sql, sql_string
+from markvault.index.filters import current_sql, filters_sql, sql_string
 from markvault.index.prefix_lookup import NameIndex, count_lookup
 from markvault.index.store import Store, dict_rows
 from markvault.search.time_signal import note_days
@@ -127,7 +127,7 @@ class NoteReads:
             return []
         wanted = ", ".join(str(int(i)) for i in ids)
         return self.con.execute(
-            f"SELECT id, {columns} FROM chunks c WHERE id IN ({wanted})"
+            f"SELECT id, {columns} FROM chunks WHERE id IN ({wanted})"
         ).fetchall()
 
     def chunk_paths(self, ids: Sequence[int]) -> dict[int, str]:
@@ -136,7 +136,7 @@ class NoteReads:
 
     def chunk_notes(self, ids: Sequence[int]) -> dict[int, tuple[str, int, bool]]:
         """The note path, the note's length and whether the chunk is a user's turn
-        (``filters.USER_TURN_SQL``) of each chunk id (ids that no longer exist are left
+        (``chunks.user_turn``) of each chunk id (ids that no longer exist are left
         out). A warm search (in numpy: keyword.py) asks for ~200 at a time, which an
         ``IN`` list cost DuckDB ~2-3 ms to plan and look up; so the second time it is
         asked with no write in between, every chunk's is read into arrays (~17 bytes a
@@ -147,7 +147,7 @@ class NoteReads:
             return self._chunk_notes[1].lookup(ids)
         if self._notes_asked != changes:  # a write may come before the next search
             self._notes_asked = changes
-            rows = self.chunk_rows(ids, f"path, note_len, {USER_TURN_SQL}")
+            rows = self.chunk_rows(ids, "path, note_len, user_turn")
             return {int(r[0]): (r[1], int(r[2]), bool(r[3])) for r in rows}
         self._chunk_notes = (changes, _ChunkNotes(self.con))
         return self._chunk_notes[1].lookup(ids)
@@ -487,7 +487,7 @@ class _ChunkNotes:
 
         # Notes by row id: a join yields small integers, not a path string per chunk.
         rows = con.execute(
-            f"SELECT c.id, n.rowid AS note, c.note_len, {USER_TURN_SQL} AS user_turn "
+            "SELECT c.id, n.rowid AS note, c.note_len, c.user_turn "
             "FROM chunks c JOIN notes n ON n.path = c.path"
         ).fetchnumpy()
         order = np.argsort(rows["id"], kind="stable")

@@ -19,6 +19,7 @@ from itertools import accumulate, chain, repeat
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from markvault.markdown.links import link_name
+from markvault.sessions.turns import is_user_turn
 
 if TYPE_CHECKING:
     from markvault.types.notes import NoteRecord
@@ -63,6 +64,7 @@ CHUNK_COLUMNS = (
     "context",
     "hash",
     "note_len",
+    "user_turn",
 )
 LINK_COLUMNS = (
     "source",
@@ -149,6 +151,7 @@ def chunk_columns(records: Sequence[NoteRecord]) -> tuple[list[Any], ...]:
         [c.context for c in cs],
         [c.hash for c in cs],
         _each((rec.note_len for rec in records), counts),
+        [is_user_turn(c.heading_path) for c in cs],
     )
 
 
@@ -219,6 +222,7 @@ def _tables(*columns: Sequence[list[Any]]) -> tuple[Any, Any, Any]:
         **dict.fromkeys(_INT32, pa.int32()),
         **dict.fromkeys(("mtime_ns", "size", "ctime_ns", "ino"), pa.int64()),
         "embed": pa.bool_(),
+        "user_turn": pa.bool_(),
     }
     return tuple(
         pa.Table.from_arrays(

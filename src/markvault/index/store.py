@@ -30,7 +30,8 @@ from markvault.index.filters import sql_string
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = "14"  # 13: notes.ctime_ns and notes.ino (racy.py); 14: attachments' text
+# 13: notes.ctime_ns and notes.ino (racy.py); 14: attachments' text; 15: chunks.user_turn
+SCHEMA_VERSION = "15"
 # DuckDB's memory while a sync writes, over what the connection already holds (see
 # deferred_checkpoints): a 90 MB vault's first build peaked at 1.2 GB without it.
 BUILD_MEMORY_BYTES = 256 * 10**6
@@ -48,7 +49,8 @@ CREATE TABLE notes (
 );
 CREATE TABLE chunks (
     id BIGINT, path VARCHAR, seq INTEGER, heading_path VARCHAR[], start_line INTEGER,
-    end_line INTEGER, text VARCHAR, context VARCHAR, hash VARCHAR, note_len INTEGER
+    end_line INTEGER, text VARCHAR, context VARCHAR, hash VARCHAR, note_len INTEGER,
+    user_turn BOOLEAN  -- a transcript's user turn (sessions/turns.py)
 );
 CREATE TABLE links (
     source VARCHAR, target VARCHAR, heading VARCHAR, block VARCHAR, alias VARCHAR,

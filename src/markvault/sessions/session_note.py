@@ -32,6 +32,7 @@ from typing import Any
 from markvault.files.vault_files import safe_file_name
 from markvault.markdown.edit import replace_section
 from markvault.markdown.frontmatter import set_keys, yaml_line
+from markvault.sessions import turns
 from markvault.sessions.sanitize import one_line
 from markvault.sessions.session import Event, Session
 
@@ -79,7 +80,7 @@ def render_note(session: Session, existing: str | None = None) -> str:
         order=NOTE_KEY_ORDER,
         hint=FRONTMATTER_HINT,
     )
-    text = replace_section(text, "Transcript", render_transcript(session))
+    text = replace_section(text, turns.TRANSCRIPT, render_transcript(session))
     return bom + (text.replace("\n", "\r\n") if crlf else text)
 
 
@@ -131,7 +132,7 @@ def render_transcript(session: Session) -> str:
     skipped = session.malformed_lines + session.oversized_lines
     if skipped:
         intro += f" {skipped} unreadable line{'s' if skipped != 1 else ''} skipped."
-    blocks: list[str] = ["## Transcript", intro + "_"]
+    blocks: list[str] = [f"## {turns.TRANSCRIPT}", intro + "_"]
     day = session.started.date() if session.started else None
     current = ""
     items: list[str] = []  # consecutive tool and subagent lines form one list
@@ -144,13 +145,13 @@ def render_transcript(session: Session) -> str:
     for event in session.events:
         if event.kind in ("prompt", "compaction"):
             flush()
-            label = "User" if event.kind == "prompt" else "Context compacted"
+            label = turns.USER if event.kind == "prompt" else "Context compacted"
             blocks += [_heading(event.time, day, label), quote(event.text)]
             current = event.kind
             continue
         if current != "assistant":
             flush()
-            blocks.append(_heading(event.time, day, "Assistant"))
+            blocks.append(_heading(event.time, day, turns.ASSISTANT))
             current = "assistant"
         if event.kind == "text":
             flush()
