@@ -262,3 +262,39 @@ def test_user_turns_weigh_alike_on_every_scoring_path(
     for hits in runs[1:]:
         assert [(h.path, h.chunk_id) for h in hits] == first
         assert [h.score for h in hits] == pytest.approx([h.score for h in runs[0]], abs=1e-9)
+
+
+def test_a_user_turn_raises_a_session_by_a_share_of_its_own_score(
+    write: WriteNotes, open_vault: OpenVault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Notes without a user turn keep their scores exactly; a session gains at most
+    USER_TURN_WEIGHT of its own score, so one whose user turn names a single word of the
+    query stays below a note that names several (index/bm25.py)."""
+    write(
+        {
+            "notes/beagles.md": "# Beagles\n\nA beagle named Biscuit came from the Elm "
+            "Street shelter; the beagle is a scent hound.\n",
+            "notes/shelters.md": "# Shelters\n\nThe Elm Street shelter takes in dogs.\n",
+            "sessions/passing.md": _session(
+                "Errands", "Is the shelter open on Sundays?", "Most are; call ahead."
+            ),
+        }
+    )
+    v = open_vault()
+    v.reindex(vectors=False)
+    query = SearchRequest("beagle Biscuit Elm Street shelter hound", mode="keyword")
+    hits = v.search(query).hits
+    assert [h.path for h in hits] == [
+        "notes/beagles.md",
+        "notes/shelters.md",
+        "sessions/passing.md",
+    ]
+    weighed = {h.path: h.score for h in hits}
+    weight = bm25.USER_TURN_WEIGHT
+    monkeypatch.setattr(bm25, "USER_TURN_WEIGHT", 0.0)
+    plain = {h.path: h.score for h in v.search(query).hits}
+    for path in ("notes/beagles.md", "notes/shelters.md"):
+        assert weighed[path] == pytest.approx(plain[path], abs=1e-12), path
+    assert weighed["sessions/passing.md"] == pytest.approx(
+        (1 + weight) * plain["sessions/passing.md"]  # its user turn is the best one
+    )

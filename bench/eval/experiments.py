@@ -509,7 +509,7 @@ def memory_experiments() -> list[Experiment]:
                 lambda w=w: _patches((markvault.index.bm25, {"USER_TURN_WEIGHT": w})),
                 "alternative",
             )
-            for w in (0.15, 0.5)
+            for w in (0.25, 1.0)
         ),
         *(
             Experiment(

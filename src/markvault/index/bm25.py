@@ -27,18 +27,19 @@ evidence together beat either): a chunk's score is
 score and shows that chunk. Measured per set in bench/eval/RESULTS.md: notes alone
 lost 0.10 nDCG@10 on long notes, chunks alone 0.06 on conversations.
 
-**What the person said counts on its own.** In a session's transcript, the user's turns
-("### hh:mm User": ``chunks.user_turn``, sessions/turns.py) are where people state their own facts,
-plans and preferences; the assistant's long answers share the query's words with every
-other session on the topic. So a note also gains ``USER_TURN_WEIGHT`` times its best
-user turn's own BM25 over the best user turn's among the candidates (times the best
-note score, BM25's scale):
+**What the person said counts on its own.** In a session's transcript the user's turns
+(``chunks.user_turn``: sessions/turns.py) are where people state their own facts, plans
+and preferences; the assistant's long answers share the query's words with every other
+session on the topic. So a note's score is raised by a share of itself, the more as its
+best user turn matches the query:
 
-    + USER_TURN_WEIGHT * best note * user turn / best user turn
+    * (1 + USER_TURN_WEIGHT * its best user turn's BM25 / the best user turn's)
 
 A note with no user turn among the candidates (every note that is not a transcript)
-gains nothing, so a vault without sessions ranks exactly as before. Measured on
-LongMemEval (bench/eval/RESULTS.md), whose gold is mostly what the user said.
+keeps its score, so a vault without sessions ranks exactly as before. A share of the
+note's own score, not of the top hit's (as time_signal.boost): a session that matches
+little elsewhere cannot pass a note that matches well. Measured on LongMemEval
+(bench/eval/RESULTS.md), whose gold is mostly what the user said.
 
 In two steps, so that a query costs little more than scoring chunks: the best
 ``NOTE_POOL`` chunks by their own BM25 (``scored_sql``, through filters and checks), then
@@ -75,7 +76,7 @@ if TYPE_CHECKING:
 CHUNKS_PER_NOTE = 3
 NOTE_WEIGHT = 0.5
 NOTE_POOL = 200  # chunks ranked on their own, whose notes are then scored as wholes
-USER_TURN_WEIGHT = 0.3
+USER_TURN_WEIGHT = 0.5
 
 
 def _weight(df: str, n: str) -> str:
@@ -255,13 +256,13 @@ def rerank(
             path = notes[cid][0]
             said[path] = max(said.get(path, 0.0), own)
     best_said = max(said.values(), default=0.0)
-    lift = USER_TURN_WEIGHT * best_note / best_said if best_said > 0 else 0.0
+    lift = USER_TURN_WEIGHT / best_said if best_said > 0 else 0.0
     combined = []
     for cid, own in rows:
         path, note = notes.get(cid, (f"#{cid}", 0.0))
         score = NOTE_WEIGHT * note + (1 - NOTE_WEIGHT) * own * scale
         if lift:
-            score += lift * said.get(path, 0.0)
+            score *= 1 + lift * said.get(path, 0.0)
         combined.append((score, own, cid, path))
     combined.sort(key=lambda r: (-r[0], -r[1], r[2]))
     shown: Counter[str] = Counter()
