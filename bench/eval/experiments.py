@@ -448,6 +448,16 @@ def _top_time_boost(fused: Any, note_of: Any, fit: Any, weight: Any = None) -> A
     return out
 
 
+def _bm25_setting(name: str, constant: str, value: float, kind: str = "alternative") -> Experiment:
+    """One of index/bm25.py's constants set to ``value``: keyword and hybrid change."""
+    return Experiment(
+        name,
+        ("keyword", "hybrid"),
+        lambda: _patches((markvault.index.bm25, {constant: value})),
+        kind,
+    )
+
+
 def memory_experiments() -> list[Experiment]:
     """Time in the query, the weight of what the user said, how a long note's score is
     built from its chunks (issue 33). Run by ``python -m bench.eval`` with the
@@ -489,34 +499,23 @@ def memory_experiments() -> list[Experiment]:
             "alternative",
         ),
         *(
-            Experiment(
+            _bm25_setting(
                 f"long notes: note weight {w} (note BM25 against its best chunk's)",
-                ("keyword", "hybrid"),
-                lambda w=w: _patches((markvault.index.bm25, {"NOTE_WEIGHT": w})),
-                "alternative",
+                "NOTE_WEIGHT",
+                w,
             )
             for w in (0.3, 0.7)
         ),
-        Experiment(
+        _bm25_setting(
             "user turns: not weighed (before issue 33's dialogue-aware ranking)",
-            ("keyword", "hybrid"),
-            lambda: _patches((markvault.index.bm25, {"USER_TURN_WEIGHT": 0.0})),
+            "USER_TURN_WEIGHT",
+            0.0,
+            "ablation",
         ),
+        *(_bm25_setting(f"user turns: weight {w}", "USER_TURN_WEIGHT", w) for w in (0.25, 1.0)),
         *(
-            Experiment(
-                f"user turns: weight {w}",
-                ("keyword", "hybrid"),
-                lambda w=w: _patches((markvault.index.bm25, {"USER_TURN_WEIGHT": w})),
-                "alternative",
-            )
-            for w in (0.25, 1.0)
-        ),
-        *(
-            Experiment(
-                f"long notes: {n} chunks per note in the keyword list",
-                ("keyword", "hybrid"),
-                lambda n=n: _patches((markvault.index.bm25, {"CHUNKS_PER_NOTE": n})),
-                "alternative",
+            _bm25_setting(
+                f"long notes: {n} chunks per note in the keyword list", "CHUNKS_PER_NOTE", n
             )
             for n in (1, 6)
         ),

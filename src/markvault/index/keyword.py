@@ -460,11 +460,11 @@ class KeywordIndex:
             rows, notes, total = postings
             wanted = set(chunk_ids)
             at = {
-                int(r[0]): r[1:]
+                int(r[0]): (r[1], int(r[2]), bool(r[3]))
                 for r in self.reads.chunk_rows(chunk_ids, "path, note_len, user_turn")
             }
             return [
-                (cid, termid, tf, at[cid][0], int(at[cid][1]), notes, total, at[cid][2])
+                (cid, termid, tf, *at[cid][:2], notes, total, at[cid][2])
                 for cid, termid, tf in rows
                 if cid in wanted and cid in at
             ]
