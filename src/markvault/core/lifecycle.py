@@ -249,10 +249,9 @@ class IndexKeeper:
         """
         try:
             return self.open_index(write=False)
-        except IndexUnusable as exc:
-            if self.settings.db_path.exists():
-                self.notices.append(f"The index must be rebuilt ({exc}); rebuilding.")
-            else:
+        except IndexUnusable:
+            # An unusable file says why as the rebuild opens it (Store.open): one line.
+            if not self.settings.db_path.exists():
                 self.notices.append("No index yet: building it from the vault.")
             report = self.reindex(vectors=False, progress=progress)
             self.notices = report.notices  # shown with the answer that needed the build
