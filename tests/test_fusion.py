@@ -18,7 +18,7 @@ from markvault.errors import UsageError
 from markvault.runtime.local_host import LocalHost, open_local
 from markvault.search import fusion
 from markvault.search.fusion import KEYWORD_WEIGHT, RRF_K
-from markvault.search.searcher import ORIGINAL_WEIGHT
+from markvault.search.searcher import FUSED_CANDIDATES, ORIGINAL_WEIGHT
 from markvault.types.search import SearchRequest
 
 from .conftest import WriteNotes
@@ -104,6 +104,49 @@ def test_the_vector_side_is_scaled_from_the_typical_cosine() -> None:
     # A large vault: an evenly strided sample, within a fraction of a percentile.
     many = np.random.default_rng(7).permutation(np.linspace(0.0, 1.0, 250_001))
     assert fusion.typical_cosine(many) == pytest.approx(0.5, abs=0.01)
+
+
+def _many_sections(seed: int, notes: int = 90, sections: int = 6) -> dict[str, str | bytes]:
+    """Notes of several sections each, the query's words spread unevenly among them:
+    a note's chunks fill a list faster than notes do, so a list's depth matters."""
+    rng = np.random.default_rng(seed)
+    words = ["walrus", "census", "engine", "repair", "ice", "spring", "pens", "home"]
+    filler = ["the", "count", "taken", "each", "morning", "shore", "north", "table"]
+    files: dict[str, str | bytes] = {}
+    for n in range(notes):
+        body = [f"# Note {n}"]
+        for s in range(sections):
+            picked = rng.choice(words, size=int(rng.integers(0, 4))).tolist()
+            text = " ".join(picked + rng.choice(filler, size=12).tolist())
+            body.append(f"## Part {s}\n\n{text}.")
+        files[f"n{n:03}.md"] = "\n\n".join(body) + "\n"
+    return files
+
+
+@pytest.mark.parametrize("mode", ["keyword", "vector", "hybrid", "deep"])
+def test_pages_are_slices_of_one_ranking(
+    write: WriteNotes, vault_dir: Path, fake: HashEmbedder, mode: str
+) -> None:
+    # An agent pages with offset: each page must continue the one before, not re-rank
+    # a deeper list (hybrid fused 5 chunks per hit asked for: pages overlapped).
+    write(_many_sections(seed=3))
+    query = "walrus census on the ice, engine repair"
+    with open_local(vault_dir, vault_dir.parent / "index", model=NAME, embedder=fake) as v:
+        v.reindex()
+
+        def ids(limit: int, offset: int = 0) -> list[str]:
+            request = SearchRequest(query, mode=mode, limit=limit, offset=offset)
+            return [h.path for h in v.search(request).hits]
+
+        # The first search scores vectors in SQL, later ones from the matrix: the same
+        # cosines up to float rounding, which may order the fake's many ties otherwise.
+        ids(1)
+        depth = FUSED_CANDIDATES // 5  # the hits one ranking holds (candidate_depth)
+        whole = ids(depth)
+        assert len(whole) == depth
+        for size in (4, 10):
+            pages = [p for start in range(0, depth, size) for p in ids(size, start)]
+            assert pages == whole, size
 
 
 def test_deep_search_weighs_the_query_above_its_variants(vault: Vault) -> None:

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 MODES = ("keyword", "vector", "hybrid", "deep")
 ORDERS = ("relevance", "date")
 MAX_LIMIT = 1000
+CANDIDATES = 50  # chunks a list brings, at least (candidate_depth)
+FUSED_CANDIDATES = 200  # chunks each fused list brings, whatever the page
 MAX_QUERY_CHARS = 4000
 SNIPPET_CHARS = 180
 # Deep search: the caller's variants of the query, and how much the original counts.
@@ -102,9 +104,7 @@ class Searcher:
                 run.timings["total"] = (time.perf_counter() - run.began) * 1000
                 return SearchResult(query, mode, [], run.timings, 0, run.warnings)
             plan = None  # the model reads the text as written
-        wanted = max(50, (offset + limit) * 5)
-        if order == "date" or min_score is not None:
-            wanted = max(wanted, MAX_LIMIT)
+        wanted = candidate_depth(mode, offset, limit, order, min_score)
         lists, weights = self._lists(query, plan, mode, filters, wanted, parsed_variants, run)
         plan = run.plan or plan
         fused = self._fuse(lists, weights, mode, run)
@@ -342,7 +342,8 @@ class Searcher:
         ranked: list[tuple[int, float]] = []
         if k > 0:
             top = np.argpartition(-scores, k - 1)[:k]
-            top = top[np.argsort(-scores[top], kind="stable")]
+            # Ties (copies of a text) by chunk id: the same order at any depth k.
+            top = top[np.lexsort((ids[top], -scores[top]))]
             ranked = [(int(ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
         if plan is not None and constrained:
             tokens = self.index.keyword.chunk_tokens([cid for cid, _ in ranked])
@@ -445,6 +446,21 @@ def _time_window(
         return window, plan
     # The embedding model reads the question whole: time words are context there.
     return window, dataclasses.replace(rest, text=plan.text)
+
+
+def candidate_depth(mode: str, offset: int, limit: int, order: str, min_score: float | None) -> int:
+    """Chunks each ranked list brings: five per hit up to the page's end, and more where
+    the order depends on it. Sorting by date or cutting at a score needs every match.
+    Fusion (hybrid, deep) scores a note by the lists it is in, so deeper lists reorder
+    its top: their depth is ``FUSED_CANDIDATES`` whatever the page, which makes pages up
+    to ``FUSED_CANDIDATES / 5`` hits slices of one ranking. A single list is the same
+    order at any depth (the keyword side ranks a fixed pool, bm25.NOTE_POOL)."""
+    depth = max(CANDIDATES, (offset + limit) * 5)
+    if order == "date" or min_score is not None:
+        depth = max(depth, MAX_LIMIT)
+    if mode in ("hybrid", "deep"):
+        depth = max(depth, FUSED_CANDIDATES)
+    return depth
 
 
 def check_request(
