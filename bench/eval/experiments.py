@@ -26,6 +26,7 @@ import markvault.index.bm25
 import markvault.index.keyword
 import markvault.search.fusion
 import markvault.search.language
+import markvault.search.searcher
 from markvault.markdown.tokens import latin_share
 
 from . import runner
@@ -458,6 +459,62 @@ def _bm25_setting(name: str, constant: str, value: float, kind: str = "alternati
     )
 
 
+def _query_coverage(share: float, depth: int = 20) -> Patch:
+    """Coverage of the query in the top ``depth`` notes (issue 33's "several sessions for
+    one question"): chosen greedily by (1 - share) x score over the best's + share x the
+    IDF-weighted part of the query's terms it holds that the notes above it do not."""
+    import math
+
+    import markvault.search.query as query_lang
+    from markvault.markdown.tokens import chunk_words
+
+    searcher = markvault.search.searcher.Searcher
+    original = searcher.search
+
+    def search(self: Any, request: Any) -> Any:
+        result = original(self, request)
+        plan = query_lang.parse(request.query)
+        hits = result.hits
+        terms = list(dict.fromkeys(plan.terms)) if plan is not None else []
+        if len(hits) < 2 or len(terms) < 2:
+            return result
+        known = self.index.keyword.term_ids(terms)
+        notes = self.index.keyword._stats()[2] or 1
+        weight = {t: math.log(1 + notes / (1 + v[2])) for t, v in known.items()}
+        total = sum(weight.values())
+        if not total:
+            return result
+        top = hits[:depth]
+        paths = ", ".join("'" + h.path.replace("'", "''") + "'" for h in top)
+        rows = self.index.keyword.con.execute(
+            f"SELECT c.path, n.title, c.context, c.text FROM chunks c JOIN notes n "
+            f"ON n.path = c.path WHERE c.path IN ({paths})"
+        ).fetchall()
+        held: dict[str, set[str]] = {}
+        for path, title, context, text in rows:
+            held.setdefault(path, set()).update(
+                t for t in chunk_words(title, context, text) if t in weight
+            )
+        best = max(abs(h.score) for h in top) or 1.0
+        chosen: list[Any] = []
+        covered: set[str] = set()
+        left = list(top)
+        while left:
+
+            def gain(h: Any, covered: set[str] = covered) -> float:
+                new = held.get(h.path, set()) - covered
+                return (1 - share) * h.score / best + share * sum(weight[t] for t in new) / total
+
+            pick = max(left, key=gain)
+            chosen.append(pick)
+            covered |= held.get(pick.path, set())
+            left.remove(pick)
+        result.hits = chosen + hits[depth:]
+        return result
+
+    return lambda: _patches((searcher, {"search": search}))
+
+
 def memory_experiments() -> list[Experiment]:
     """Time in the query, the weight of what the user said, how a long note's score is
     built from its chunks (issue 33). Run by ``python -m bench.eval`` with the
@@ -518,5 +575,25 @@ def memory_experiments() -> list[Experiment]:
                 f"long notes: {n} chunks per note in the keyword list", "CHUNKS_PER_NOTE", n
             )
             for n in (1, 6)
+        ),
+        *(
+            Experiment(
+                f"candidates: {depth} chunks per list whatever the limit",
+                ("keyword", "hybrid"),
+                lambda depth=depth: _patches(
+                    (markvault.search.searcher, {"candidate_depth": lambda *a, d=depth: d})
+                ),
+                "alternative",
+            )
+            for depth in (50, 150, 200, 500)
+        ),
+        *(
+            Experiment(
+                f"several sessions: query coverage {share} in the top 20",
+                ("keyword", "hybrid"),
+                _query_coverage(share),
+                "alternative",
+            )
+            for share in (0.3, 0.5)
         ),
     ]
