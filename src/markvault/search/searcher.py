@@ -356,9 +356,9 @@ class Searcher:
         """The note path of each chunk id, read only for those the run has not seen."""
         known = run.chunk_notes
         missing = [cid for cid in ids if cid not in known]
-        paths = self.index.reads.chunk_paths(missing) if missing else {}
-        paths.update((cid, known[cid]) for cid in ids if cid in known)
-        return paths
+        if missing:  # remembered: fusion reads the vector side's, the hits need them again
+            known.update(self.index.reads.chunk_paths(missing))
+        return {cid: known[cid] for cid in ids if cid in known}
 
     def _hits(
         self,
