@@ -515,6 +515,29 @@ def _query_coverage(share: float, depth: int = 20) -> Patch:
     return lambda: _patches((searcher, {"search": search}))
 
 
+def _vector_feedback(weight: float, top: int = 3) -> Patch:
+    """Rocchio feedback on the vector side (issue 33's several sessions: the gold
+    sessions of one question share a topic): the query's vector plus ``weight`` x the
+    mean of its ``top`` closest chunks' vectors, renormalized, then every chunk scored
+    against that."""
+    import markvault.index.vectors as vectors
+
+    original = vectors.VectorIndex.scores
+
+    def scores(self: Any, model: str, query: Any) -> Any:
+        ids, first = original(self, model, query)
+        if len(first) <= top:
+            return ids, first
+        matrix_ids, matrix = self.matrix(model)
+        assert np.array_equal(matrix_ids, ids)
+        best = np.argpartition(-first, top - 1)[:top]
+        moved = query + weight * matrix[best].mean(axis=0)
+        moved = moved / (np.linalg.norm(moved) or 1.0)
+        return ids, matrix @ moved.astype(matrix.dtype)
+
+    return lambda: _patches((vectors.VectorIndex, {"scores": scores}))
+
+
 def memory_experiments() -> list[Experiment]:
     """Time in the query, the weight of what the user said, how a long note's score is
     built from its chunks (issue 33). Run by ``python -m bench.eval`` with the
@@ -595,5 +618,14 @@ def memory_experiments() -> list[Experiment]:
                 "alternative",
             )
             for share in (0.3, 0.5)
+        ),
+        *(
+            Experiment(
+                f"several sessions: vector feedback {w} (Rocchio, top 3 chunks)",
+                ("hybrid",),
+                _vector_feedback(w),
+                "alternative",
+            )
+            for w in (0.3, 0.6)
         ),
     ]
