@@ -459,10 +459,12 @@ def _bm25_setting(name: str, constant: str, value: float, kind: str = "alternati
     )
 
 
-def _query_coverage(share: float, depth: int = 20) -> Patch:
+def _query_coverage(share: float, depth: int = 20, sessions_only: bool = False) -> Patch:
     """Coverage of the query in the top ``depth`` notes (issue 33's "several sessions for
     one question"): chosen greedily by (1 - share) x score over the best's + share x the
-    IDF-weighted part of the query's terms it holds that the notes above it do not."""
+    IDF-weighted part of the query's terms it holds that the notes above it do not.
+    ``sessions_only``: only transcripts (notes with a user turn) move, among the places
+    transcripts hold; every other note keeps its place."""
     import math
 
     import markvault.search.query as query_lang
@@ -496,10 +498,23 @@ def _query_coverage(share: float, depth: int = 20) -> Patch:
                 t for t in chunk_words(title, context, text) if t in weight
             )
         best = max(abs(h.score) for h in top) or 1.0
+        movable = {h.path for h in top}
+        if sessions_only:
+            movable = {
+                r[0]
+                for r in self.index.keyword.con.execute(
+                    f"SELECT path FROM chunks WHERE path IN ({paths}) "
+                    "GROUP BY path HAVING bool_or(user_turn)"
+                ).fetchall()
+            }
         chosen: list[Any] = []
         covered: set[str] = set()
-        left = list(top)
-        while left:
+        left = [h for h in top if h.path in movable]
+        for slot in top:
+            if slot.path not in movable:
+                chosen.append(slot)
+                covered |= held.get(slot.path, set())
+                continue
 
             def gain(h: Any, covered: set[str] = covered) -> float:
                 new = held.get(h.path, set()) - covered
@@ -608,7 +623,7 @@ def memory_experiments() -> list[Experiment]:
                 ),
                 "alternative",
             )
-            for depth in (50, 150, 200, 500)
+            for depth in (50, 200)
         ),
         *(
             Experiment(
@@ -618,6 +633,15 @@ def memory_experiments() -> list[Experiment]:
                 "alternative",
             )
             for share in (0.3, 0.5)
+        ),
+        *(
+            Experiment(
+                f"several sessions: query coverage {share} among transcripts in the top 20",
+                ("keyword", "hybrid"),
+                _query_coverage(share, sessions_only=True),
+                "alternative",
+            )
+            for share in (0.4, 0.5)
         ),
         *(
             Experiment(
