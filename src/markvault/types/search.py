@@ -75,7 +75,7 @@ class SearchResult:
     mode: str
     hits: list[Hit]
     timings_ms: dict[str, float]
-    total: int = 0  # notes matched before limit/offset
+    total: int = 0  # notes ranked before limit/offset: the lists' depth bounds it
     warnings: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)  # chunks found by each stage
     shortcut: bool = False  # deep search skipped its variants
