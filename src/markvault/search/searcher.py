@@ -453,8 +453,8 @@ def candidate_depth(mode: str, offset: int, limit: int, order: str, min_score: f
     the order depends on it. Sorting by date or cutting at a score needs every match.
     Fusion (hybrid, deep) scores a note by the lists it is in, so deeper lists reorder
     its top: their depth is ``FUSED_CANDIDATES`` whatever the page, which makes pages up
-    to ``FUSED_CANDIDATES / 5`` hits slices of one ranking. A single list is the same
-    order at any depth (the keyword side ranks a fixed pool, bm25.NOTE_POOL)."""
+    to ``FUSED_CANDIDATES / 5`` hits slices of one ranking. A single list keeps its order
+    at any depth (the keyword side's, up to its fixed pool of bm25.NOTE_POOL chunks)."""
     depth = max(CANDIDATES, (offset + limit) * 5)
     if order == "date" or min_score is not None:
         depth = max(depth, MAX_LIMIT)
