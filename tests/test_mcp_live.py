@@ -35,9 +35,15 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
 ]
 TRANSCRIPTS = REPO / "tests" / "fixtures" / "claude"
+# Completions list newest first within a rank: dated, or the files' mtimes (written in
+# the same second, or not) would decide which "alp" comes first.
 NOTES = {
-    "notes/alpha.md": "---\nid: alpha\ntitle: Alpha quokka\n---\n# Alpha quokka\n\nText.\n",
-    "notes/alpine.md": "---\nid: alpine-lakes\n---\n# Alpine lakes\n\nText.\n",
+    "notes/alpha.md": (
+        "---\nid: alpha\ntitle: Alpha quokka\nupdated: 2026-01-02\n---\n# Alpha quokka\n\nText.\n"
+    ),
+    "notes/alpine.md": (
+        "---\nid: alpine-lakes\nupdated: 2026-01-01\n---\n# Alpine lakes\n\nText.\n"
+    ),
     "notes/other.md": "---\nid: other\n---\n# Notes on the alps\n\nText.\n",
     "knowledge/zoology/q.md": "---\nid: q1\ntopic: zoology\nkind: knowledge\n---\n# Q\n",
     "knowledge/zoo-ops/z.md": "---\nid: z1\ntopic: zoo-ops\nkind: knowledge\n---\n# Z\n",
