@@ -27,6 +27,7 @@ import markvault.index.keyword
 import markvault.search.fusion
 import markvault.search.language
 import markvault.search.searcher
+from markvault.index.filters import sql_string
 from markvault.markdown.tokens import latin_share
 
 from . import runner
@@ -481,13 +482,13 @@ def _query_coverage(share: float, depth: int = 20, sessions_only: bool = False) 
         if len(hits) < 2 or len(terms) < 2:
             return result
         known = self.index.keyword.term_ids(terms)
-        notes = self.index.keyword._stats()[2] or 1
+        notes = self.index.reads.note_and_chunk_counts()[0] or 1
         weight = {t: math.log(1 + notes / (1 + v[2])) for t, v in known.items()}
         total = sum(weight.values())
         if not total:
             return result
         top = hits[:depth]
-        paths = ", ".join("'" + h.path.replace("'", "''") + "'" for h in top)
+        paths = ", ".join(sql_string(h.path) for h in top)
         rows = self.index.keyword.con.execute(
             f"SELECT c.path, n.title, c.context, c.text FROM chunks c JOIN notes n "
             f"ON n.path = c.path WHERE c.path IN ({paths})"
@@ -627,21 +628,13 @@ def memory_experiments() -> list[Experiment]:
         ),
         *(
             Experiment(
-                f"several sessions: query coverage {share} in the top 20",
+                f"several sessions: query coverage {share} "
+                f"{'among transcripts ' if sessions_only else ''}in the top 20",
                 ("keyword", "hybrid"),
-                _query_coverage(share),
+                _query_coverage(share, sessions_only=sessions_only),
                 "alternative",
             )
-            for share in (0.3, 0.5)
-        ),
-        *(
-            Experiment(
-                f"several sessions: query coverage {share} among transcripts in the top 20",
-                ("keyword", "hybrid"),
-                _query_coverage(share, sessions_only=True),
-                "alternative",
-            )
-            for share in (0.4, 0.5)
+            for share, sessions_only in ((0.3, False), (0.5, False), (0.4, True), (0.5, True))
         ),
         *(
             Experiment(

@@ -459,14 +459,12 @@ class KeywordIndex:
         if isinstance(postings, tuple):  # read with the scores (bm25.top_pool_sql)
             rows, notes, total = postings
             wanted = set(chunk_ids)
-            at = {
-                int(r[0]): (r[1], int(r[2]), bool(r[3]))
-                for r in self.reads.chunk_rows(chunk_ids, "path, note_len, user_turn")
-            }
+            at = self.reads.read_chunk_notes(chunk_ids)
             return [
-                (cid, termid, tf, *at[cid][:2], notes, total, at[cid][2])
+                (cid, termid, tf, path, note_len, notes, total, user_turn)
                 for cid, termid, tf in rows
                 if cid in wanted and cid in at
+                for path, note_len, user_turn in (at[cid],)
             ]
         _, total, notes = self._stats()
         return bm25.pool_rows(

@@ -147,10 +147,14 @@ class NoteReads:
             return self._chunk_notes[1].lookup(ids)
         if self._notes_asked != changes:  # a write may come before the next search
             self._notes_asked = changes
-            rows = self.chunk_rows(ids, "path, note_len, user_turn")
-            return {int(r[0]): (r[1], int(r[2]), bool(r[3])) for r in rows}
+            return self.read_chunk_notes(ids)
         self._chunk_notes = (changes, _ChunkNotes(self.con))
         return self._chunk_notes[1].lookup(ids)
+
+    def read_chunk_notes(self, ids: Sequence[int]) -> dict[int, tuple[str, int, bool]]:
+        """``chunk_notes``'s answer read now, never kept (a one-shot search's)."""
+        rows = self.chunk_rows(ids, "path, note_len, user_turn")
+        return {int(r[0]): (r[1], int(r[2]), bool(r[3])) for r in rows}
 
     def chunk_details(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         """Everything a hit shows, for the given chunk ids."""
