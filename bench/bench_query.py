@@ -8,6 +8,8 @@ finding and ranking the postings and fetching and formatting the hits.
         --shared-index /tmp/mv-scale/index-50000 --baseline-src /tmp/main/src  # one index
     python bench/bench_query.py --vault /tmp/peers-work/corpora/hub \
         --query-file /tmp/peers-work/results-hub.json --baseline-src /tmp/main/src
+    python bench/bench_query.py --mode hybrid --vault DIR --query-file Q.json \
+        --baseline-src /tmp/main/src --workdir /tmp/mv-hybrid   # embeds once per tree
 
 The vault is ``gen_vault.py``'s (seeded), the ~200 queries ``bench_core.py``'s (words of
 every frequency, phrases, prefixes, boolean, CJK); or an existing vault (``--vault``)
@@ -16,8 +18,10 @@ results file, whose ``queries`` are phrases of the corpus's titles). Each tree i
 the vault with its own code (``vault reindex --no-vectors``) into its own index, then
 runs in a new process per round:
 10 warm-up queries, then every query once through ``Vault.search(mode="keyword",
-limit=10)``. With ``--baseline-src`` the two trees' rounds alternate (which goes first
-too), so machine load hits both alike; the ratio of their medians per round is printed
+limit=10)`` (``--mode hybrid``: each tree's index holds vectors too, and the split's
+first part adds the query's embedding, the vector stage and fusion). With
+``--baseline-src`` the two trees' rounds alternate (which goes first too), so machine
+load hits both alike; the ratio of their medians per round is printed
 with its median. Wall time is what a caller waits; CPU time (``time.process_time``) moves
 less with other work on the machine. The split is the search's own ``timings_ms``:
 ``keyword`` (term lookup, BM25 over the postings, the note-level rerank) and ``fetch``
@@ -57,7 +61,7 @@ def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def worker(vault: Path, index: Path, queries_file: Path) -> None:
+def worker(vault: Path, index: Path, queries_file: Path, mode: str) -> None:
     """Run in a child: every query once after a warm-up; prints one JSON line."""
     from markvault.runtime.local_host import open_local
 
@@ -68,16 +72,17 @@ def worker(vault: Path, index: Path, queries_file: Path) -> None:
         third: list[float] = []
         for n, (_, query) in enumerate(queries[:WARMUP]):
             started = time.perf_counter()
-            opened.search(SearchRequest(query, mode="keyword", limit=10))
+            opened.search(SearchRequest(query, mode=mode, limit=10))
             if n in (1, 2):
                 (second if n == 1 else third).append((time.perf_counter() - started) * 1000)
         wall, cpu, postings, fetch = [], [], [], []
         for _, query in queries:
             started, began_cpu = time.perf_counter(), time.process_time()
-            result = opened.search(SearchRequest(query, mode="keyword", limit=10))
+            result = opened.search(SearchRequest(query, mode=mode, limit=10))
             wall.append((time.perf_counter() - started) * 1000)
             cpu.append((time.process_time() - began_cpu) * 1000)
-            postings.append(result.timings_ms.get("keyword", 0.0))
+            stages = ("keyword", "vector", "embed_query", "fuse")
+            postings.append(sum(result.timings_ms.get(s, 0.0) for s in stages))
             fetch.append(result.timings_ms.get("fetch", 0.0))
     finally:
         opened.close()
@@ -89,26 +94,33 @@ def worker(vault: Path, index: Path, queries_file: Path) -> None:
 class Tree:
     """One source tree: its environment, its own index of the vault."""
 
-    def __init__(self, name: str, src: Path | None, index: Path) -> None:
+    def __init__(self, name: str, src: Path | None, index: Path, mode: str) -> None:
         self.name = name
         self.index = index
+        self.mode = mode
         self.env = dict(os.environ)
         if src is not None:
             self.env["PYTHONPATH"] = str(src)
         self.rounds: list[dict[str, list[float]]] = []
 
     def reindex(self, vault: Path) -> None:
-        if (self.index / f"{vault.resolve().name}.duckdb").exists():
+        vectors = self.mode != "keyword"  # a sync of an index that has them is quick
+        if not vectors and (self.index / f"{vault.resolve().name}.duckdb").exists():
             return
-        log(f"{self.name}: keyword index of {vault}")
+        log(f"{self.name}: {'' if vectors else 'keyword '}index of {vault}")
         argv = [sys.executable, "-m", "markvault.cli", "--vault", str(vault)]
-        argv += ["--index", str(self.index), "reindex", "--no-vectors", "--quiet"]
+        argv += ["--index", str(self.index), "reindex", "--quiet"]
+        argv += [] if vectors else ["--no-vectors"]
         subprocess.run(argv, env=self.env, check=True, capture_output=True)
 
     def round(self, vault: Path, queries_file: Path) -> None:
         argv = [sys.executable, __file__, "--worker", str(vault), str(self.index)]
         done = subprocess.run(
-            [*argv, str(queries_file)], env=self.env, capture_output=True, text=True, check=False
+            [*argv, str(queries_file), self.mode],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if done.returncode != 0:
             raise RuntimeError(f"{self.name}: {done.stderr[-2000:]}")
@@ -153,7 +165,7 @@ def table(trees: list[Tree], corpus: str) -> list[str]:
     names = " | ".join(t.name for t in trees)
     queries = len(trees[0].rounds[0]["wall"])
     lines = [
-        f"Warm keyword queries on {corpus} ({queries} queries x {len(trees[0].rounds)} "
+        f"Warm {trees[0].mode} queries on {corpus} ({queries} queries x {len(trees[0].rounds)} "
         f"rounds, after {WARMUP} warm-up queries each); {os.cpu_count()} cores.",
         "",
         f"| figure | {names} |" + (" ratio (this / baseline) |" if len(trees) == 2 else ""),
@@ -162,7 +174,10 @@ def table(trees: list[Tree], corpus: str) -> list[str]:
     figures = [
         ("p50, wall", "wall"),
         ("p50, CPU", "cpu"),
-        ("postings (term lookup, BM25, rerank), p50", "postings"),
+        (
+            "ranking (term lookup, BM25, rerank; hybrid: + embedding, vectors, fusion), p50",
+            "postings",
+        ),
         ("fetching hits (notes, chunks, snippets), p50", "fetch"),
         ("a process's second search (imports numpy), median", "second"),
         ("its third (reads every chunk's note), median", "third"),
@@ -191,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--query-file", type=Path, help="its queries (with --vault)")
     p.add_argument("--baseline-src", type=Path, help="another tree's src/ to compare with")
     p.add_argument("--workdir", type=Path, help="keep vaults and indexes here (reused)")
+    p.add_argument("--mode", choices=("keyword", "hybrid"), default="keyword")
     p.add_argument(
         "--shared-index",
         type=Path,
@@ -210,10 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         vault, queries_file = prepare(workdir, args.notes, args.seed, args.queries)
     shared = args.shared_index
-    trees = [Tree("this tree", None, shared or workdir / "index-this")]
+    trees = [Tree("this tree", None, shared or workdir / "index-this", args.mode)]
     if args.baseline_src:
         base_index = shared or workdir / "index-base"
-        trees.insert(0, Tree("baseline", args.baseline_src.resolve(), base_index))
+        trees.insert(0, Tree("baseline", args.baseline_src.resolve(), base_index, args.mode))
     for tree in trees[::-1]:  # this tree first: it builds a shared index
         tree.reindex(vault)
     load_start = load_average()
@@ -237,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--worker":
-        worker(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]))
+    if len(sys.argv) == 6 and sys.argv[1] == "--worker":
+        worker(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]), sys.argv[5])
     else:
         sys.exit(main())
