@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from bench.eval import (  # noqa: E402
     conversation,
     gen_conversations,
     gen_long_notes,
+    gen_mixed,
     known_item,
     longmemeval,
     metrics,
@@ -138,8 +140,51 @@ def test_generated_sets_match_their_generators() -> None:
     for module, path in (
         (gen_conversations, gen_conversations.OUT),
         (gen_long_notes, gen_long_notes.OUT),
+        (gen_mixed, gen_mixed.OUT),
     ):
         assert json.loads(path.read_text(encoding="utf-8")) == module.build(), path.name
+
+
+def test_mixed_questions_name_notes_that_hold_their_answers() -> None:
+    """Every judged note of the mixed set is in its vault; a note question's answer is a
+    hand-written note, the others' a session imported as a transcript with user turns."""
+    s = sets.OWN_SETS["mixed"]()
+    ids = {}
+    for path, text in s.files.items():
+        match = re.search(r"^id: (\S+)$", text, re.MULTILINE)
+        assert match, path
+        ids[match.group(1)] = text
+    by_type = {key: kind for kind, keys in s.groups.items() for key in keys}
+    assert set(s.groups) == {"note", "said", "update", "several"}
+    for key, judged in s.levels["note"].items():
+        assert judged and set(judged) <= set(ids), key
+        sessions = [i for i in judged if "### " in ids[i] and " User\n" in ids[i]]
+        expected = {"note": 0, "said": 1, "update": 1, "several": 3}[by_type[key]]
+        assert len(sessions) == expected, key
+
+
+def test_sessions_weighed_for_their_user_turns_leave_hand_written_notes_their_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the mixed set, weighing what the person said (index/bm25.py) costs the
+    questions answered by a hand-written note nothing against not weighing it."""
+    from markvault.index import bm25
+
+    s = sets.OWN_SETS["mixed"]()
+    notes = {k: s.levels["note"][k] for k in s.groups["note"]}
+    chosen = [q for q in s.queries if q.key in notes]
+    built = runner.build_files(s.files, tmp_path, vectors=False)
+    try:
+        weighed = runner.run_mode(built.vault, chosen, "keyword")
+        monkeypatch.setattr(bm25, "USER_TURN_WEIGHT", 0.0)
+        plain = runner.run_mode(built.vault, chosen, "keyword")
+    finally:
+        built.vault.close()
+    ndcg = {
+        name: metrics.evaluate(run.keys("note", s.judge), notes).ndcg10
+        for name, run in (("weighed", weighed), ("plain", plain))
+    }
+    assert ndcg["weighed"] >= ndcg["plain"] - TOLERANCE, ndcg
 
 
 def test_conversation_questions_point_at_turns() -> None:

@@ -216,14 +216,33 @@ USER_SAID = {
 }
 
 
+MIXED = {
+    # What the person wrote down by hand: the fact asked for.
+    "notes/staging.md": "# Staging database\n\nThe staging Postgres we share with the "
+    "billing team.\n\n## Facts\n\n- It listens on port 5433, through the bastion host.\n"
+    "- Nightly snapshots are kept for 14 days.\n",
+    # Sessions on the same topic, whose user turns name it again and again.
+    **{
+        f"sessions/staging-{n}.md": _session(
+            f"Staging {n}",
+            f"Why would {task} take so long on the staging Postgres?",
+            f"{task.capitalize()} on a staging database is slow when the tables are "
+            "large; a connection pooler in front of the staging database helps, and so "
+            "does a port of the settings from production.",
+        )
+        for n, task in enumerate(["vacuum", "a migration", "a restore"])
+    },
+}
+
+
 @pytest.mark.parametrize("weight", [bm25.USER_TURN_WEIGHT, 0.0], ids=["weighed", "not"])
 def test_what_the_user_said_outranks_the_same_words_in_an_answer(
     write: WriteNotes, open_vault: OpenVault, monkeypatch: pytest.MonkeyPatch, weight: float
 ) -> None:
     """A session's user turns count on their own (index/bm25.py): the session where the
     person said it ranks above one whose assistant turn holds a little more of the same
-    words, which wins when user turns are not weighed; a note without a transcript
-    scores as before."""
+    words, which wins when user turns are not weighed; a note that matches one word
+    stays below both."""
     monkeypatch.setattr(bm25, "USER_TURN_WEIGHT", weight)
     write(USER_SAID)
     v = open_vault()
@@ -237,17 +256,25 @@ def test_what_the_user_said_outranks_the_same_words_in_an_answer(
     assert order[2] == "notes/beagles.md"
 
 
+@pytest.mark.parametrize(
+    ("notes", "query", "best"),
+    [
+        (USER_SAID, "beagle Biscuit Elm Street shelter", "sessions/said.md"),
+        (MIXED, "which port do I use to reach the staging postgres", "notes/staging.md"),
+    ],
+    ids=["sessions", "notes-and-sessions"],
+)
 def test_user_turns_weigh_alike_on_every_scoring_path(
-    write: WriteNotes, open_vault: OpenVault
+    write: WriteNotes, open_vault: OpenVault, notes: dict[str, str], query: str, best: str
 ) -> None:
     """A first search (SQL, the pool read with the scores), a warm one (numpy, the
     chunks' notes looked up, then kept as arrays) and a filtered one (the pool read on
-    its own) know the same user turns: the same hits with the same scores."""
-    write(USER_SAID)
+    its own) know the same user turns and the same transcripts: the same hits with the
+    same scores."""
+    write(notes)
     v = open_vault()
     v.reindex(vectors=False)
     keyword = v.host.core().keeper.open_index(write=True).keyword
-    query = "beagle Biscuit Elm Street shelter"
     runs = []
     for arrays in (False, True, True):
         keyword.arrays = arrays
@@ -258,23 +285,46 @@ def test_user_turns_weigh_alike_on_every_scoring_path(
         ).hits
     )
     first = [(h.path, h.chunk_id) for h in runs[0]]
-    assert first[0] == ("sessions/said.md", first[0][1])
+    assert first[0] == (best, first[0][1])
     for hits in runs[1:]:
         assert [(h.path, h.chunk_id) for h in hits] == first
         assert [h.score for h in hits] == pytest.approx([h.score for h in runs[0]], abs=1e-9)
 
 
-def test_a_user_turn_raises_a_session_by_a_share_of_its_own_score(
+SHELTER_NOTES = {
+    "notes/beagles.md": "# Beagles\n\nA beagle named Biscuit came from the Elm "
+    "Street shelter; the beagle is a scent hound.\n",
+    "notes/shelters.md": "# Shelters\n\nThe Elm Street shelter takes in dogs.\n",
+}
+
+
+def test_a_vault_without_sessions_scores_as_if_nothing_were_weighed(
     write: WriteNotes, open_vault: OpenVault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Notes without a user turn keep their scores exactly; a session gains at most
-    USER_TURN_WEIGHT of its own score, so one whose user turn names a single word of the
-    query stays below a note that names several (index/bm25.py)."""
+    """With no user turn among the candidates, the weight of the person's words does not
+    apply: every score is exactly the one without it (index/bm25.py)."""
+    write(SHELTER_NOTES)
+    v = open_vault()
+    v.reindex(vectors=False)
+    query = SearchRequest("beagle Biscuit Elm Street shelter hound", mode="keyword")
+    weighed = [(h.path, h.score) for h in v.search(query).hits]
+    monkeypatch.setattr(bm25, "USER_TURN_WEIGHT", 0.0)
+    plain = [(h.path, h.score) for h in v.search(query).hits]
+    assert [p for p, _ in weighed] == ["notes/beagles.md", "notes/shelters.md"]
+    assert weighed == [(p, pytest.approx(s, abs=1e-12)) for p, s in plain]
+
+
+def test_the_persons_words_raise_a_note_by_a_share_of_its_own_score(
+    write: WriteNotes, open_vault: OpenVault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beside a session's user turn, a note written by hand is the person's words too:
+    each note gains at most USER_TURN_WEIGHT of its own score, as its best chunk of the
+    person's words matches the query against the best such chunk's; so a session whose
+    user turn names a single word of the query stays below notes that name several
+    (index/bm25.py)."""
     write(
         {
-            "notes/beagles.md": "# Beagles\n\nA beagle named Biscuit came from the Elm "
-            "Street shelter; the beagle is a scent hound.\n",
-            "notes/shelters.md": "# Shelters\n\nThe Elm Street shelter takes in dogs.\n",
+            **SHELTER_NOTES,
             "sessions/passing.md": _session(
                 "Errands", "Is the shelter open on Sundays?", "Most are; call ahead."
             ),
@@ -293,8 +343,28 @@ def test_a_user_turn_raises_a_session_by_a_share_of_its_own_score(
     weight = bm25.USER_TURN_WEIGHT
     monkeypatch.setattr(bm25, "USER_TURN_WEIGHT", 0.0)
     plain = {h.path: h.score for h in v.search(query).hits}
-    for path in ("notes/beagles.md", "notes/shelters.md"):
-        assert weighed[path] == pytest.approx(plain[path], abs=1e-12), path
-    assert weighed["sessions/passing.md"] == pytest.approx(
-        (1 + weight) * plain["sessions/passing.md"]  # its user turn is the best one
-    )
+    # The beagles note's chunk is the best of the person's words: it gains the whole share.
+    assert weighed["notes/beagles.md"] == pytest.approx((1 + weight) * plain["notes/beagles.md"])
+    for path in ("notes/shelters.md", "sessions/passing.md"):
+        gain = weighed[path] / plain[path]
+        assert 1 < gain < 1 + weight, path
+
+
+@pytest.mark.parametrize("counted", [True, False], ids=["notes-counted", "only-user-turns"])
+def test_a_note_written_by_hand_keeps_its_place_beside_sessions(
+    write: WriteNotes, open_vault: OpenVault, monkeypatch: pytest.MonkeyPatch, counted: bool
+) -> None:
+    """In a vault of hand-written notes and imported sessions on one topic, the note that
+    holds the fact stays first: its words are the person's as much as a user turn is.
+    Counting only the user turns (markvault before 2026-11-30) put the sessions above it:
+    the mixed set of bench/eval measured it on every question type."""
+    if not counted:
+        monkeypatch.setattr(bm25, "persons_words", lambda pool, user, transcripts: user)
+    write(MIXED)
+    v = open_vault()
+    v.reindex(vectors=False)
+    hits = v.search(
+        SearchRequest("which port do I use to reach the staging postgres", mode="keyword")
+    ).hits
+    first = hits[0].path
+    assert (first == "notes/staging.md") is counted, [h.path for h in hits]

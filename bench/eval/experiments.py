@@ -609,6 +609,14 @@ def memory_experiments() -> list[Experiment]:
             "ablation",
         ),
         *(_bm25_setting(f"user turns: weight {w}", "USER_TURN_WEIGHT", w) for w in (0.25, 1.0)),
+        Experiment(
+            "user turns: only they count, not a hand-written note's words (before 2026-11-30)",
+            ("keyword", "hybrid"),
+            lambda: _patches(
+                (markvault.index.bm25, {"persons_words": lambda pool, user, transcripts: user})
+            ),
+            "ablation",
+        ),
         *(
             _bm25_setting(
                 f"long notes: {n} chunks per note in the keyword list", "CHUNKS_PER_NOTE", n

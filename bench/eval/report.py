@@ -109,6 +109,22 @@ def known_items(figs: Sequence[dict[str, Any]]) -> str:
     return table(header, rows)
 
 
+def question_types(figs: Sequence[dict[str, Any]]) -> str:
+    """nDCG@10 per question type (group) of the sets judged by type: every system."""
+    rows = []
+    for s in figs:
+        if s["kind"] != "mixed":
+            continue
+        for level in s["levels"]:
+            for group in s["groups"]:
+                n = _value(s, "markvault keyword", level, "queries", group)
+                values = [_value(s, name, level, "ndcg@10", group) for name in REFERENCES]
+                modes = [_value(s, f"markvault {m}", level, "ndcg@10", group) for m in MODES]
+                rows.append([s["name"], level, group, n, *values, *modes])
+    header = ["set", "level", "type", "queries", *REFERENCES, *MODES]
+    return table(header, rows)
+
+
 def details(s: dict[str, Any]) -> str:
     rows = []
     for r in s["runs"]:
@@ -154,15 +170,17 @@ def experiments(figs: Sequence[dict[str, Any]]) -> str:
 
 
 def experiment_languages(figs: Sequence[dict[str, Any]]) -> str:
-    """Known-item MRR@10 per language under each experiment (hybrid and keyword)."""
+    """Under each experiment: known-item MRR@10 per language, nDCG@10 per question type."""
     rows = []
     for s in figs:
-        if s["kind"] != "known-item" or len(s["groups"]) < 2:
+        if s["kind"] not in ("known-item", "mixed") or len(s["groups"]) < 2:
             continue
+        key = "mrr@10" if s["kind"] == "known-item" else "ndcg@10"
         for e in s.get("experiments", []):
-            cells = " ".join(f"{g} {v['mrr@10']:.2f}" for g, v in e["groups"].items())
-            rows.append([s["name"], e["name"], e["mode"], cells])
-    return table(["set", "experiment", "mode", "MRR@10 per language"], rows) if rows else ""
+            cells = " ".join(f"{g} {v[key]:.2f}" for g, v in e["groups"].items())
+            rows.append([s["name"], e["name"], e["mode"], f"{key}: {cells}"])
+    header = ["set", "experiment", "mode", "per language or question type"]
+    return table(header, rows) if rows else ""
 
 
 def markdown(fig: dict[str, Any]) -> str:
@@ -171,6 +189,8 @@ def markdown(fig: dict[str, Any]) -> str:
     parts = ["### nDCG@10, every set\n\n" + overview(figs)]
     if any(s["kind"] == "known-item" for s in figs):
         parts.append("### Known-item sets: MRR@10 per language\n\n" + known_items(figs))
+    if any(s["kind"] == "mixed" for s in figs):
+        parts.append("### Notes and sessions: nDCG@10 per question type\n\n" + question_types(figs))
     for s in figs:
         parts.append(
             f"### {s['name']}: {s['description']} ({s['notes']} notes, {s['chunks']} chunks)"
@@ -181,7 +201,7 @@ def markdown(fig: dict[str, Any]) -> str:
         parts.append("### Experiments: Δ nDCG@10 against the same mode (p)\n\n" + exp)
         langs = experiment_languages(figs)
         if langs:
-            parts.append("### Experiments on the known-item languages\n\n" + langs)
+            parts.append("### Experiments by language and question type\n\n" + langs)
     if fig.get("setup"):
         parts.append("Setup: " + "; ".join(f"{k}: {v}" for k, v in fig["setup"].items()))
     m = fig.get("machine", {})

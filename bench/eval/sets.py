@@ -15,7 +15,9 @@ The sets:
 - ``starter``: known-item questions over the bundled starter vault (``sets/starter.json``);
 - ``long-notes``: known-item sentences from sections of long notes, per note and per
   section (``gen_long_notes.py``);
-- ``multilingual``: known-item sentences in eight languages (``multilingual/*.json``).
+- ``multilingual``: known-item sentences in eight languages (``multilingual/*.json``);
+- ``mixed``: hand-written notes and imported agent sessions on the same topics, judged
+  per note, by question type (``mixed.py``, data from ``gen_mixed.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import conversation, known_item
+from . import conversation, known_item, mixed
 from .notes import collection_files
 from .smart import Collection, Document, Gains, Query, QueryIds, load_collection
 
@@ -44,7 +46,7 @@ def by_note(level: str, note_id: str, start: int, end: int) -> str:
 @dataclass
 class EvalSet:
     name: str
-    kind: str  # "collection", "conversation" or "known-item"
+    kind: str  # "collection", "conversation", "known-item" or "mixed"
     files: dict[str, str]  # vault path -> note text
     queries: list[Query]
     levels: dict[str, dict[str, dict[str, int]]]  # level -> query key -> {key: gain}
@@ -224,10 +226,31 @@ def multilingual() -> EvalSet:
     )
 
 
+def mixed_vault() -> EvalSet:
+    """Hand-written notes and imported sessions on the same topics (``gen_mixed.py``)."""
+    m = mixed.load()
+    sessions = sum(1 for path in m.files if path.startswith("sessions/"))
+    return EvalSet(
+        name="mixed",
+        kind="mixed",
+        files=m.files,
+        queries=m.queries,
+        levels={"note": m.relevant},
+        groups=m.groups,
+        documents=m.documents,
+        reference_levels=("note",),
+        description=(
+            f"{len(m.files) - sessions} hand-written notes and {sessions} imported sessions "
+            f"on the same topics, {len(m.queries)} questions"
+        ),
+    )
+
+
 OWN_SETS: dict[str, Callable[[], EvalSet]] = {
     "conversations": lambda: conversations(summaries=True),
     "dialogue": lambda: conversations(summaries=False),
     "starter": starter,
     "long-notes": long_notes,
     "multilingual": multilingual,
+    "mixed": mixed_vault,
 }

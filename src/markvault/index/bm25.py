@@ -30,16 +30,20 @@ lost 0.10 nDCG@10 on long notes, chunks alone 0.06 on conversations.
 **What the person said counts on its own.** In a session's transcript the user's turns
 (``chunks.user_turn``: sessions/turns.py) are where people state their own facts, plans
 and preferences; the assistant's long answers share the query's words with every other
-session on the topic. So a note's score is raised by a share of itself, the more as its
-best user turn matches the query:
+session on the topic. A note the person wrote by hand (one with no user turn anywhere:
+not a transcript) is their own words throughout. So when the candidates hold a user
+turn, a note's score is raised by a share of itself, the more as its best chunk of the
+person's words (``persons_words``) matches the query:
 
-    * (1 + USER_TURN_WEIGHT * its best user turn's BM25 / the best user turn's)
+    * (1 + USER_TURN_WEIGHT * that chunk's BM25 / the best such chunk's)
 
-A note with no user turn among the candidates (every note that is not a transcript)
-keeps its score, so a vault without sessions ranks exactly as before. A share of the
+Candidates without a user turn (a vault without imported sessions, or a query that
+matches none of what people said in them) keep their scores exactly. A share of the
 note's own score, not of the top hit's (as time_signal.boost): a session that matches
-little elsewhere cannot pass a note that matches well. Measured on LongMemEval
-(bench/eval/RESULTS.md), whose gold is mostly what the user said.
+little elsewhere cannot pass a note that matches well. Measured on LongMemEval, whose
+gold is mostly what the user said, and on a vault of hand-written notes and sessions on
+the same topics, where counting only the user turns had buried the notes
+(bench/eval/RESULTS.md).
 
 In two steps, so that a query costs little more than scoring chunks: the best
 ``NOTE_POOL`` chunks by their own BM25 (``scored_sql``, through filters and checks), then
@@ -239,30 +243,42 @@ def user_turns(pool: Sequence[tuple[Any, ...]]) -> set[int]:
     return {row[0] for row in pool if row[7]}
 
 
+def persons_words(
+    pool: Sequence[tuple[Any, ...]], user: set[int], transcripts: Collection[str]
+) -> set[int]:
+    """The chunks of ``pool`` that are what the person said or wrote: its user turns
+    (``user``) and, beside them, every chunk of a note that is not a transcript (not in
+    ``transcripts``: no user turn anywhere in it), which the person wrote by hand."""
+    if not user:
+        return set()
+    return user | {row[0] for row in pool if row[3] not in transcripts}
+
+
 def rerank(
     rows: Sequence[tuple[int, float]],
     notes: Mapping[int, tuple[str, float]],
-    user: Collection[int] = (),
+    said: Collection[int] = (),
 ) -> list[tuple[int, float]]:
     """Chunks with their own BM25 (``rows``) scored with their note's too (``notes``, from
-    ``note_scores``) and their note's best user turn's (``user``: the chunks that are
-    one; see the module docstring), best first, at most ``CHUNKS_PER_NOTE`` of a note."""
+    ``note_scores``) and their note's best chunk of the person's own words (``said``,
+    from ``persons_words``; see the module docstring), best first, at most
+    ``CHUNKS_PER_NOTE`` of a note."""
     best_note = max((s for _, s in notes.values()), default=0.0)
     best_chunk = max((own for _, own in rows), default=0.0)
     scale = best_note / best_chunk if best_chunk > 0 else 0.0
-    said: dict[str, float] = {}  # each note's best user turn
+    best_said_in: dict[str, float] = {}  # each note's best chunk of the person's words
     for cid, own in rows:
-        if cid in user and cid in notes:
+        if cid in said and cid in notes:
             path = notes[cid][0]
-            said[path] = max(said.get(path, 0.0), own)
-    best_said = max(said.values(), default=0.0)
+            best_said_in[path] = max(best_said_in.get(path, 0.0), own)
+    best_said = max(best_said_in.values(), default=0.0)
     lift = USER_TURN_WEIGHT / best_said if best_said > 0 else 0.0
     combined = []
     for cid, own in rows:
         path, note = notes.get(cid, (f"#{cid}", 0.0))
         score = NOTE_WEIGHT * note + (1 - NOTE_WEIGHT) * own * scale
         if lift:
-            score *= 1 + lift * said.get(path, 0.0)
+            score *= 1 + lift * best_said_in.get(path, 0.0)
         combined.append((score, own, cid, path))
     combined.sort(key=lambda r: (-r[0], -r[1], r[2]))
     shown: Counter[str] = Counter()

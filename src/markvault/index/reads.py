@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from markvault.errors import UsageError
@@ -155,6 +155,20 @@ class NoteReads:
         """``chunk_notes``'s answer read now, never kept (a one-shot search's)."""
         rows = self.chunk_rows(ids, "path, note_len, user_turn")
         return {int(r[0]): (r[1], int(r[2]), bool(r[3])) for r in rows}
+
+    def transcripts(self, paths: Collection[str]) -> set[str]:
+        """Which notes of ``paths`` are transcripts: hold a user's turn
+        (``chunks.user_turn``) anywhere, not only among a search's candidates."""
+        if not paths:
+            return set()
+        kept = self._chunk_notes
+        if kept is not None and kept[0] == self.store.changes:
+            return kept[1].transcripts.intersection(paths)
+        listed = ", ".join(sql_string(p) for p in sorted(paths))
+        rows = self.con.execute(
+            f"SELECT DISTINCT path FROM chunks WHERE path IN ({listed}) AND user_turn"
+        ).fetchall()
+        return {r[0] for r in rows}
 
     def chunk_details(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         """Everything a hit shows, for the given chunk ids."""
@@ -503,6 +517,7 @@ class _ChunkNotes:
         self.paths: list[str] = [""] * (max((r[0] for r in notes), default=-1) + 1)
         for rowid, path in notes:
             self.paths[rowid] = path
+        self.transcripts = {self.paths[n] for n in np.unique(self.note[self.user_turn]).tolist()}
         # What a hit shows of each note too, in a vault small enough: a lookup by key
         # costs a search ~1 ms; keeping them ~530 bytes a note (bench/README.md).
         self.details: dict[str, tuple[Any, ...]] | None = None
