@@ -359,7 +359,7 @@ def test_a_note_written_by_hand_keeps_its_place_beside_sessions(
     Counting only the user turns (markvault before 2026-11-30) put the sessions above it:
     the mixed set of bench/eval measured it on every question type."""
     if not counted:
-        monkeypatch.setattr(bm25, "persons_words", lambda pool, user, transcripts: user)
+        monkeypatch.setattr(bm25, "persons_words", lambda pool, transcripts: bm25.user_turns(pool))
     write(MIXED)
     v = open_vault()
     v.reindex(vectors=False)

@@ -501,13 +501,7 @@ def _query_coverage(share: float, depth: int = 20, sessions_only: bool = False) 
         best = max(abs(h.score) for h in top) or 1.0
         movable = {h.path for h in top}
         if sessions_only:
-            movable = {
-                r[0]
-                for r in self.index.keyword.con.execute(
-                    f"SELECT path FROM chunks WHERE path IN ({paths}) "
-                    "GROUP BY path HAVING bool_or(user_turn)"
-                ).fetchall()
-            }
+            movable = self.index.reads.transcripts(movable)
         chosen: list[Any] = []
         covered: set[str] = set()
         left = [h for h in top if h.path in movable]
@@ -529,6 +523,11 @@ def _query_coverage(share: float, depth: int = 20, sessions_only: bool = False) 
         return result
 
     return lambda: _patches((searcher, {"search": search}))
+
+
+def _user_turns_only(pool: Any, transcripts: Any) -> set[int]:
+    """``bm25.persons_words`` before hand-written notes counted: the user turns alone."""
+    return markvault.index.bm25.user_turns(pool)
 
 
 def _vector_feedback(weight: float, top: int = 3) -> Patch:
@@ -613,7 +612,7 @@ def memory_experiments() -> list[Experiment]:
             "user turns: only they count, not a hand-written note's words (before 2026-11-30)",
             ("keyword", "hybrid"),
             lambda: _patches(
-                (markvault.index.bm25, {"persons_words": lambda pool, user, transcripts: user})
+                (markvault.index.bm25, {"persons_words": _user_turns_only}),
             ),
             "ablation",
         ),

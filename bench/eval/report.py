@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -93,18 +93,25 @@ def overview(figs: Sequence[dict[str, Any]], key: str = "ndcg@10") -> str:
     return table(header, rows)
 
 
-def known_items(figs: Sequence[dict[str, Any]]) -> str:
-    """MRR@10 per language (group) of the known-item sets."""
-    rows = []
+def _by_group(
+    figs: Sequence[dict[str, Any]], kind: str
+) -> Iterator[tuple[dict[str, Any], str, str, Any]]:
+    """(set, level, group, queries) of every group of every set of ``kind``."""
     for s in figs:
-        if s["kind"] != "known-item":
+        if s["kind"] != kind:
             continue
         for level in s["levels"]:
             for group in s["groups"]:
-                k, v, h = (_value(s, f"markvault {m}", level, "mrr@10", group) for m in MODES[:3])
-                n = _value(s, "markvault keyword", level, "queries", group)
-                gap = None if k is None or h is None else round(h - k, 4)
-                rows.append([s["name"], level, group, n, k, v, h, _signed(gap)])
+                yield s, level, group, _value(s, "markvault keyword", level, "queries", group)
+
+
+def known_items(figs: Sequence[dict[str, Any]]) -> str:
+    """MRR@10 per language (group) of the known-item sets."""
+    rows = []
+    for s, level, group, n in _by_group(figs, "known-item"):
+        k, v, h = (_value(s, f"markvault {m}", level, "mrr@10", group) for m in MODES[:3])
+        gap = None if k is None or h is None else round(h - k, 4)
+        rows.append([s["name"], level, group, n, k, v, h, _signed(gap)])
     header = ["set", "level", "language", "queries", "keyword", "vector", "hybrid", "h − k"]
     return table(header, rows)
 
@@ -112,15 +119,11 @@ def known_items(figs: Sequence[dict[str, Any]]) -> str:
 def question_types(figs: Sequence[dict[str, Any]]) -> str:
     """nDCG@10 per question type (group) of the sets judged by type: every system."""
     rows = []
-    for s in figs:
-        if s["kind"] != "mixed":
-            continue
-        for level in s["levels"]:
-            for group in s["groups"]:
-                n = _value(s, "markvault keyword", level, "queries", group)
-                values = [_value(s, name, level, "ndcg@10", group) for name in REFERENCES]
-                modes = [_value(s, f"markvault {m}", level, "ndcg@10", group) for m in MODES]
-                rows.append([s["name"], level, group, n, *values, *modes])
+    for s, level, group, n in _by_group(figs, "mixed"):
+        systems = [*REFERENCES, *(f"markvault {m}" for m in MODES)]
+        rows.append(
+            [s["name"], level, group, n, *(_value(s, x, level, "ndcg@10", group) for x in systems)]
+        )
     header = ["set", "level", "type", "queries", *REFERENCES, *MODES]
     return table(header, rows)
 

@@ -69,7 +69,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from markvault.search.query_cost import term_reads
@@ -244,14 +244,20 @@ def user_turns(pool: Sequence[tuple[Any, ...]]) -> set[int]:
 
 
 def persons_words(
-    pool: Sequence[tuple[Any, ...]], user: set[int], transcripts: Collection[str]
+    pool: Sequence[tuple[Any, ...]], transcripts: Callable[[set[str]], set[str]]
 ) -> set[int]:
-    """The chunks of ``pool`` that are what the person said or wrote: its user turns
-    (``user``) and, beside them, every chunk of a note that is not a transcript (not in
-    ``transcripts``: no user turn anywhere in it), which the person wrote by hand."""
+    """The chunks of ``pool`` that are what the person said or wrote: its user turns and,
+    when it holds one, every chunk of a note that is not a transcript (no user turn
+    anywhere in it: ``transcripts`` says which of the notes it is asked about are), which
+    the person wrote by hand. Only the notes without a user turn in ``pool`` are asked
+    about, and only when it holds one."""
+    user = user_turns(pool)
     if not user:
-        return set()
-    return user | {row[0] for row in pool if row[3] not in transcripts}
+        return user
+    said_in = {row[3] for row in pool if row[0] in user}  # transcripts, surely
+    asked = {row[3] for row in pool} - said_in
+    written = asked - transcripts(asked) if asked else set()
+    return user | {row[0] for row in pool if row[3] in written}
 
 
 def rerank(

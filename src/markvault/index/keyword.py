@@ -397,7 +397,7 @@ class KeywordIndex:
             if chunk_notes is not None:
                 chunk_notes.update((row[0], row[3]) for row in pool)
             notes = bm25.note_scores(found, terms, pool, BM25_K1, BM25_B)
-            ranked = bm25.rerank(ranked, notes, self._persons_words(pool))
+            ranked = bm25.rerank(ranked, notes, bm25.persons_words(pool, self.reads.transcripts))
         if verify is None:
             return ranked[:limit]
         kept: list[tuple[int, float]] = []
@@ -448,18 +448,6 @@ class KeywordIndex:
         """
         rows = self.con.execute(sql, [*params_sql, fetch]).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows], None
-
-    def _persons_words(self, pool: list[Any]) -> set[int]:
-        """The chunks of ``pool`` that are the person's own words (``bm25.persons_words``),
-        asking which of its notes are transcripts only when it holds a user's turn."""
-        user = bm25.user_turns(pool)
-        if not user:
-            return user
-        # A note with a user turn among the candidates is a transcript: only the others
-        # need asking about.
-        known = {row[3] for row in pool if row[0] in user}
-        unknown = {row[3] for row in pool} - known
-        return bm25.persons_words(pool, user, known | self.reads.transcripts(unknown))
 
     def _pool(
         self, found: dict[str, tuple[int, int, int]], chunk_ids: list[int], postings: Any
