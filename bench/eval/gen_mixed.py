@@ -643,17 +643,14 @@ def _topic(rng: random.Random, t: int, topic: Topic, start: dt.date) -> dict[str
     # What each session's person says besides asking: a said fact, the update (last
     # session), an item of the "several" question (three of the four sessions).
     asides: list[list[str]] = [[] for _ in range(SESSIONS_PER_TOPIC)]
-    where: dict[str, list[int]] = {}
-    for n, (fact, value) in enumerate(said):
-        s = rng.randrange(SESSIONS_PER_TOPIC)
-        asides[s].append(fact.text.format(v=value))
-        where[f"said{n}"] = [s]
+    said_in: list[int] = []  # the session of each said fact
+    for fact, value in said:
+        said_in.append(rng.randrange(SESSIONS_PER_TOPIC))
+        asides[said_in[-1]].append(fact.text.format(v=value))
     asides[-1].append(topic.update.new.format(v=new))
-    where["update"] = [SESSIONS_PER_TOPIC - 1]
     item_sessions = sorted(rng.sample(range(SESSIONS_PER_TOPIC), len(several)))
     for item, value, s in zip(topic.several.items, several, item_sessions, strict=True):
         asides[s].append(item.format(v=value))
-    where["several"] = item_sessions
 
     sessions = []
     day = start
@@ -706,8 +703,8 @@ def _topic(rng: random.Random, t: int, topic: Topic, start: dt.date) -> dict[str
     ]
     questions = [{"type": "note", "text": f.question, "gold": {note_id: 1}} for f, _ in noted]
     questions += [
-        {"type": "said", "text": f.question, "gold": {ids[where[f"said{n}"][0]]: 1}}
-        for n, (f, _) in enumerate(said)
+        {"type": "said", "text": f.question, "gold": {ids[s]: 1}}
+        for (f, _), s in zip(said, said_in, strict=True)
     ]
     questions.append(
         {"type": "update", "text": topic.update.question, "gold": {ids[-1]: 2, note_id: 1}}
@@ -716,7 +713,7 @@ def _topic(rng: random.Random, t: int, topic: Topic, start: dt.date) -> dict[str
         {
             "type": "several",
             "text": topic.several.question,
-            "gold": {ids[s]: 1 for s in where["several"]},
+            "gold": {ids[s]: 1 for s in item_sessions},
         }
     )
     for n, q in enumerate(questions):
