@@ -10,6 +10,7 @@ while sharing no keyword. The real model stays in the ``model``-marked tests.
 from __future__ import annotations
 
 import threading
+import time
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -24,14 +25,24 @@ SYNONYMS = {"automobil": "car", "vehicl": "car", "sedan": "car", "mend": "repair
 
 
 class HashEmbedder:
-    """A model that is loaded at once, or when ``release`` is set (see the module)."""
+    """A model that is loaded at once, or when ``release`` is set (see the module). As
+    the real one, its batch model is open once it has embedded, or once a background
+    load finished. ``seconds_per_encode``: a slow CPU's time for each call."""
 
-    def __init__(self, name: str = NAME, dim: int = 64, release: threading.Event | None = None):
+    def __init__(
+        self,
+        name: str = NAME,
+        dim: int = 64,
+        release: threading.Event | None = None,
+        seconds_per_encode: float = 0.0,
+    ):
         self.name = name
         self.load_error: str | None = None
         self._dim = dim
         self._release = release
         self._loaded = threading.Event()
+        self._batch_open = threading.Event()
+        self.seconds_per_encode = seconds_per_encode
         self.encoded: list[str] = []  # every text embedded, in order
 
     @property
@@ -39,11 +50,19 @@ class HashEmbedder:
         return self._loaded.is_set()
 
     @property
+    def batch_ready(self) -> bool:
+        return self._batch_open.is_set()
+
+    @property
     def dim(self) -> int:
         return self._dim
 
     def start_loading(self) -> None:
-        threading.Thread(target=self.load, name="load-fake-model", daemon=True).start()
+        def load_and_open() -> None:
+            self.load()
+            self._batch_open.set()
+
+        threading.Thread(target=load_and_open, name="load-fake-model", daemon=True).start()
 
     def wait(self, timeout: float) -> bool:
         return self._loaded.wait(timeout)
@@ -59,6 +78,9 @@ class HashEmbedder:
 
     def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         self.load()
+        if self.seconds_per_encode:
+            time.sleep(self.seconds_per_encode)  # the slow CPU's work, not a wait
+        self._batch_open.set()
         self.encoded.extend(texts)
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
         for row, text in enumerate(texts):

@@ -235,3 +235,40 @@ def test_the_owner_embeds_a_keyword_only_index_in_the_background(
         }
     finally:
         vault.close()
+
+
+def test_a_write_leaves_vectors_to_the_backfill_while_the_model_opens(
+    write: WriteNotes, vault_dir: Path, fake: HashEmbedder
+) -> None:
+    """A write's refresh holds the index for every caller: it never opens the model
+    there (seconds on a busy machine, where a waiting read answers "busy" after 3 s),
+    and embeds inline once the model is open."""
+    write(NOTES)
+    index = vault_dir.parent / "index"
+    with open_local(vault_dir, index, model=NAME, embedder=fake) as v:
+        v.reindex(vectors=False)
+        fake.load()  # loaded (a hybrid search's query model), the batch model not open
+        v.new_note("note", "Sedan care", content="Mend the sedan.")
+        assert fake.encoded == []
+        assert v.index_status()["vectors"]["embedded"] == 0
+        v.reindex()  # embeds, so opens the batch model
+        v.new_note("note", "Walrus count", content="Count the walruses.")
+        assert any("walruses" in text for text in fake.encoded)
+        assert v.index_status()["vectors"]["ready"]
+
+
+def test_inline_embedding_gives_the_index_back_within_seconds_on_a_slow_cpu(
+    write: WriteNotes, vault_dir: Path
+) -> None:
+    """However slow the CPU, a sync embeds inline only about INLINE_EMBED_SECONDS, group
+    by group, and says what it left to the background."""
+    write({f"n{i}.md": f"# Note {i}\n\nWords of note {i}." for i in range(24)})
+    slow = HashEmbedder(seconds_per_encode=0.6)
+    index = vault_dir.parent / "index"
+    with open_local(vault_dir, index, model=NAME, embedder=slow) as v:
+        v.reindex(vectors=False)
+        slow.encode(["open the batch model"])
+        report = v.refresh()
+        assert report.embedded == 16  # two groups of 8 started within the second
+        assert "8 chunks wait for vectors (embedded later)" in report.notices
+        assert v.index_status()["vectors"]["embedded"] == 16

@@ -164,3 +164,18 @@ def test_a_server_answers_from_keywords_while_the_model_loads(
         assert fresh.wait(120)
         late = v.search(SearchRequest("alpha"))
         assert set(late.hits[0].ranks) == {"keyword", "vector"}
+
+
+def test_the_batch_model_is_ready_once_opened(encoder_cache: Path) -> None:
+    """What a write's refresh asks before embedding inline (lifecycle.refresh): loaded
+    for a query is not enough; a background load's warm-up, or an embedding, opens it."""
+    loaded = SentenceEmbedder("all-MiniLM-L6-v2", encoder_cache)
+    loaded.encode_query("alpha")
+    assert loaded.loaded and not loaded.batch_ready
+    loaded.encode(["alpha words"])
+    assert loaded.batch_ready
+    warmed = SentenceEmbedder("all-MiniLM-L6-v2", encoder_cache)
+    warmed.start_loading()
+    assert warmed.wait(120)
+    assert warmed._batch_open.wait(120)  # the load's thread goes on to warm it up
+    assert warmed.batch_ready

@@ -345,10 +345,11 @@ class IndexKeeper:
         self, progress: Progress | None = None, paths: Iterable[str] | None = None
     ) -> ReindexReport:
         """Bring the index up to date after a write or a watcher's hint (``paths``):
-        keyword at once, vectors when the model is already loaded (a long-running
-        server), else at the next reindex."""
+        keyword at once, vectors when the model is already open (a long-running server;
+        never the seconds of opening it while the caller holds the index), else by the
+        server's backfill or at the next reindex."""
         return self.reindex(
-            vectors=self._embedder is not None and self._embedder.loaded,
+            vectors=self._embedder is not None and self._embedder.batch_ready,
             progress=progress,
             paths=paths,
             embed_limit=INLINE_EMBED_MAX,

@@ -54,6 +54,11 @@ class Embedder(Protocol):
     def loaded(self) -> bool: ...
 
     @property
+    def batch_ready(self) -> bool:
+        """Whether the model that embeds chunks is open: a few chunks then take a
+        fraction of a second, where opening it can take seconds on a busy machine."""
+
+    @property
     def dim(self) -> int:
         """The vectors' length (loads the model)."""
 
@@ -92,6 +97,7 @@ class SentenceEmbedder:
         self._model: Any = None
         self._lock = threading.Lock()
         self._ready = threading.Event()
+        self._batch_open = threading.Event()  # ``batch_ready``
         self.load_error: str | None = None
         # Hears what a first load does (the one-time measurement takes a minute).
         self.say: Callable[[str], None] | None = None
@@ -140,6 +146,7 @@ class SentenceEmbedder:
     def _load_quietly(self) -> None:
         try:
             self.load().warm()
+            self._batch_open.set()
         except Exception as exc:  # reported with the next search that needs vectors
             self.load_error = str(exc)
             self._ready.set()
@@ -199,6 +206,10 @@ class SentenceEmbedder:
         return self._model is not None
 
     @property
+    def batch_ready(self) -> bool:
+        return self._batch_open.is_set()
+
+    @property
     def dim(self) -> int:
         return self.load().dim()
 
@@ -217,6 +228,7 @@ class SentenceEmbedder:
                 show_progress_bar=False,
             )
         )
+        self._batch_open.set()
         return np.asarray(vectors, dtype=np.float32)
 
     def encode_query(self, text: str) -> np.ndarray:

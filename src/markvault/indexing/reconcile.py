@@ -44,6 +44,10 @@ GRANULARITY_KEY = "timestamp_granularity_ns"  # the index's meta: racy.py
 # Vectors are committed this many at a time: progress moves and an interrupted run
 # keeps its work, while sentence-transformers still sorts each group by length.
 EMBED_GROUP = 256
+INLINE_EMBED_GROUP = 8
+# A read waits 3 s for a sync's turn (``BUSY_ANSWER_SECONDS``); the inline embedding
+# stops starting groups after this, so one slow group still leaves the read its answer.
+INLINE_EMBED_SECONDS = 1.0
 
 
 # A sync reading more notes than this (a first build, a large checkout) writes them this
@@ -361,16 +365,27 @@ class Syncer:
             self.index.vectors.ensure_table(model, embedder.dim)
             missing = self.index.vectors.missing(model)
         progress.start("Embedding chunks", len(missing))
-        # Committed group by group: an interrupted run keeps what it embedded.
-        for start in range(0, len(missing), EMBED_GROUP):
-            group = missing[start : start + EMBED_GROUP]
+        # Committed group by group: an interrupted run keeps what it embedded. Inline (a
+        # sync holding the index for its callers) in small groups, for a few seconds at
+        # most whatever the CPU: what is left goes to the background backfill.
+        size, until = EMBED_GROUP, None
+        if limit is not None:
+            size, until = INLINE_EMBED_GROUP, time.monotonic() + INLINE_EMBED_SECONDS
+        embedded = 0
+        for start in range(0, len(missing), size):
+            if until is not None and time.monotonic() > until:
+                left = len(missing) - embedded
+                report.notices.append(f"{left} chunks wait for vectors (embedded later)")
+                break
+            group = missing[start : start + size]
             vectors = embedder.encode([text for _, text in group], self.settings.embed_batch)
             self.index.vectors.add(model, [h for h, _ in group], vectors)
+            embedded += len(group)
             progress.advance(len(group))
         progress.finish()
-        report.embedded = len(missing)
+        report.embedded = embedded
         done, _ = self.index.vectors.counts(model)
-        report.reused = max(0, done - len(missing))
+        report.reused = max(0, done - embedded)
         self.index.vectors.prune()
 
 
