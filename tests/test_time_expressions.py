@@ -222,3 +222,51 @@ def test_a_passage_is_not_read_for_dates() -> None:
     assert len(passage) > MAX_QUERY_CHARS
     assert te.find(passage, TUESDAY) == []
     assert te.find(passage[:MAX_QUERY_CHARS], TUESDAY)[0].text == "last Tuesday"
+
+
+@pytest.mark.parametrize(
+    ("query", "text"),
+    [
+        ("which font do the invoices use now", "now"),
+        ("what is my current highest score", "my current"),
+        ("what is the current connection limit", "the current"),
+        ("which bus did I take most  recently", "most  recently"),
+        ("the latest plan for the deploy", "latest"),
+        ("Where do I CURRENTLY keep the sneakers", "CURRENTLY"),
+        ("what do we run these days", "these days"),
+        ("was nutzen wir jetzt", "jetzt"),
+        ("qué usamos actualmente", "actualmente"),
+    ],
+)
+def test_now_reads_as_the_newest_notes(query: str, text: str) -> None:
+    (window,) = te.find(query, TUESDAY)
+    assert (window.text, window.start, window.end, window.newest) == (text, None, None, True)
+    assert query[window.span[0] : window.span[1]] == text
+    assert window.to_json() == {"text": text, "start": None, "end": None, "newest": True}
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["alternating current densities", "the currentness of data", "snow nowhere", "know-how"],
+)
+def test_words_that_only_contain_now_are_not_now(query: str) -> None:
+    assert te.find(query, TUESDAY) == []
+
+
+def test_days_named_say_more_than_now() -> None:
+    (window,) = te.find("what do we use now, since last Tuesday", TUESDAY)
+    assert not window.newest and window.text == "since last Tuesday"
+
+
+def test_the_newest_get_their_place_in_time() -> None:
+    d = D
+    days = {
+        "updated.md": [d(2026, 2, 1), d(2026, 2, 16)],  # its newest date counts
+        "old.md": [d(2026, 2, 11)],
+        "new.md": [d(2026, 2, 21)],
+        "undated.md": [],
+    }
+    assert time_signal.newest_fit(days) == {"updated.md": 0.5, "old.md": 0.0, "new.md": 1.0}
+    assert time_signal.newest_fit({"a.md": [d(2026, 2, 1)], "b.md": [d(2026, 2, 1)]}) == {}
+    line = time_signal.time_line({"text": "now", "newest": True, "asked_at": "2026-03-12"})
+    assert line == "'now' = now (asked 2026-03-12; the newest matching notes ranked up)"

@@ -5,6 +5,7 @@ facade, the CLI (``--at``) and the MCP tool (``as_of``)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import anyio
@@ -174,3 +175,46 @@ async def test_mcp_search_takes_as_of(dated: Vault) -> None:
             )
             data = json.loads(full.content[0].text)
             assert data["time"]["asked_at"] == ASKED
+
+
+UPDATED: dict[str, str | bytes] = {
+    "notes/Invoice PDFs.md": (
+        "---\ncreated: 2026-02-10\n---\n# Invoice PDFs\n\n"
+        "The invoices use the Inter font. Font size 10 pt; the font file is in billing/.\n"
+    ),
+    "sessions/2026-02-20.md": session("2026-02-20", "The invoice totals were rounded wrong."),
+    "sessions/2026-03-05.md": session(
+        "2026-03-05", "We switched the invoice font to IBM Plex Sans: invoices use it."
+    ),
+}
+
+
+def test_now_ranks_the_newest_matching_note_up_and_says_so(
+    write: WriteNotes, open_vault: OpenVault
+) -> None:
+    """A value a later session changed: "now" lifts that session above the note that
+    first held the value; without it, the note's words win. Nothing is filtered out."""
+    write(UPDATED)
+    v = open_vault()
+    v.reindex(vectors=False)
+    assert ids(v, "which font do the invoices use", as_of=ASKED)[0] == "notes/Invoice PDFs.md"
+    result = v.search(SearchRequest("which font do the invoices use now", mode="keyword"))
+    assert [h.path for h in result.hits][:2] == ["sessions/2026-03-05.md", "notes/Invoice PDFs.md"]
+    assert result.time is not None and result.time["newest"] is True
+    assert result.time["text"] == "now" and result.time["start"] is None
+    # "currently" reads the same; a named day says more than "now" does.
+    assert ids(v, "which font do the invoices currently use")[0] == "sessions/2026-03-05.md"
+    named = v.search(SearchRequest("invoice font now, since February 1", mode="keyword"))
+    assert named.time is not None and "newest" not in named.time
+
+
+def test_now_moves_nothing_where_the_notes_share_one_day(
+    write: WriteNotes, open_vault: OpenVault
+) -> None:
+    write({p: re.sub(r"created: [0-9-]+", "created: 2026-03-05", t) for p, t in UPDATED.items()})
+    v = open_vault()
+    v.reindex(vectors=False)
+    plain = v.search(SearchRequest("which font do the invoices use", mode="keyword"))
+    now = v.search(SearchRequest("which font do the invoices use now", mode="keyword"))
+    assert [h.path for h in now.hits] == [h.path for h in plain.hits]
+    assert [h.score for h in now.hits] == [h.score for h in plain.hits]

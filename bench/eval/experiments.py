@@ -588,6 +588,20 @@ def memory_experiments() -> list[Experiment]:
             for w in (0.25, 0.5)
         ),
         Experiment(
+            "time: 'now' not read (before 2026-11-30)",
+            modes,
+            lambda: _patches((time_signal, {"NEWEST_WEIGHT": 0.0})),
+        ),
+        *(
+            Experiment(
+                f"time: 'now' weight {w}",
+                modes,
+                lambda w=w: _patches((time_signal, {"NEWEST_WEIGHT": w})),
+                "alternative",
+            )
+            for w in (0.3, 1.0)
+        ),
+        Experiment(
             "time: a note gains its fit times the top hit's score (not its own)",
             modes,
             lambda: _patches((time_signal, {"boost": _top_time_boost})),

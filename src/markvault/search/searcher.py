@@ -126,8 +126,16 @@ class Searcher:
         return result
 
     def _time_boost(self, fused: list[Fused], window: TimeWindow, run: _Run) -> list[Fused]:
-        """Notes dated in (or near) ``window`` raised (time_signal.boost)."""
+        """Notes dated in (or near) ``window`` raised, or for "now" the newest of the
+        first matching notes (time_signal.boost)."""
         paths = self._chunk_paths([f[0] for f in fused], run)
+        if window.newest:
+            first = list(dict.fromkeys(p for f in fused if (p := paths.get(f[0]))))
+            days = self.index.reads.note_days(sorted(first[: time_signal.NEWEST_DEPTH]))
+            place = time_signal.newest_fit(days)
+            return time_signal.boost(
+                fused, paths.get, lambda p: place.get(p, 0.0), time_signal.NEWEST_WEIGHT
+            )
         days = self.index.reads.note_days(sorted(set(paths.values())))
         fit: dict[str, float] = {}
 
@@ -436,7 +444,8 @@ def _time_window(
         query, times.find(query, asked, plan.language if plan else None)
     )
     window = times.combined(found)
-    if window is None or plan is None or not time_signal.LEAVE_OUT_WORDS:
+    # "now" stays a word too: a session that changed a value tends to say "current".
+    if window is None or window.newest or plan is None or not time_signal.LEAVE_OUT_WORDS:
         return window, plan
     try:
         rest = query_lang.parse(times.without(query, found))

@@ -47,6 +47,7 @@ from typing import NamedTuple
 
 from markvault.search.time_words import (
     MONTHS,
+    NOW_PHRASES,
     NUMBERS,
     UNITS,
     WEEKDAYS,
@@ -58,12 +59,15 @@ Date = dt.date
 
 @dataclass(frozen=True)
 class TimeWindow:
-    """Days from ``start`` to ``end``, both included; None is open on that side."""
+    """Days from ``start`` to ``end``, both included; None is open on that side.
+    ``newest``: no days named, but "now" ("currently", "my current"): the newest of the
+    notes that match hold the answer."""
 
     start: Date | None
     end: Date | None
     text: str  # the words as written in the query
     span: tuple[int, int]  # where they are in it
+    newest: bool = False
 
     def contains(self, day: Date) -> bool:
         return (self.start is None or self.start <= day) and (self.end is None or day <= self.end)
@@ -83,12 +87,15 @@ class TimeWindow:
             return None
         return (self.end - self.start).days + 1
 
-    def to_json(self) -> dict[str, str | None]:
-        return {
+    def to_json(self) -> dict[str, str | bool | None]:
+        out: dict[str, str | bool | None] = {
             "text": self.text,
             "start": self.start.isoformat() if self.start else None,
             "end": self.end.isoformat() if self.end else None,
         }
+        if self.newest:
+            out["newest"] = True
+        return out
 
 
 # ---- calendar arithmetic ---------------------------------------------------------------
@@ -118,6 +125,10 @@ def _alternation(words: Sequence[str]) -> str:
     return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
 
 
+_NOW = "|".join(
+    r"\s+".join(re.escape(word) for word in phrase.split())
+    for phrase in sorted(NOW_PHRASES, key=len, reverse=True)
+)
 _AFTER_WEEKDAY = (
     r"and|or|at|with|when|about|for|in|we|i|you|they|he|she|did|was|were|"
     r"morning|afternoon|evening|night|last|this"
@@ -417,6 +428,7 @@ class _Patterns(NamedTuple):
     after_join: re.Pattern[str]
     bare: list[tuple[re.Pattern[str], Handler]]
     french_hier: re.Pattern[str]
+    now: re.Pattern[str]
 
 
 @functools.cache
@@ -435,6 +447,7 @@ def _patterns() -> _Patterns:
         after_join=re.compile(r"\s+(?:and|to|until|till|through)\s+", _FLAGS),
         bare=[(re.compile(rf"(?:{p})(?!\w)", _FLAGS), h) for p, h in _AFTER_PREPOSITION],
         french_hier=re.compile(r"(?<!\w)hier(?!\w)", _FLAGS),
+        now=re.compile(rf"(?<!\w)(?:{_NOW})(?!\w)", _FLAGS),
     )
 
 
@@ -523,6 +536,10 @@ def find(
                 start = None
         out.append(TimeWindow(start, end, query[lo : p.end], (lo, p.end)))
         i += 1
+    if not out:  # days named say more than "now" does
+        now = _patterns().now.search(query)
+        if now is not None:
+            out.append(TimeWindow(None, None, now[0], now.span(), newest=True))
     return out
 
 

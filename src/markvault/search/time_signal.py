@@ -31,6 +31,13 @@ TIME_WEIGHT = 1.0
 # ways on LongMemEval: bench/eval/RESULTS.md). The embedding model still reads them.
 LEAVE_OUT_WORDS = True
 OPEN_SLACK = 7  # days a note may lie outside an open window and still gain a little
+# "now", "currently", "my current" (a window marked ``newest``): among the first
+# ``NEWEST_DEPTH`` notes that match, the newest gains this share of its own score, the
+# oldest nothing, the others by where their newest date falls between. It lifts the
+# session that changed a value above the note that first held it; ranking every recent
+# note first would bury the answer under whatever was written last.
+NEWEST_WEIGHT = 0.6
+NEWEST_DEPTH = 30
 OUTSIDE = 0.5  # the most a note just outside the window gains (of what one inside does)
 
 
@@ -53,6 +60,9 @@ def asked_date(as_of: str | Date | dt.datetime | None) -> Date | None:
 def time_line(window: Mapping[str, Any]) -> str:
     """A search result's window for people: 'last Tuesday' = 2026-03-03 (asked 2026-03-12)."""
     start, end = window.get("start"), window.get("end")
+    asked = window.get("asked_at")
+    if window.get("newest"):
+        return f"{window.get('text')!r} = now (asked {asked}; the newest matching notes ranked up)"
     if start == end:
         days = str(start)
     elif start is None:
@@ -61,7 +71,6 @@ def time_line(window: Mapping[str, Any]) -> str:
         days = f"from {start}"
     else:
         days = f"{start} to {end}"
-    asked = window.get("asked_at")
     return f"{window.get('text')!r} = {days} (asked {asked}; notes dated then ranked up)"
 
 
@@ -82,6 +91,19 @@ def closeness(window: TimeWindow, days: Sequence[Date]) -> float:
         fit = 1.0 if distance == 0 else OUTSIDE * (1.0 - distance / (slack + 1))
         best = max(best, fit)
     return best
+
+
+def newest_fit(days: Mapping[str, Sequence[Date]]) -> dict[str, float]:
+    """Each note's place in time among ``days`` (the first ``NEWEST_DEPTH`` matching
+    notes' dates): 1 for the newest, 0 for the oldest and for a note without a date,
+    linear between by its newest date. Nothing when they all share one day."""
+    newest = {path: max(values) for path, values in days.items() if values}
+    if not newest:
+        return {}
+    first, last = min(newest.values()), max(newest.values())
+    if first == last:
+        return {}
+    return {path: (day - first).days / (last - first).days for path, day in newest.items()}
 
 
 def note_days(values: Sequence[str | None]) -> list[Date]:

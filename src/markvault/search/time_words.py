@@ -1,7 +1,7 @@
-"""The words of time that queries use: month and weekday names, numbers as words, and
-units of time, in English, German, French, Spanish and Italian (``time_expressions``
-reads queries with them), and the one scan that tells most queries apart as naming no
-time (``may_name_a_time``): search then never loads the expressions."""
+"""The words of time that queries use: month and weekday names, numbers as words, units
+of time and the words for "now", in English, German, French, Spanish and Italian
+(``time_expressions`` reads queries with them), and the one scan that tells most queries
+apart as naming no time (``may_name_a_time``): search then never loads the expressions."""
 
 from __future__ import annotations
 
@@ -143,9 +143,40 @@ UNITS = {
     "anni": "year",
 }
 
+# "What is it now": no window, but the newest of the matching notes hold the answer
+# (a value a later session changed). English as asked ("my current", not "alternating
+# current"), and the cheap part of German, French, Spanish and Italian.
+NOW_PHRASES = (
+    "now",
+    "right now",
+    "nowadays",
+    "currently",
+    "these days",
+    "at the moment",
+    "latest",
+    "most recent",
+    "most recently",
+    "my current",
+    "our current",
+    "the current",
+    "jetzt",
+    "derzeit",
+    "zurzeit",
+    "momentan",
+    "aktuell",
+    "maintenant",
+    "actuellement",
+    "en ce moment",
+    "ahora",
+    "actualmente",
+    "adesso",
+    "attualmente",
+)
+
 # Words without which a query names no time (nor does one without a digit).
 TRIGGER_WORDS = frozenset(
     [
+        *(phrase.split()[-1] for phrase in NOW_PHRASES),
         *MONTHS,
         *WEEKDAYS,
         *(u for u in UNITS if len(u) > 2),
