@@ -291,7 +291,8 @@ def search(
     Keyword syntax:  word  "exact phrase"  prefix*  a AND b  a OR b  NOT a  -a  ( )
     Plain words are ranked by BM25 and any of them may match. Time words
     ("yesterday", "last Tuesday", "two weeks ago", "since May") rank notes dated
-    then higher, read against --at (default today).
+    then higher, read against --at (default today); "now" and "currently" the
+    newest that match.
     Exit code 0 with results, 1 with none.
 
     \b

@@ -80,8 +80,9 @@ def search_tools(server: MCPServer, service: VaultService) -> None:
         of session summaries; each hit is the session, its snippet the matching item).
         Time words in the query ("yesterday", "last Tuesday", "two weeks ago", "in
         March", "since 2026-01-05") rank notes dated then higher (never filter), read
-        against as_of (the ISO date the question is asked; default today); the result
-        says which window it read ("time:").
+        against as_of (the ISO date the question is asked; default today); "now",
+        "currently", "my current" rank the newest matching notes higher (a value a
+        later session changed); the result says which window it read ("time:").
         Attachments (PDF, docx, pptx, xlsx, html, epub files: kind "attachment", type
         their format) are searched by their text; a hit names its page (slide, sheet)
         and cites it (vault://note/<path>#page=N, which `get` reads); attachments
