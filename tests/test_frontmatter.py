@@ -94,6 +94,16 @@ def test_a_null_value_takes_no_list(fm_text: str) -> None:
     assert _load_yaml(fm_text)[1] is not None  # PyYAML's error, said as a warning
 
 
+@pytest.mark.parametrize(
+    "fm_text", ["tags:\n\n- a", "tags:\n- a\n\n- b\ntitle: x", "tags:\n- a\n \n- b"]
+)
+def test_a_blank_line_inside_a_list_keeps_its_key(fm_text: str) -> None:
+    """Found by the property test below (in CI, 2026-11-30): a blank line made the list
+    after it a list of the key "" instead of its own key's."""
+    assert _flat_mapping(fm_text) == _load_yaml(fm_text)[0]
+    assert "" not in (_flat_mapping(fm_text) or {})
+
+
 def flat_lines() -> st.SearchStrategy[str]:
     pieces = [line for case in FLAT_CASES for line in case.split("\n")]
     return st.lists(st.sampled_from(pieces), min_size=1, max_size=8).map("\n".join)

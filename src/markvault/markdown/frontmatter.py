@@ -136,14 +136,15 @@ def _flat_mapping(fm_text: str) -> dict[str, Any] | None:
             items.append(item)
             out[key] = items
             continue
-        key, colon, rest = line.partition(":")
+        name, colon, rest = line.partition(":")
         if not colon:
             if line.strip(" "):
                 return None
-            continue  # a blank line
+            continue  # a blank line: the list above may go on after it
         value = _plain(rest) if rest[:1] == " " else _CLAIMED if rest else None
-        if value is _CLAIMED or not _FLAT_KEY.fullmatch(key) or _plain(key) != key:
+        if value is _CLAIMED or not _FLAT_KEY.fullmatch(name) or _plain(name) != name:
             return None
+        key = name
         # Only a key with nothing after it takes a list: "d: null" is a value already.
         items = [] if not rest.strip(" ") else None
         out[key] = value
