@@ -460,6 +460,18 @@ def _bm25_setting(name: str, constant: str, value: float, kind: str = "alternati
     )
 
 
+def _time_setting(name: str, constant: str, value: float, kind: str = "ablation") -> Experiment:
+    """One of search/time_signal.py's constants set to ``value``: every mode changes."""
+    import markvault.search.time_signal as time_signal
+
+    return Experiment(
+        name,
+        ("keyword", "vector", "hybrid"),
+        lambda: _patches((time_signal, {constant: value})),
+        kind,
+    )
+
+
 def _query_coverage(share: float, depth: int = 20, sessions_only: bool = False) -> Patch:
     """Coverage of the query in the top ``depth`` notes (issue 33's "several sessions for
     one question"): chosen greedily by (1 - share) x score over the best's + share x the
@@ -567,38 +579,17 @@ def memory_experiments() -> list[Experiment]:
             modes,
             lambda: _patches((times, {"find": lambda query, asked=None, language=None: []})),
         ),
-        Experiment(
-            "time: no boost (window read, nothing moved)",
-            modes,
-            lambda: _patches((time_signal, {"TIME_WEIGHT": 0.0})),
-        ),
+        _time_setting("time: no boost (window read, nothing moved)", "TIME_WEIGHT", 0.0),
         Experiment(
             "time: words kept in the keyword query",
             modes,
             lambda: _patches((time_signal, {"LEAVE_OUT_WORDS": False})),
             "alternative",
         ),
+        *(_time_setting(f"time: weight {w}", "TIME_WEIGHT", w, "alternative") for w in (0.25, 0.5)),
+        _time_setting("time: 'now' not read (before 2026-11-30)", "NEWEST_WEIGHT", 0.0),
         *(
-            Experiment(
-                f"time: weight {w}",
-                modes,
-                lambda w=w: _patches((time_signal, {"TIME_WEIGHT": w})),
-                "alternative",
-            )
-            for w in (0.25, 0.5)
-        ),
-        Experiment(
-            "time: 'now' not read (before 2026-11-30)",
-            modes,
-            lambda: _patches((time_signal, {"NEWEST_WEIGHT": 0.0})),
-        ),
-        *(
-            Experiment(
-                f"time: 'now' weight {w}",
-                modes,
-                lambda w=w: _patches((time_signal, {"NEWEST_WEIGHT": w})),
-                "alternative",
-            )
+            _time_setting(f"time: 'now' weight {w}", "NEWEST_WEIGHT", w, "alternative")
             for w in (0.3, 1.0)
         ),
         Experiment(
