@@ -16,7 +16,7 @@ from markvault.config import Settings
 from markvault.core.runtime_context import RuntimeContext
 from markvault.errors import UsageError
 from markvault.runtime.local_host import LocalHost, open_local
-from markvault.search import fusion
+from markvault.search import feedback, fusion
 from markvault.search.fusion import KEYWORD_WEIGHT, RRF_K
 from markvault.search.searcher import FUSED_CANDIDATES, ORIGINAL_WEIGHT
 from markvault.types.search import SearchRequest
@@ -57,25 +57,86 @@ def test_vector_search_finds_meaning_without_shared_words(vault: Vault) -> None:
     assert found.hits[0].scores["vector"] == pytest.approx(1.0, abs=1e-6)
 
 
-def test_hybrid_fuses_the_normalized_scores_of_both_lists(vault: Vault) -> None:
+def test_hybrid_fuses_the_normalized_scores_of_both_lists(vault: Vault, fake: HashEmbedder) -> None:
     """Each side's score from what an unrelated note scores (BM25 0, the median cosine)
     to its best, weighted (fusion.convex): the note first on both sides scores 1, a note
-    only the vector side found its share of the best cosine's lead over the median."""
+    only the vector side found its share of the best cosine's lead over the median. The
+    vector side is that of hybrid's second look: cosines with the query's vector moved
+    toward the chunks the first fusion's top two notes show (search/feedback.py)."""
     result = vault.search(SearchRequest("car repair", mode="hybrid"))
     assert paths(result)[:2] == ["car.md", "automobile.md"]
     top, meaning_only = result.hits[0], result.hits[1]
     assert top.ranks == {"keyword": 1, "vector": 1}
     assert top.score == pytest.approx(1.0)
     assert meaning_only.ranks == {"vector": 2}
-    cosines = [
-        h.scores["vector"] for h in vault.search(SearchRequest("car repair", mode="vector")).hits
-    ]
-    assert len(cosines) == len(NOTES)  # one chunk a note: the median of every chunk's
+    assert len(result.hits) == len(NOTES)  # one chunk a note, every one on the vector side
+    stored = vault.host.core().keeper.open_index(write=False).vectors
+    chunk_vectors = stored.vectors_of(NAME, [h.chunk_id for h in result.hits])
+    shown = chunk_vectors[:2].mean(axis=0)
+    moved = fake.encode_query("car repair") + feedback.FEEDBACK_WEIGHT * shown
+    moved /= np.linalg.norm(moved)
+    cosines = [h.scores["vector"] for h in result.hits]
+    assert cosines == pytest.approx(list(chunk_vectors @ moved), abs=1e-6)
     typical = max(float(np.median(cosines)), 0.0)
     assert 0 < typical < meaning_only.scores["vector"]
     share = (meaning_only.scores["vector"] - typical) / (top.scores["vector"] - typical)
     assert meaning_only.score == pytest.approx((1 - KEYWORD_WEIGHT) * share)
     assert result.counts["keyword"] == 1 and result.counts["vector"] >= 2
+
+
+GARDEN = {
+    "plants.md": "# Plants\n\nI bought three plants: a fern, a cactus and an orchid.",
+    "more-plants.md": "# More plants\n\nBought two more plants at the market today.",
+    "balcony.md": "# Balcony\n\nThe fern and the orchid sit on the balcony beside the cactus.",
+    **{
+        f"aside-{n}.md": f"# Aside {n}\n\n{text}"
+        for n, text in enumerate(
+            [
+                "Filed the tax return on time.",
+                "The train to Lyon left late again.",
+                "Renewed the passport at the town hall.",
+                "Fixed the leaking kitchen tap.",
+                "Booked a dentist appointment for March.",
+            ]
+        )
+    },
+}
+
+
+def test_hybrid_finds_what_its_first_notes_resemble(write: WriteNotes, vault_dir: Path) -> None:
+    """A note that answers in its own words (the balcony's fern, cactus and orchid, not
+    "plants bought") is found by neither list from the query alone; hybrid's second look
+    finds it through the two notes it ranks first, above every unrelated note."""
+    write(GARDEN)
+    fake = HashEmbedder()
+    with open_local(vault_dir, vault_dir.parent / "index", model=NAME, embedder=fake) as v:
+        v.reindex()
+        query = "plants bought"
+        assert "balcony.md" not in paths(v.search(SearchRequest(query, mode="keyword")))
+        alone = {h.path: h.score for h in v.search(SearchRequest(query, mode="vector")).hits}
+        unrelated = [alone[p] for p in GARDEN if p.startswith("aside-")]
+        assert alone["balcony.md"] <= max(unrelated) + 1e-6  # no closer than unrelated notes
+        hybrid = paths(v.search(SearchRequest(query, mode="hybrid")))
+        assert set(hybrid[:2]) == {"plants.md", "more-plants.md"}
+        assert hybrid[2] == "balcony.md"
+
+
+def test_the_second_look_moves_the_query_and_keeps_the_chunk_shown() -> None:
+    """The moved query is a unit vector between the query and the shown chunks' mean;
+    the notes take the second fusion's order, each showing the chunk the first fusion
+    chose (what the query itself matches best)."""
+    query = np.array([1.0, 0.0, 0.0], np.float32)
+    shown = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], np.float32)
+    moved = feedback.moved_query(query, shown)
+    half = feedback.FEEDBACK_WEIGHT / 2
+    assert moved == pytest.approx(np.array([1.0, half, half]) / np.sqrt(1 + 2 * half**2))
+    assert moved.dtype == query.dtype
+    note_of = {1: "a.md", 2: "a.md", 3: "b.md", 4: "c.md", 5: "c.md"}.get
+    first = [(1, 0.9, {}, {}), (2, 0.9, {}, {}), (3, 0.5, {}, {}), (4, 0.4, {}, {})]
+    assert feedback.first_shown(first, note_of) == [1, 3]  # each note's first entry
+    second = [(5, 0.8, {}, {}), (4, 0.8, {}, {}), (2, 0.7, {}, {}), (1, 0.7, {}, {})]
+    kept = feedback.with_first_chunks(first, second, note_of)
+    assert [(c, score) for c, score, _, _ in kept] == [(4, 0.8), (5, 0.8), (1, 0.7), (2, 0.7)]
 
 
 def test_the_vector_side_is_scaled_from_the_typical_cosine() -> None:

@@ -271,12 +271,22 @@ def test_vector_scores_in_sql_and_from_the_matrix_agree(bundled_copy: Path, tmp_
         query = rows[3]
         first_ids, first = vectors.scores("test-model", query)
         assert vectors._matrix is None  # scored without loading every vector
+        # Hybrid's second look in the same search is no second query: SQL again.
+        follow_ids, follow = vectors.scores("test-model", rows[4], follow_up=True)
+        assert vectors._matrix is None and list(follow_ids) == list(first_ids)
+        wanted = [int(first_ids[9]), -1, int(first_ids[2])]  # -1: no such chunk
+        from_sql = vectors.vectors_of("test-model", wanted)
+        assert from_sql.shape == (2, 16) and vectors._matrix is None
         second_ids, second = vectors.scores("test-model", query)
         assert vectors._matrix is not None
         assert len(first_ids) > len(hashes) // 2 and list(first_ids) == sorted(first_ids)
         assert list(first_ids) == list(second_ids)
         assert first == pytest.approx(second, abs=1e-6)
         assert float(first.max()) == pytest.approx(1.0, abs=1e-6)
+        assert float(follow.max()) == pytest.approx(1.0, abs=1e-6)
+        from_matrix = vectors.vectors_of("test-model", wanted)
+        assert from_matrix == pytest.approx(from_sql, abs=1e-6)
+        assert from_matrix @ query == pytest.approx(first[[9, 2]], abs=1e-6)
         # After a change the next query is scored in SQL again, with the new vectors.
         vectors.forget()
         assert vectors.scores("other-model", query)[0].size == 0

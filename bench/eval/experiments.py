@@ -542,17 +542,21 @@ def _user_turns_only(pool: Any, transcripts: Any) -> set[int]:
     return markvault.index.bm25.user_turns(pool)
 
 
+def _no_second_look(searcher: Any, fused: Any, *args: Any) -> Any:
+    """``Searcher._second_look`` before 2026-11-30: the first fusion stands."""
+    return fused
+
+
 def _vector_feedback(weight: float, top: int = 3) -> Patch:
-    """Rocchio feedback on the vector side (issue 33's several sessions: the gold
-    sessions of one question share a topic): the query's vector plus ``weight`` x the
-    mean of its ``top`` closest chunks' vectors, renormalized, then every chunk scored
-    against that."""
+    """Rocchio feedback on the vector side alone, instead of hybrid's second look: the
+    query's vector plus ``weight`` x the mean of its ``top`` closest chunks' vectors,
+    renormalized, then every chunk scored against that."""
     import markvault.index.vectors as vectors
 
     original = vectors.VectorIndex.scores
 
-    def scores(self: Any, model: str, query: Any) -> Any:
-        ids, first = original(self, model, query)
+    def scores(self: Any, model: str, query: Any, *, follow_up: bool = False) -> Any:
+        ids, first = original(self, model, query, follow_up=follow_up)
         if len(first) <= top:
             return ids, first
         matrix_ids, matrix = self.matrix(model)
@@ -562,7 +566,39 @@ def _vector_feedback(weight: float, top: int = 3) -> Patch:
         moved = moved / (np.linalg.norm(moved) or 1.0)
         return ids, matrix @ moved.astype(matrix.dtype)
 
-    return lambda: _patches((vectors.VectorIndex, {"scores": scores}))
+    searcher = markvault.search.searcher.Searcher
+    return lambda: _patches(
+        (vectors.VectorIndex, {"scores": scores}), (searcher, {"_second_look": _no_second_look})
+    )
+
+
+def _second_look_setting(name: str, constant: str, value: int | float) -> Experiment:
+    """One of search/feedback.py's constants set to ``value``: hybrid changes."""
+    import markvault.search.feedback as feedback
+
+    return Experiment(
+        name, ("hybrid",), lambda: _patches((feedback, {constant: value})), "alternative"
+    )
+
+
+def second_look_experiments() -> list[Experiment]:
+    """Hybrid's second look (search/feedback.py): without it, and its two constants."""
+    searcher = markvault.search.searcher.Searcher
+    return [
+        Experiment(
+            "second look: off (before 2026-11-30)",
+            ("hybrid",),
+            lambda: _patches((searcher, {"_second_look": _no_second_look})),
+        ),
+        *(
+            _second_look_setting(f"second look: the first {n} notes", "FEEDBACK_NOTES", n)
+            for n in (1, 3)
+        ),
+        *(
+            _second_look_setting(f"second look: weight {w}", "FEEDBACK_WEIGHT", w)
+            for w in (0.15, 0.5)
+        ),
+    ]
 
 
 def memory_experiments() -> list[Experiment]:
@@ -650,11 +686,12 @@ def memory_experiments() -> list[Experiment]:
         ),
         *(
             Experiment(
-                f"several sessions: vector feedback {w} (Rocchio, top 3 chunks)",
+                f"several sessions: vector feedback {w} (Rocchio, top 3 chunks; no second look)",
                 ("hybrid",),
                 _vector_feedback(w),
                 "alternative",
             )
             for w in (0.3, 0.6)
         ),
+        *second_look_experiments(),
     ]

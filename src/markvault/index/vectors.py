@@ -128,14 +128,18 @@ class VectorIndex:
         ).fetchone()
         return (int(done[0]) if done else 0), (int(total[0]) if total else 0)
 
-    def scores(self, model: str, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def scores(
+        self, model: str, query: np.ndarray, *, follow_up: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(chunk ids ascending, each chunk's inner product with the unit vector
         ``query``): from the matrix when this process holds it or asks a second time
-        (it answers queries for others), else computed in SQL without loading it."""
+        (it answers queries for others), else computed in SQL without loading it.
+        ``follow_up``: a second scoring within the same search (hybrid's feedback),
+        which is not a second query."""
         import numpy as np  # imported by the vector side only: keyword search needs none
 
         held = self._matrix is not None and self._matrix[0] == model
-        if held or self._scored_in_sql:
+        if held or (self._scored_in_sql and not follow_up):
             ids, matrix = self.matrix(model)
             return ids, matrix @ query
         self._scored_in_sql = True
@@ -156,6 +160,29 @@ class VectorIndex:
         ).fetchone()
         ids, scores = found if found and found[0] is not None else ([], [])
         return np.array(ids, np.int64), np.array(scores, np.float32)
+
+    def vectors_of(self, model: str, chunk_ids: Sequence[int]) -> np.ndarray:
+        """The unit vectors of those of ``chunk_ids`` that have one, in that order:
+        from the matrix when this process holds it, else read for these alone."""
+        import numpy as np  # imported by the vector side only: keyword search needs none
+
+        if self._matrix is not None and self._matrix[0] == model:
+            ids, matrix = self._matrix[1], self._matrix[2]
+            wanted = np.asarray(chunk_ids, dtype=ids.dtype)
+            at = np.clip(np.searchsorted(ids, wanted), 0, max(len(ids) - 1, 0))
+            found = ids[at] == wanted if len(ids) else np.zeros(len(wanted), bool)
+            return matrix[at[found]]
+        if not chunk_ids or not self.store.has_table("embeddings"):
+            return np.zeros((0, 1), np.float32)
+        rows = dict(
+            self.con.execute(
+                "SELECT c.id, e.vec FROM chunks c JOIN embeddings e ON e.hash = c.hash "
+                "AND e.model = ? WHERE c.id IN (SELECT unnest(?))",
+                [model, [int(c) for c in chunk_ids]],
+            ).fetchall()
+        )
+        found = [rows[c] for c in chunk_ids if c in rows]
+        return np.array(found, np.float32) if found else np.zeros((0, 1), np.float32)
 
     def matrix(self, model: str) -> tuple[np.ndarray, np.ndarray]:
         """(chunk ids, unit vectors) of every chunk that has a vector; cached."""

@@ -20,7 +20,7 @@ from markvault.errors import UsageError
 from markvault.identity import citation_key, note_uri
 from markvault.index import Index
 from markvault.markdown.tokens import tokenize, word_spans
-from markvault.search import fusion, language, time_signal
+from markvault.search import feedback, fusion, language, time_signal
 from markvault.search import query as query_lang
 from markvault.search.time_words import may_name_a_time
 from markvault.types.search import Filters, Hit, SearchRequest, SearchResult
@@ -108,6 +108,9 @@ class Searcher:
         lists, weights = self._lists(query, plan, mode, filters, wanted, parsed_variants, run)
         plan = run.plan or plan
         fused = self._fuse(lists, weights, mode, run)
+        if mode == "hybrid" and order == "relevance":
+            run.lap("fuse")
+            fused = self._second_look(fused, lists, query, plan, filters, wanted, run)
         if min_score is not None:
             fused = [f for f in fused if f[1] >= min_score]
         if window is not None and order == "relevance":
@@ -313,6 +316,32 @@ class Searcher:
             keyword, vector, note_of, run.cosine, run.chunk_bm25, cosine_floor=run.typical_cosine()
         )
 
+    def _second_look(
+        self,
+        fused: list[Fused],
+        lists: dict[str, list[tuple[int, float]]],
+        query: str,
+        plan: query_lang.Plan | None,
+        filters: Filters,
+        wanted: int,
+        run: _Run,
+    ) -> list[Fused]:
+        """Hybrid's fusion again, its vector side scored against the query's vector
+        moved toward the chunks the first answer's top notes show (feedback.py)."""
+        if not lists.get("keyword") or not lists.get("vector") or run.query_vector is None:
+            return fused  # one list alone: nothing fused to learn from
+        note_of = self._chunk_paths([f[0] for f in fused], run)  # read by fusion already
+        shown = feedback.first_shown(fused, note_of.get)
+        vectors = self.index.vectors.vectors_of(self.model, shown)
+        if not len(vectors):
+            return fused
+        moved = feedback.moved_query(run.query_vector, vectors)
+        text = plan.text if plan else query
+        rows = self._vector(text, filters, wanted, plan, run, "feedback", moved)
+        second = self._fuse({**lists, "vector": rows}, {}, "hybrid", run)
+        note_of = self._chunk_paths([f[0] for f in second], run)
+        return feedback.with_first_chunks(fused, second, note_of.get)
+
     def _vector(
         self,
         text: str,
@@ -321,23 +350,31 @@ class Searcher:
         plan: query_lang.Plan | None,
         run: _Run,
         stage: str = "vector",
+        moved: np.ndarray | None = None,
     ) -> list[tuple[int, float]]:
+        """The ``wanted`` chunks closest to ``text`` (or to the vector ``moved``, hybrid's
+        second look) that pass ``filters`` and ``plan``'s required and excluded words."""
         import numpy as np  # the vector side's alone: a keyword search never loads numpy
 
-        embedder = self._embedder()
-        load_ms = 0.0
-        if not embedder.loaded:
+        load_ms = embed_ms = 0.0
+        if moved is None:
+            embedder = self._embedder()
+            if not embedder.loaded:
+                started = time.perf_counter()
+                embedder.load()
+                load_ms = (time.perf_counter() - started) * 1000
+                run.timings["load_model"] = load_ms
             started = time.perf_counter()
-            embedder.load()
-            load_ms = (time.perf_counter() - started) * 1000
-            run.timings["load_model"] = load_ms
-        started = time.perf_counter()
-        qv = embedder.encode_query(text or " ")
-        # The query's embedding is reported on its own, not inside the stage.
-        embed_ms = (time.perf_counter() - started) * 1000
-        run.timings["embed_query"] = run.timings.get("embed_query", 0.0) + embed_ms
-        ids, scores = self.index.vectors.scores(self.model, qv)
-        if stage == "vector":
+            qv = embedder.encode_query(text or " ")
+            # The query's embedding is reported on its own, not inside the stage.
+            embed_ms = (time.perf_counter() - started) * 1000
+            run.timings["embed_query"] = run.timings.get("embed_query", 0.0) + embed_ms
+            if stage == "vector":
+                run.query_vector = qv
+        else:
+            qv = moved
+        ids, scores = self.index.vectors.scores(self.model, qv, follow_up=moved is not None)
+        if stage in ("vector", "feedback"):
             run.keep_cosines(ids, scores)
         if not filters.is_empty():
             mask = np.isin(ids, self.index.reads.chunk_ids_matching(filters))
@@ -553,6 +590,7 @@ class _Run:
         self.warnings: list[str] = []
         self.shortcut = False
         self._cosines: tuple[np.ndarray, np.ndarray] | None = None
+        self.query_vector: np.ndarray | None = None  # the query's own, for feedback
         self.chunk_bm25: dict[int, float] = {}  # the query's keyword chunks' own BM25
         self.chunk_notes: dict[int, str] = {}  # note paths of chunks read while ranking
         self.plan: query_lang.Plan | None = None  # the relaxed query, when it was
@@ -592,8 +630,9 @@ class _Run:
         return 0.0 if self._cosines is None else fusion.typical_cosine(self._cosines[1])
 
     def lap(self, stage: str) -> None:
+        """Add the time since the last lap to ``stage`` (a stage may run twice)."""
         now = time.perf_counter()
-        self.timings[stage] = (now - self._clock) * 1000
+        self.timings[stage] = self.timings.get(stage, 0.0) + (now - self._clock) * 1000
         self._clock = now
 
 
