@@ -1,7 +1,8 @@
 """Keyword, vector, hybrid and deep search over an open index; hits collapsed to notes.
 
 Keyword search ranks notes by BM25 (index/bm25.py), vector search chunks by cosine. Hybrid
-fuses the two by their normalized scores, deep search the query's own lists (weighted
+fuses the two by their normalized scores, then fuses again with the vector side steered
+by its first answer's top notes (feedback.py), deep search the query's own lists (weighted
 highest) and those of the variants the calling model wrote by rank, unless the keyword
 result is already decisive (fusion.py). Each hit reports its ranks and scores per list.
 """
