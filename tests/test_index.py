@@ -95,6 +95,13 @@ def test_warm_search_sees_a_rename_and_an_edit(
         shown = [(h.path, h.id, h.title, h.hash, h.chunk_id, h.snippet) for h in cold]
         assert [(h.path, h.id, h.title, h.hash, h.chunk_id, h.snippet) for h in hits] == shown
         assert [h.score for h in hits] == pytest.approx([h.score for h in cold], abs=1e-9)
+    # Fusion's chunk -> note lookups answer from the same arrays while they are current.
+    reads = v.host.core().keeper.open_index(write=True).reads
+    assert reads._chunk_notes is not None and reads._chunk_notes[0] == reads.store.changes
+    ids = [h.chunk_id for h in cold] + [-1]  # -1: no such chunk
+    in_sql = {int(r[0]): r[1] for r in reads.chunk_rows(ids, "path")}
+    assert in_sql == {h.chunk_id: h.path for h in cold}
+    assert reads.chunk_paths(ids) == in_sql
 
 
 def test_indexer_never_writes_the_vault(bundled_copy: Path, tmp_path: Path) -> None:

@@ -131,7 +131,12 @@ class NoteReads:
         ).fetchall()
 
     def chunk_paths(self, ids: Sequence[int]) -> dict[int, str]:
-        """The note path of each chunk id (ids that no longer exist are left out)."""
+        """The note path of each chunk id (ids that no longer exist are left out): from
+        ``chunk_notes``'s arrays while they are current (a warm search asks twice per
+        hybrid fusion, ~3 ms each in SQL), else read."""
+        kept = self._chunk_notes
+        if kept is not None and kept[0] == self.store.changes:
+            return {cid: note[0] for cid, note in kept[1].lookup(ids).items()}
         return {int(r[0]): r[1] for r in self.chunk_rows(ids, "path")}
 
     def chunk_notes(self, ids: Sequence[int]) -> dict[int, tuple[str, int, bool]]:
