@@ -19,7 +19,7 @@ from markvault.runtime.local_host import LocalHost, open_local
 from markvault.search import feedback, fusion
 from markvault.search.fusion import KEYWORD_WEIGHT, RRF_K
 from markvault.search.searcher import FUSED_CANDIDATES, ORIGINAL_WEIGHT
-from markvault.types.search import SearchRequest
+from markvault.types.search import Filters, SearchRequest
 
 from .conftest import WriteNotes
 from .fakes import NAME, HashEmbedder
@@ -119,6 +119,10 @@ def test_hybrid_finds_what_its_first_notes_resemble(write: WriteNotes, vault_dir
         hybrid = paths(v.search(SearchRequest(query, mode="hybrid")))
         assert set(hybrid[:2]) == {"plants.md", "more-plants.md"}
         assert hybrid[2] == "balcony.md"
+        # The second look's vector side keeps the search's filters.
+        only = Filters(path_glob="*plants*")
+        filtered = v.search(SearchRequest(query, mode="hybrid", filters=only))
+        assert sorted(paths(filtered)) == ["more-plants.md", "plants.md"]
 
 
 def test_the_second_look_moves_the_query_and_keeps_the_chunk_shown() -> None:
