@@ -167,11 +167,8 @@ class VectorIndex:
         import numpy as np  # imported by the vector side only: keyword search needs none
 
         if self._matrix is not None and self._matrix[0] == model:
-            ids, matrix = self._matrix[1], self._matrix[2]
-            wanted = np.asarray(chunk_ids, dtype=ids.dtype)
-            at = np.clip(np.searchsorted(ids, wanted), 0, max(len(ids) - 1, 0))
-            found = ids[at] == wanted if len(ids) else np.zeros(len(wanted), bool)
-            return matrix[at[found]]
+            at, found = find_sorted(self._matrix[1], chunk_ids)
+            return self._matrix[2][at[found]]
         if not chunk_ids or not self.store.has_table("embeddings"):
             return np.zeros((0, 1), np.float32)
         rows = dict(
@@ -181,8 +178,8 @@ class VectorIndex:
                 [model, [int(c) for c in chunk_ids]],
             ).fetchall()
         )
-        found = [rows[c] for c in chunk_ids if c in rows]
-        return np.array(found, np.float32) if found else np.zeros((0, 1), np.float32)
+        present = [rows[c] for c in chunk_ids if c in rows]
+        return np.array(present, np.float32) if present else np.zeros((0, 1), np.float32)
 
     def matrix(self, model: str) -> tuple[np.ndarray, np.ndarray]:
         """(chunk ids, unit vectors) of every chunk that has a vector; cached."""
@@ -208,3 +205,14 @@ class VectorIndex:
         matrix = values.to_numpy().reshape(-1, dim).astype(np.float32, copy=False)
         self._matrix = (model, ids, matrix)
         return ids, matrix
+
+
+def find_sorted(ids: np.ndarray, wanted: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of ``wanted`` sits in the ascending ``ids``: (positions, found), the
+    positions clipped into range and meaningful only where ``found``."""
+    import numpy as np  # imported by the vector side only: keyword search needs none
+
+    keys = np.asarray(wanted, dtype=ids.dtype)
+    at = np.clip(np.searchsorted(ids, keys), 0, max(len(ids) - 1, 0))
+    found = ids[at] == keys if len(ids) else np.zeros(len(keys), bool)
+    return at, found

@@ -616,13 +616,13 @@ class _Run:
             return {}
         import numpy as np  # loaded already: cosines come from the vector side
 
+        from markvault.index.vectors import find_sorted
+
         ids, scores = self._cosines
-        wanted = np.asarray(chunk_ids, dtype=ids.dtype)
-        at = np.clip(np.searchsorted(ids, wanted), 0, max(len(ids) - 1, 0))
-        found = ids[at] == wanted if len(ids) else np.zeros(len(wanted), bool)
+        at, found = find_sorted(ids, chunk_ids)
         return {
             int(c): float(scores[i])
-            for c, i, ok in zip(wanted, at, found, strict=True)
+            for c, i, ok in zip(chunk_ids, at, found, strict=True)
             if ok and np.isfinite(scores[i])
         }
 
